@@ -1,0 +1,19 @@
+"""marl_llm_envs: PettingZoo environments for credit assignment in multi-agent LLM reinforcement learning.
+
+    from marl_llm_envs import make, list_envs
+    env = make("think_solve-v0")
+
+Every env is a PettingZoo ``AECEnv`` with text observations for LLMs and numeric ones for small policies, team
+rewards, roles, and ``clone()`` / ``ablate(agent)`` / ``transcript()`` + :func:`replay` for counterfactual credit.
+"""
+
+from marl_llm_envs.core import TextEnv, replay
+from marl_llm_envs.registry import EnvSpec, list_envs, make, make_parallel, register, spec
+from marl_llm_envs.envs import kuhn_poker, tic_tac_toe
+
+__version__ = "0.1.0"
+
+register(kuhn_poker.raw_env)
+register(tic_tac_toe.raw_env)
+
+__all__ = ["EnvSpec", "TextEnv", "list_envs", "make", "make_parallel", "register", "replay", "spec"]

@@ -1,0 +1,576 @@
+"""The shared base of every marl_llm_envs environment.
+
+One place for what all our text environments have in common (the games only write their rules):
+
+* **Observations.** Every agent observes a ``Dict`` with ``"text"`` (the prompt an LLM sees; gymnasium ``Text`` over
+  ``string.printable``), ``"observation"`` (a numeric information-state vector, ``float32`` in ``[-1, 1]``, meaningful
+  for an MLP) and, in discrete mode only, ``"action_mask"`` (``int8``, 1 = legal). Hidden information is a property of
+  whose view is asked for: ``observe(agent)`` never shows what that agent may not know.
+* **Two action modes.** ``action_mode="text"``: an action is a free-text string, parsed by the game (moves are written
+  in square brackets such as ``[bet]``; answers as ``\\boxed{...}``); the last well-formed move in the text counts, so
+  reasoning around it is fine, and case is ignored. ``action_mode="discrete"``: an action is an index into the agent's
+  fixed action list (``action_names(agent)``) and the observation carries the mask.
+* **Invalid moves** follow ``invalid_move``: ``"penalty"`` (the game's documented penalty, of size
+  ``invalid_penalty``), ``"retry"`` (the same agent moves again, with the error in its next observation, up to
+  ``max_retries`` times, then the penalty) or ``"random"`` (a uniformly random legal move from the env's RNG). Every
+  invalid move is recorded in ``infos[agent]["invalid_action"]`` (``None`` after a valid move) and counted in
+  ``infos[agent]["invalid_count"]``. Any input (wrong type, empty, huge, unicode, control characters) is handled by
+  this policy; ``step`` never raises on a bad action of a live agent.
+* **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it. ``reset()`` without a seed draws
+  the next episode's seed from the env's own RNG, so every episode has a concrete seed in its transcript. The global
+  ``random`` module and NumPy's global state are never touched.
+* **Infos.** ``infos[agent]`` carries ``team``, ``role``, ``team_reward`` (the team's return so far; final at the end),
+  ``invalid_action`` and ``invalid_count``; games add their own keys at the end of an episode.
+* **Counterfactuals.** ``clone()`` is an independent copy (RNG included) that shares all static data;
+  ``ablate(agent)`` is a clone in which that agent's contribution is clamped to the game's documented null action
+  (its future turns are played by the env with that null action, and the game may also undo its past contribution
+  where its manual says so); ``transcript()`` is a JSON record (env id and version, kwargs, seed, every ``step`` input
+  and every ablation) and :func:`replay` rebuilds the same episode, observation for observation and reward for reward.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import unicodedata
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+
+PRINTABLE = string.printable
+CHARSET = frozenset(PRINTABLE)
+TEXT_MAX_LENGTH = 1 << 16
+ACTION_MODES = ("text", "discrete")
+INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
+
+_NON_PRINTABLE = re.compile(r"[^\x20-\x7e\t\n\r]")
+_BRACKETED = re.compile(r"\[([^\[\]\n]{1,64})\]")
+
+
+def printable(text: str, limit: int | None = None) -> str:
+    """Return ``text`` as printable ASCII: accents are transliterated (NFKD), anything else becomes ``?``.
+
+    Free text written by one agent (a thought, a message) passes through here before another agent sees it, so
+    every observation stays inside the ``Text`` space. ``limit`` truncates to that many characters.
+    """
+    if limit is not None and len(text) > limit:
+        text = text[:limit]
+    if _NON_PRINTABLE.search(text) is None:
+        return text
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    return _NON_PRINTABLE.sub("?", text)
+
+
+def short_repr(action: Any, limit: int = 200) -> str:
+    """A bounded, printable description of a submitted action, for the ``invalid_action`` record."""
+    text = action if isinstance(action, str) else repr(action)
+    return printable(text if len(text) <= limit else text[:limit] + "...")
+
+
+def parse_bracketed(text: str, names: dict[str, int]) -> tuple[int | None, str | None]:
+    """Find the move in free text: the last ``[...]`` token; a bare action name is accepted too.
+
+    ``names`` maps a lower-case action name (without brackets) to its index. Returns ``(index, None)`` or
+    ``(None, reason)``. The index may still be illegal in the current state; the caller checks legality.
+    """
+    tokens = _BRACKETED.findall(text)
+    if tokens:
+        token = tokens[-1].strip().lower()
+        if token in names:
+            return names[token], None
+        return None, f"[{printable(token, 40)}] is not an action of this game"
+    bare = text.strip().lower()
+    if bare.startswith("[") and bare.endswith("]"):
+        bare = bare[1:-1].strip()
+    if bare in names:
+        return names[bare], None
+    return None, "no action found; write exactly one move in square brackets, e.g. " + _example(names)
+
+
+def _example(names: dict[str, int]) -> str:
+    return ", ".join(f"[{n}]" for n in list(names)[:3])
+
+
+def find_boxed(text: str) -> str | None:
+    """Return the content of the last ``\\boxed{...}`` in ``text`` (nested braces allowed), or ``None``."""
+    start = text.rfind("\\boxed{")
+    while start != -1:
+        depth, i = 0, start + len("\\boxed")
+        for j in range(i, len(text)):
+            c = text[j]
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[i + 1 : j]
+        start = text.rfind("\\boxed{", 0, start)
+    return None
+
+
+class TextEnv(AECEnv):
+    """Base class of every marl_llm_envs environment (a PettingZoo ``AECEnv``).
+
+    A game subclass sets ``env_id``, ``version``, ``family``, ``possible_agents``, ``roles``, ``teams`` and
+    ``vector_size``, lists its per-episode mutable containers in ``_mutable`` (copied by ``clone``), and implements:
+
+    ``_start()``                 deal / set up a new episode from ``self.np_random``; set ``agent_selection``.
+    ``action_names(agent)``      the fixed action list (discrete indices; text moves are ``[name]``); ``[]`` = free text.
+    ``_legal_ids(agent)``        legal indices now.
+    ``_apply(agent, move)``      play a legal move (an index, or the parsed value for free-text turns).
+    ``_text(agent)``             the prompt.
+    ``_vector(agent, out)``      fill the numeric observation (``out`` is zeroed float32 of ``vector_size``).
+    ``_null_move(agent)``        the move an ablated agent plays (documented in the game's manual).
+    ``_penalize(agent)``         the invalid-move penalty.
+    Optional: ``_parse_free(agent, text)`` for free-text turns, ``_on_ablate(agent)``, ``_render()``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["human", "ansi"], "name": "text_env", "is_parallelizable": False}
+    env_id: str = ""
+    version: int = 0
+    family: str = ""
+    roles: dict[str, str] = {}
+    teams: dict[str, str] = {}
+    vector_size: int = 1
+    reward_range: tuple[float, float] = (-1.0, 1.0)
+    supported_action_modes: tuple[str, ...] = ACTION_MODES
+    _mutable: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        *,
+        action_mode: str = "text",
+        invalid_move: str = "penalty",
+        invalid_penalty: float = -1.0,
+        max_retries: int = 1,
+        render_mode: str | None = None,
+        **game_kwargs: Any,
+    ) -> None:
+        super().__init__()
+        self.possible_agents = list(self.possible_agents)
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode={action_mode!r} is not one of {list(ACTION_MODES)}")
+        if invalid_move not in INVALID_MOVE_POLICIES:
+            raise ValueError(f"invalid_move={invalid_move!r} is not one of {list(INVALID_MOVE_POLICIES)}")
+        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+            raise ValueError(f"max_retries must be a non-negative int, got {max_retries!r}")
+        if isinstance(invalid_penalty, bool) or not isinstance(invalid_penalty, (int, float)):
+            raise ValueError(f"invalid_penalty must be a number, got {invalid_penalty!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is not one of {self.metadata['render_modes']}")
+        self.action_mode = action_mode
+        self.invalid_move = invalid_move
+        self.invalid_penalty = float(invalid_penalty)
+        self.max_retries = max_retries
+        self.render_mode = render_mode
+        self._kwargs: dict[str, Any] = {
+            "action_mode": action_mode,
+            "invalid_move": invalid_move,
+            "invalid_penalty": self.invalid_penalty,
+            "max_retries": max_retries,
+            **game_kwargs,
+        }
+        self.agents = []
+        self._rng: np.random.Generator | None = np.random.default_rng()
+        self._rng_state: dict | None = None
+        self._seed: int | None = None
+        self._log: tuple | None = None
+        self._ablations: tuple = ()
+        self._ablated: frozenset[str] = frozenset()
+        self._steps = 0
+        self._build_spaces()
+
+    # ------------------------------------------------------------------ spaces
+    def _build_spaces(self) -> None:
+        text = spaces.Text(TEXT_MAX_LENGTH, min_length=0, charset=PRINTABLE)
+        vector = spaces.Box(-1.0, 1.0, (self.vector_size,), np.float32)
+        self._observation_spaces: dict[str, spaces.Space] = {}
+        self._action_spaces: dict[str, spaces.Space] = {}
+        self._action_index: dict[str, dict[str, int]] = {}
+        for agent in self.possible_agents:
+            names = self.action_names(agent)
+            self._action_index[agent] = {n.lower(): i for i, n in enumerate(names)}
+            obs = {"text": text, "observation": vector}
+            if self.action_mode == "discrete":
+                obs["action_mask"] = spaces.Box(0, 1, (len(names),), np.int8)
+                self._action_spaces[agent] = spaces.Discrete(len(names))
+            else:
+                self._action_spaces[agent] = spaces.Text(TEXT_MAX_LENGTH, min_length=0, charset=PRINTABLE)
+            self._observation_spaces[agent] = spaces.Dict(obs)
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._action_spaces[agent]
+
+    # ------------------------------------------------------------------ game hooks (overridden)
+    def action_names(self, agent: str) -> list[str]:
+        raise NotImplementedError
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _legal_ids(self, agent: str) -> list[int]:
+        raise NotImplementedError
+
+    def _apply(self, agent: str, move: Any) -> None:
+        raise NotImplementedError
+
+    def _text(self, agent: str) -> str:
+        raise NotImplementedError
+
+    def _vector(self, agent: str, out: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _null_move(self, agent: str) -> Any:
+        raise NotImplementedError
+
+    def _penalize(self, agent: str) -> None:
+        raise NotImplementedError
+
+    def _parse_free(self, agent: str, text: str) -> tuple[Any, str | None]:
+        raise NotImplementedError(f"{self.env_id} has no free-text turn for {agent}")
+
+    def _on_ablate(self, agent: str) -> None:
+        """Undo the agent's past contribution where the game's manual says so (default: nothing to undo)."""
+
+    def _render(self) -> str:
+        return self._text(self.agent_selection)
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The env's own RNG (a clone materialises its copy lazily, on first use)."""
+        if self._rng is None:
+            rng = np.random.Generator(np.random.PCG64())
+            rng.bit_generator.state = self._rng_state
+            self._rng, self._rng_state = rng, None
+        return self._rng
+
+    def legal_actions(self, agent: str | None = None) -> list[str]:
+        """The legal moves of ``agent`` (default: the agent to move) as text actions, e.g. ``["[check]", "[bet]"]``.
+
+        An empty list means the turn is free text (see the prompt for its format) or the agent cannot move now.
+        """
+        agent = self.agent_selection if agent is None else agent
+        if agent not in self.agents or self.terminations[agent] or self.truncations[agent]:
+            return []
+        if agent != self.agent_selection:
+            return []
+        names = self.action_names(agent)
+        if not names:
+            return []
+        return [f"[{names[i]}]" for i in self._legal_ids(agent)]
+
+    def action_mask(self, agent: str) -> np.ndarray:
+        mask = np.zeros(len(self.action_names(agent)), np.int8)
+        if agent == self.agent_selection and agent in self.agents and not self.terminations[agent]:
+            mask[self._legal_ids(agent)] = 1
+        return mask
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is None:
+            seed = int(self.np_random.integers(2**63 - 1))
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise ValueError(f"seed must be an int or None, got {seed!r}")
+        self._seed = int(seed)
+        self._rng, self._rng_state = np.random.default_rng(self._seed), None
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self._team_return = {t: 0.0 for t in set(self.teams.values())}
+        self.infos = {a: self._base_info(a) for a in self.agents}
+        self._retries = {a: 0 for a in self.agents}
+        self._error: dict[str, str] = {}
+        self._log = None
+        self._ablations = ()
+        self._ablated = frozenset()
+        self._steps = 0
+        self._start()
+
+    def _base_info(self, agent: str) -> dict[str, Any]:
+        team = self.teams[agent]
+        return {
+            "team": team,
+            "role": self.roles[agent],
+            "team_reward": self._team_return[team],
+            "invalid_action": None,
+            "invalid_count": 0,
+        }
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        vector = np.zeros(self.vector_size, np.float32)
+        self._vector(agent, vector)
+        text = self._text(agent)
+        error = self._error.get(agent)
+        if error is not None:
+            text = f"{text}\n\nYour previous move was invalid: {error}. Try again."
+        obs = {"text": text, "observation": vector}
+        if self.action_mode == "discrete":
+            obs["action_mask"] = self.action_mask(agent)
+        return obs
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._log = (self._log, None)
+            self._was_dead_step(action)
+            return
+        self._log = (self._log, _loggable(action))
+        self._steps += 1
+        self._cumulative_rewards[agent] = 0.0
+        for a in self.rewards:
+            self.rewards[a] = 0.0
+        move, reason = self._interpret(agent, action)
+        info = self.infos[agent]
+        if reason is None:
+            self._retries[agent] = 0
+            self._error.pop(agent, None)
+            if info["invalid_action"] is not None:
+                self.infos[agent] = {**info, "invalid_action": None}
+            self._apply(agent, move)
+        else:
+            record = {
+                "action": short_repr(action),
+                "reason": reason,
+                "policy": self.invalid_move,
+                "attempt": self._retries[agent] + 1,
+            }
+            self.infos[agent] = {**info, "invalid_action": record, "invalid_count": info["invalid_count"] + 1}
+            if self.invalid_move == "retry" and self._retries[agent] < self.max_retries:
+                self._retries[agent] += 1
+                self._error[agent] = reason
+            else:
+                self._retries[agent] = 0
+                self._error.pop(agent, None)
+                if self.invalid_move == "random":
+                    legal = self._legal_ids(agent)
+                    index = legal[int(self.np_random.integers(len(legal)))]
+                    record["replaced_by"] = f"[{self.action_names(agent)[index]}]"
+                    self._apply(agent, self._index_to_move(agent, index))
+                else:
+                    self._penalize(agent)
+        self._play_ablated()
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _index_to_move(self, agent: str, index: int) -> Any:
+        return index
+
+    def _interpret(self, agent: str, action: Any) -> tuple[Any, str | None]:
+        names = self.action_names(agent)
+        if self.action_mode == "discrete":
+            if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+                if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
+                    action = int(action)
+                else:
+                    return None, f"expected an action index (int), got {short_repr(action, 40)}"
+            index = int(action)
+            if not 0 <= index < len(names):
+                return None, f"action index {index} is out of range 0..{len(names) - 1}"
+            if index not in self._legal_ids(agent):
+                return None, self._illegal(agent, names[index])
+            return self._index_to_move(agent, index), None
+        if not isinstance(action, str):
+            return None, f"expected a text action (str), got {short_repr(action, 40)}"
+        if not names:
+            return self._parse_free(agent, action)
+        index, reason = parse_bracketed(action, self._action_index[agent])
+        if reason is not None:
+            return None, reason
+        if index not in self._legal_ids(agent):
+            return None, self._illegal(agent, names[index])
+        return self._index_to_move(agent, index), None
+
+    def _illegal(self, agent: str, name: str) -> str:
+        legal = ", ".join(self.legal_actions(agent))
+        return f"action '[{name}]' is not legal for {agent} now; legal: {legal}"
+
+    def _play_ablated(self) -> None:
+        while self._ablated and self.agent_selection in self._ablated and self.agents:
+            agent = self.agent_selection
+            if self.terminations[agent] or self.truncations[agent]:
+                return
+            self._apply(agent, self._null_move(agent))
+
+    # ------------------------------------------------------------------ outcomes (used by games)
+    def _give(self, rewards: dict[str, float]) -> None:
+        """Add step rewards and publish each team's return so far in ``infos[agent]["team_reward"]``.
+
+        A team's return is the mean of its members' rewards (team members are always given equal rewards)."""
+        for agent, r in rewards.items():
+            self.rewards[agent] += r
+        for team in self._team_return:
+            members = [a for a in self.possible_agents if self.teams[a] == team]
+            self._team_return[team] += sum(rewards.get(a, 0.0) for a in members) / len(members)
+        for agent in self.agents:
+            self.infos[agent] = {**self.infos[agent], "team_reward": self._team_return[self.teams[agent]]}
+
+    def _finish(self, rewards: dict[str, float] | None = None, **extra_info: Any) -> None:
+        """End the episode: add final rewards, mark every agent terminated, add ``extra_info`` to every info."""
+        self._give(rewards or {})
+        for agent in self.agents:
+            self.terminations[agent] = True
+            if extra_info:
+                self.infos[agent] = {**self.infos[agent], **extra_info}
+
+    @property
+    def done(self) -> bool:
+        """True once the episode has ended (every agent terminated or truncated)."""
+        return not self.agents or all(self.terminations[a] or self.truncations[a] for a in self.agents)
+
+    # ------------------------------------------------------------------ counterfactuals
+    def clone(self) -> "TextEnv":
+        """An independent copy of this env, RNG included; static data (spaces, rules, tasks) is shared."""
+        new = object.__new__(type(self))
+        d = self.__dict__.copy()
+        for name in ("agents", "rewards", "_cumulative_rewards", "terminations", "truncations", "infos",
+                     "_retries", "_error", "_team_return", *self._mutable):
+            value = d.get(name)
+            if value is not None:
+                d[name] = value.copy()
+        if self._rng is not None:
+            d["_rng"], d["_rng_state"] = None, self._rng.bit_generator.state
+        new.__dict__ = d
+        return new
+
+    def ablate(self, agent: str) -> "TextEnv":
+        """A clone in which ``agent`` plays the game's null action from now on (and, where documented, its past
+        contribution is undone), so the episode can be continued as the counterfactual "without this agent"."""
+        if agent not in self.possible_agents:
+            raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}")
+        if self._seed is None:
+            raise RuntimeError("call reset() before ablate()")
+        new = self.clone()
+        new._ablated = self._ablated | {agent}
+        new._ablations = self._ablations + ((self._step_count_logged(), agent),)
+        new._on_ablate(agent)
+        new._play_ablated()
+        return new
+
+    def _step_count_logged(self) -> int:
+        n, node = 0, self._log
+        while node is not None:
+            node, n = node[0], n + 1
+        return n
+
+    def transcript(self) -> dict[str, Any]:
+        """A JSON-serialisable record that :func:`replay` turns back into the same episode."""
+        if self._seed is None:
+            raise RuntimeError("call reset() before transcript()")
+        actions, node = [], self._log
+        while node is not None:
+            node, action = node
+            actions.append(action)
+        actions.reverse()
+        return {
+            "env_id": self.env_id,
+            "version": self.version,
+            "kwargs": self._kwargs,
+            "seed": self._seed,
+            "actions": actions,
+            "ablations": [[i, a] for i, a in self._ablations],
+        }
+
+    # ------------------------------------------------------------------ rendering
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        if not self.agents:
+            text = "(episode over)"
+        else:
+            text = self._render()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.env_id}>"
+
+    def __str__(self) -> str:
+        return self.env_id
+
+
+def _loggable(action: Any) -> Any:
+    """Make a step input JSON-safe without losing what is needed to replay it."""
+    if action is None or isinstance(action, (str, bool)):
+        return action
+    if isinstance(action, (int, np.integer)):
+        return int(action)
+    if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
+        return int(action)
+    if isinstance(action, float) and np.isfinite(action):
+        return {"float": action}
+    return {"repr": short_repr(action)}
+
+
+def _unlog(action: Any) -> Any:
+    if isinstance(action, dict):
+        return action.get("float", action)
+    return action
+
+
+def replay(transcript: dict[str, Any] | str) -> TextEnv:
+    """Rebuild the env a transcript describes: same env id, kwargs and seed, the same step inputs and ablations.
+
+    Returns the env in the state where the transcript ended. Accepts the dict or its JSON string. A transcript
+    that does not describe a registered env (wrong id, version or kwargs) raises ``ValueError``.
+    """
+    from marl_llm_envs.registry import make, spec
+
+    if isinstance(transcript, str):
+        transcript = json.loads(transcript)
+    if not isinstance(transcript, dict) or not {"env_id", "kwargs", "seed", "actions"} <= set(transcript):
+        raise ValueError("a transcript is a dict with env_id, version, kwargs, seed, actions (and ablations)")
+    env_spec = spec(transcript["env_id"])
+    if "version" in transcript and transcript["version"] != env_spec.version:
+        raise ValueError(
+            f"transcript is for {transcript['env_id']} version {transcript['version']}, "
+            f"but this package has version {env_spec.version}"
+        )
+    env = make(transcript["env_id"], **transcript["kwargs"])
+    env.reset(seed=transcript["seed"])
+    ablations = sorted((int(i), a) for i, a in transcript.get("ablations", []))
+    k = 0
+    for i, action in enumerate(transcript["actions"]):
+        while k < len(ablations) and ablations[k][0] == i:
+            env = env.ablate(ablations[k][1])
+            k += 1
+        env.step(_unlog(action))
+    while k < len(ablations):
+        env = env.ablate(ablations[k][1])
+        k += 1
+    return env
+
+
+
+class TwoPlayerZeroSumEnv(TextEnv):
+    """Base of the two-player zero-sum games: seats ``player_0`` / ``player_1``, each its own team.
+
+    Invalid-move penalty: the episode ends; the offender gets ``invalid_penalty`` and the opponent its negation, so
+    rewards still sum to zero (unlike SPIRAL's -1.5 / +0.5)."""
+
+    family = "zero_sum"
+    possible_agents = ["player_0", "player_1"]
+    roles = {"player_0": "player_0", "player_1": "player_1"}
+    teams = {"player_0": "player_0", "player_1": "player_1"}
+
+    @staticmethod
+    def _other(agent: str) -> str:
+        return "player_1" if agent == "player_0" else "player_0"
+
+    def _penalize(self, agent: str) -> None:
+        p = self.invalid_penalty
+        self._finish({agent: p, self._other(agent): -p}, outcome="invalid_move", offender=agent)

@@ -1,0 +1,129 @@
+"""The env registry: ``make``, ``make_parallel``, ``list_envs``, ``spec``.
+
+Every id is also registered with PettingZoo's registry as ``marl_llm/<id>``, so
+``pettingzoo.make("aec", "marl_llm/kuhn_poker-v0")`` works too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+from marl_llm_envs.core import TextEnv
+
+FAMILIES = ("zero_sum", "cooperative", "orchestration")
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What a user needs to know about an env id before making it (read from the env class, one place)."""
+
+    id: str
+    version: int
+    family: str
+    agents: tuple[str, ...]
+    roles: dict[str, str]
+    teams: dict[str, str]
+    reward_range: tuple[float, float]
+    action_modes: tuple[str, ...]
+    env_class: type[TextEnv] = field(repr=False)
+    parallel_class: type | None = field(default=None, repr=False)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_parallel(self) -> bool:
+        return self.parallel_class is not None
+
+    def accepted_kwargs(self) -> list[str]:
+        names: list[str] = []
+        for klass in (self.env_class, TextEnv):
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in names:
+                    names.append(p.name)
+        return names
+
+
+_REGISTRY: dict[str, EnvSpec] = {}
+
+
+def register(env_class: type[TextEnv], parallel_class: type | None = None, env_id: str | None = None,
+             **kwargs: Any) -> EnvSpec:
+    """Register an env class (and its parallel twin) under ``env_id`` (default: the class's ``env_id``).
+
+    ``kwargs`` are defaults for that id (a preset). The id is also registered with PettingZoo as ``marl_llm/<id>``.
+    """
+    env_id = env_id or env_class.env_id
+    if env_class.family not in FAMILIES:
+        raise ValueError(f"{env_class.__name__}.family must be one of {FAMILIES}")
+    sample = env_class(**kwargs)
+    new = EnvSpec(
+        id=env_id,
+        version=env_class.version,
+        family=env_class.family,
+        agents=tuple(sample.possible_agents),
+        roles=dict(sample.roles),
+        teams=dict(sample.teams),
+        reward_range=sample.reward_range,
+        action_modes=tuple(sample.supported_action_modes),
+        env_class=env_class,
+        parallel_class=parallel_class,
+        kwargs=dict(kwargs),
+    )
+    _REGISTRY[env_id] = new
+    try:
+        import pettingzoo
+
+        pettingzoo.register("aec", f"marl_llm/{env_id}", entry_point=functools.partial(make, env_id))
+        if parallel_class is not None:
+            pettingzoo.register("parallel", f"marl_llm/{env_id}", entry_point=functools.partial(make_parallel, env_id))
+    except (AttributeError, ImportError):  # pettingzoo < 1.27 has no registry; ours still works
+        pass
+    return new
+
+
+def list_envs(family: str | None = None) -> list[str]:
+    """Registered env ids, sorted; optionally only one family ("zero_sum", "cooperative", "orchestration")."""
+    if family is not None and family not in FAMILIES:
+        raise ValueError(f"family={family!r} is not one of {list(FAMILIES)}")
+    return sorted(k for k, s in _REGISTRY.items() if family is None or s.family == family)
+
+
+def spec(env_id: str) -> EnvSpec:
+    """The :class:`EnvSpec` of a registered id; an unknown id raises ``KeyError`` naming the close matches."""
+    try:
+        return _REGISTRY[env_id]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(env_id), list(_REGISTRY), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise KeyError(f"unknown env id {env_id!r}{hint} Registered: {', '.join(list_envs())}") from None
+
+
+def _check_kwargs(env_spec: EnvSpec, kwargs: dict[str, Any]) -> dict[str, Any]:
+    accepted = env_spec.accepted_kwargs()
+    for name in kwargs:
+        if name not in accepted:
+            close = difflib.get_close_matches(name, accepted, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise TypeError(f"{env_spec.id} got an unknown keyword argument {name!r}{hint} "
+                            f"Accepted: {', '.join(accepted)}")
+    return {**env_spec.kwargs, **kwargs}
+
+
+def make(env_id: str, **kwargs: Any) -> TextEnv:
+    """Make a registered env as a PettingZoo ``AECEnv``: ``make("think_solve-v0", action_mode="discrete")``."""
+    env_spec = spec(env_id)
+    return env_spec.env_class(**_check_kwargs(env_spec, kwargs))
+
+
+def make_parallel(env_id: str, **kwargs: Any):
+    """Make the PettingZoo ``ParallelEnv`` of an env whose turns are simultaneous (e.g. ``voting-v0``)."""
+    env_spec = spec(env_id)
+    if env_spec.parallel_class is None:
+        with_parallel = [k for k, s in _REGISTRY.items() if s.has_parallel]
+        raise ValueError(f"{env_id} has sequential turns and no parallel env; use make(). "
+                         f"Envs with a parallel env: {', '.join(sorted(with_parallel))}")
+    return env_spec.parallel_class(**_check_kwargs(env_spec, kwargs))
+
