@@ -9,11 +9,13 @@ rewards, roles, and ``clone()`` / ``ablate(agent)`` / ``transcript()`` + :func:`
 
 from marl_llm_envs.core import TextEnv, replay
 from marl_llm_envs.registry import EnvSpec, list_envs, make, make_parallel, register, spec
-from marl_llm_envs.envs import kuhn_poker, tic_tac_toe
+from marl_llm_envs.envs import kuhn_poker, think_solve, tic_tac_toe, voting
 
 __version__ = "0.1.0"
 
 register(kuhn_poker.raw_env)
 register(tic_tac_toe.raw_env)
+register(think_solve.raw_env)
+register(voting.raw_env, voting.parallel_env)
 
 __all__ = ["EnvSpec", "TextEnv", "list_envs", "make", "make_parallel", "register", "replay", "spec"]

@@ -31,85 +31,19 @@ One place for what all our text environments have in common (the games only writ
 from __future__ import annotations
 
 import json
-import re
-import string
-import unicodedata
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-PRINTABLE = string.printable
-CHARSET = frozenset(PRINTABLE)
-TEXT_MAX_LENGTH = 1 << 16
+from marl_llm_envs.text import CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable, short_repr
+
+__all__ = ["CHARSET", "PRINTABLE", "TEXT_MAX_LENGTH", "TextEnv", "TwoPlayerZeroSumEnv", "find_boxed", "parse_bracketed",
+           "printable", "replay", "short_repr"]
+
 ACTION_MODES = ("text", "discrete")
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
-
-_NON_PRINTABLE = re.compile(r"[^\x20-\x7e\t\n\r]")
-_BRACKETED = re.compile(r"\[([^\[\]\n]{1,64})\]")
-
-
-def printable(text: str, limit: int | None = None) -> str:
-    """Return ``text`` as printable ASCII: accents are transliterated (NFKD), anything else becomes ``?``.
-
-    Free text written by one agent (a thought, a message) passes through here before another agent sees it, so
-    every observation stays inside the ``Text`` space. ``limit`` truncates to that many characters.
-    """
-    if limit is not None and len(text) > limit:
-        text = text[:limit]
-    if _NON_PRINTABLE.search(text) is None:
-        return text
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    return _NON_PRINTABLE.sub("?", text)
-
-
-def short_repr(action: Any, limit: int = 200) -> str:
-    """A bounded, printable description of a submitted action, for the ``invalid_action`` record."""
-    text = action if isinstance(action, str) else repr(action)
-    return printable(text if len(text) <= limit else text[:limit] + "...")
-
-
-def parse_bracketed(text: str, names: dict[str, int]) -> tuple[int | None, str | None]:
-    """Find the move in free text: the last ``[...]`` token; a bare action name is accepted too.
-
-    ``names`` maps a lower-case action name (without brackets) to its index. Returns ``(index, None)`` or
-    ``(None, reason)``. The index may still be illegal in the current state; the caller checks legality.
-    """
-    tokens = _BRACKETED.findall(text)
-    if tokens:
-        token = tokens[-1].strip().lower()
-        if token in names:
-            return names[token], None
-        return None, f"[{printable(token, 40)}] is not an action of this game"
-    bare = text.strip().lower()
-    if bare.startswith("[") and bare.endswith("]"):
-        bare = bare[1:-1].strip()
-    if bare in names:
-        return names[bare], None
-    return None, "no action found; write exactly one move in square brackets, e.g. " + _example(names)
-
-
-def _example(names: dict[str, int]) -> str:
-    return ", ".join(f"[{n}]" for n in list(names)[:3])
-
-
-def find_boxed(text: str) -> str | None:
-    """Return the content of the last ``\\boxed{...}`` in ``text`` (nested braces allowed), or ``None``."""
-    start = text.rfind("\\boxed{")
-    while start != -1:
-        depth, i = 0, start + len("\\boxed")
-        for j in range(i, len(text)):
-            c = text[j]
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[i + 1 : j]
-        start = text.rfind("\\boxed{", 0, start)
-    return None
 
 
 class TextEnv(AECEnv):

@@ -39,7 +39,9 @@ class EnvSpec:
 
     def accepted_kwargs(self) -> list[str]:
         names: list[str] = []
-        for klass in (self.env_class, TextEnv):
+        for klass in self.env_class.__mro__:
+            if not issubclass(klass, TextEnv) or "__init__" not in vars(klass):
+                continue
             for p in inspect.signature(klass.__init__).parameters.values():
                 if p.name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in names:
                     names.append(p.name)

@@ -1,0 +1,114 @@
+"""What the orchestration tasks (think_solve-v0, voting-v0) share: a problem from a task source, its candidate
+answers in discrete mode, the reward scheme, and the numeric encoding of the problem.
+
+Candidates (discrete mode): the true answer and ``num_candidates - 1`` of the task's distractors, shuffled by the
+env's RNG and labelled A, B, C, ... The label of the true answer is hidden information: it is in no observation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from marl_llm_envs.core import TextEnv
+from marl_llm_envs.text import printable
+from marl_llm_envs.tasks import Task, TaskSource, make_task_source
+
+REWARD_SCHEMES = {"binary": (0.0, 1.0), "signed": (-1.0, 1.0)}
+LABELS = "ABCDEFGH"
+BOXED_HINT = "Give your final answer as \\boxed{...}, for example \\boxed{42}."
+
+
+def value_feature(answer: str) -> float:
+    """A candidate answer as one number in [-1, 1] for small policies (0 when it is not a number)."""
+    try:
+        x = float(answer.replace(",", ""))
+    except ValueError:
+        return 0.0
+    return math.tanh(x / 100.0) if math.isfinite(x) else 0.0
+
+
+class ProblemEnv(TextEnv):
+    """Base of the envs in which a team answers one problem drawn from a :class:`~marl_llm_envs.tasks.TaskSource`."""
+
+    family = "orchestration"
+
+    def __init__(self, *, tasks: Any = "arithmetic", split: str = "train", reward_scheme: str = "binary",
+                 num_candidates: int = 4, **kwargs: Any) -> None:
+        source = make_task_source(tasks)
+        if split not in ("train", "test"):
+            raise ValueError(f"split={split!r} is not one of ['train', 'test']")
+        if reward_scheme not in REWARD_SCHEMES:
+            raise ValueError(f"reward_scheme={reward_scheme!r} is not one of {list(REWARD_SCHEMES)}")
+        if isinstance(num_candidates, bool) or not isinstance(num_candidates, int) or not 2 <= num_candidates <= len(LABELS):
+            raise ValueError(f"num_candidates must be an int in 2..{len(LABELS)}, got {num_candidates!r}")
+        if kwargs.get("invalid_move") == "random" and kwargs.get("action_mode", "text") == "text":
+            raise ValueError(f"invalid_move='random' needs a finite set of legal moves; {self.env_id} in text mode "
+                             "takes free-text answers. Use 'penalty' or 'retry', or action_mode='discrete'.")
+        self.task_source: TaskSource = source
+        self.split = split
+        self.reward_scheme = reward_scheme
+        self.num_candidates = num_candidates
+        self.labels = list(LABELS[:num_candidates])
+        self._fail, self._success = REWARD_SCHEMES[reward_scheme]
+        self.problem_size = source.feature_size + num_candidates
+        self.vector_size = self._vector_size(source.feature_size, num_candidates)
+        super().__init__(tasks=source.spec(), split=split, reward_scheme=reward_scheme,
+                         num_candidates=num_candidates, **kwargs)
+
+        self.reward_range = (min(self._fail, self.invalid_penalty), self._success)
+
+    def _vector_size(self, feature_size: int, num_candidates: int) -> int:
+        raise NotImplementedError
+
+    # -------------------------------------------------------------- problem
+    def _draw_problem(self) -> None:
+        self.task: Task = self.task_source.sample(self.np_random, self.split)
+        if self.action_mode == "discrete":
+            wrong = list(self.task.distractors[: self.num_candidates - 1])
+            if len(wrong) < self.num_candidates - 1:
+                raise ValueError(f"task {self.task.task_id} has {len(self.task.distractors)} distractors; "
+                                 f"num_candidates={self.num_candidates} needs {self.num_candidates - 1}")
+            order = self.np_random.permutation(self.num_candidates)
+            options = [self.task.answer, *wrong]
+            self.candidates = [options[i] for i in order]
+            self._answer_index = int(np.argmin(order))  # the position of options[0]
+        else:
+            self.candidates = []
+            self._answer_index = -1
+        self._question = printable(self.task.question)
+
+    def answer_index(self) -> int:
+        """Privileged: the label index of the true answer in discrete mode. For scripted oracle baselines and tests
+        only; it appears in no observation."""
+        return self._answer_index
+
+    def _score(self, correct: bool) -> float:
+        return self._success if correct else self._fail
+
+    def _verify(self, response: str) -> bool:
+        try:
+            return bool(self.task_source.verify(self.task, response))
+        except Exception:  # a verifier must never crash the env on odd model output; an error counts as wrong
+            return False
+
+    def _problem_text(self) -> str:
+        text = f"Problem:\n{self._question}"
+        if self.candidates:
+            text += "\nCandidate answers:\n" + "\n".join(
+                f"  ({label}) {printable(c, 200)}" for label, c in zip(self.labels, self.candidates))
+        return text
+
+    def _problem_vector(self, out: np.ndarray) -> None:
+        f = self.task.features
+        n = len(f)
+        if n:
+            out[:n] = f
+        for i, c in enumerate(self.candidates):
+            out[n + i] = value_feature(c)
+
+    def _team_finish(self, reward: float, **extra: Any) -> None:
+        self._finish({a: reward for a in self.agents}, task_id=self.task.task_id, ground_truth=self.task.answer,
+                     **extra)

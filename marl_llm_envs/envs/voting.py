@@ -1,0 +1,301 @@
+"""Voting: N voters answer the same problem independently; the plurality answer is the team's.
+
+| Import             | ``make("voting-v0")`` (AEC, voters in turn) or ``make_parallel("voting-v0")`` (all at once) |
+|--------------------|-----------------------------------------------------------------------|
+| Family             | orchestration (one team, ``team``)                                    |
+| Agents             | ``voter_0`` ... ``voter_{n_voters-1}`` (role voter)                    |
+| Action space       | text: ``Text``; discrete: ``Discrete(num_candidates + 1)`` = A, B, ..., abstain |
+| Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (F + 2 * num_candidates + n_voters,)), [action_mask])``, F = the task source's feature size |
+| Reward range       | ``reward_scheme="binary"``: {0, 1}; ``"signed"``: {-1, +1}; plus ``invalid_penalty`` per spoiled ballot |
+| Kwargs             | ``n_voters=3``, ``tie_break="random"``, ``clue_accuracy="auto"``, ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+
+The episode. One problem is drawn from ``tasks`` (as in think_solve-v0) with the env's RNG. Each voter sees the
+problem and casts one ballot; no voter ever sees another's ballot (the AEC env asks them in turn, the parallel env at
+once; the observations are the same). Then the ballots are counted.
+
+The count. Ballots are grouped by answer (two answers are the same vote when they are the same number, e.g. "42",
+"+42" and "42.0", or the same text up to case, spaces, ``$``/``\\boxed``/trailing period); abstentions and spoiled
+ballots are not counted. The aggregate is the answer with the most votes; a tie between the top answers is broken by
+``tie_break``: ``"random"`` (uniformly among the tied answers, with a draw fixed at reset from the env's RNG, so
+every recount of the same episode breaks the tie the same way), ``"first"`` (the tied answer whose first ballot was
+cast earliest, i.e. by the lowest-numbered voter) or ``"none"`` (a tie has no aggregate, which scores as wrong: the
+"none-is-wrong" rule). No ballot at all: no aggregate, wrong. The team reward is the verifier's score of the
+aggregate: ``1``/``0`` (``"signed"``: ``+1``/``-1``).
+
+Text mode. A ballot is the content of the last ``\\boxed{...}`` in the reply; ``[abstain]`` (with no ``\\boxed``)
+abstains; anything else is an invalid move.
+
+Discrete mode. The problem comes with ``num_candidates`` labelled candidates (true answer and distractors,
+shuffled); a ballot is a label, or ``abstain``. ``clue_accuracy`` gives voters a private clue, "your notes point to
+(X)", that names the true label with that probability and a uniformly random wrong label otherwise (independently
+per voter, from the env's RNG): a float for every voter, a list of floats (one per voter), ``None`` for no clue, or
+``"auto"`` (default) = 0.7 for every voter in discrete mode and no clue in text mode. A clue is the voter's own
+private information, shown only to that voter, in its text and its vector.
+
+Observation. ``observation`` = task features (F), candidate values (num_candidates), own clue one-hot
+(num_candidates; zeros without a clue), own voter index one-hot (n_voters). Nothing about other ballots and nothing
+about the true answer.
+
+Final infos (for leave-one-out credit with no extra generation). Every voter's info at the end has ``vote`` (its
+own ballot or ``None``), ``own_correct`` (its ballot alone is right), ``aggregate``, ``correct``,
+``team_reward_without`` (a dict voter -> the team reward had that voter abstained, recounted with the same tie-break
+draw), ``ground_truth`` and ``task_id``.
+
+Invalid moves. ``"penalty"`` (default): the ballot is spoiled (counted as an abstention) and ``invalid_penalty``
+(default -1) is added to the team reward for each spoiled ballot. ``"retry"``: the voter is asked again up to
+``max_retries`` times with the error in its prompt, then the penalty. ``"random"``: a uniformly random legal ballot
+(discrete mode only).
+
+Ablation. ``ablate(voter)`` = that voter abstains: its ballot is removed if it was cast, and it abstains when its
+turn comes. On a finished episode the ballots are recounted at once: ``outcome()`` and the final infos
+(``team_reward``) of the clone change, and equal the original's ``team_reward_without[voter]``; rewards already
+handed out are not re-issued.
+
+A voter's prompt (text mode, voter_0 of 3)::
+
+    You are voter_0, one of 3 voters who answer the same problem independently. No voter sees another's answer.
+    The team's answer is the most common answer among the votes; the whole team is scored on it.
+
+    Problem:
+    Compute the value of 3 + 4 * 2.
+
+    Give your final answer as \\boxed{...}, for example \\boxed{42}. To abstain, reply [abstain].
+
+Version history. v0: first version.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from pettingzoo.utils.conversions import aec_to_parallel_wrapper
+
+from marl_llm_envs.text import find_boxed, printable
+from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv
+from marl_llm_envs.tasks import answer_key
+
+TIE_BREAKS = ("random", "first", "none")
+ABSTAIN = "abstain"
+
+
+class raw_env(ProblemEnv):
+    env_id = "voting-v0"
+    version = 0
+    metadata = {"render_modes": ["human", "ansi"], "name": "voting_v0", "is_parallelizable": True}
+    _mutable = ("_ballots",)
+
+    def __init__(self, *, n_voters: int = 3, tie_break: str = "random",
+                 clue_accuracy: float | Sequence[float] | str | None = "auto", **kwargs: Any) -> None:
+        if isinstance(n_voters, bool) or not isinstance(n_voters, int) or n_voters < 1:
+            raise ValueError(f"n_voters must be a positive int, got {n_voters!r}")
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break={tie_break!r} is not one of {list(TIE_BREAKS)}")
+        self.n_voters = n_voters
+        self.tie_break = tie_break
+        self.possible_agents = [f"voter_{i}" for i in range(n_voters)]
+        self.roles = {a: "voter" for a in self.possible_agents}
+        self.teams = {a: "team" for a in self.possible_agents}
+        self.clue_accuracy = _clues(clue_accuracy, n_voters, kwargs.get("action_mode", "text"))
+        super().__init__(n_voters=n_voters, tie_break=tie_break,
+                         clue_accuracy=clue_accuracy if isinstance(clue_accuracy, (str, type(None), float, int))
+                         else list(clue_accuracy), **kwargs)
+        self.reward_range = (self._fail + n_voters * min(0.0, self.invalid_penalty), self._success)
+
+    def _vector_size(self, feature_size: int, num_candidates: int) -> int:
+        return feature_size + 2 * num_candidates + self.n_voters
+
+    def action_names(self, agent: str) -> list[str]:
+        return [] if self.action_mode == "text" else [*self.labels, ABSTAIN]
+
+    # -------------------------------------------------------------- game
+    def _start(self) -> None:
+        self._draw_problem()
+        self._ballots: dict[str, Any] = {}   # voter -> answer text / label index / None (abstain or spoiled)
+        self._spoiled: frozenset[str] = frozenset()
+        self._tie_seed = int(self.np_random.integers(2**63 - 1))
+        self._clue: dict[str, int] = {}
+        if self.clue_accuracy is not None and self.candidates:
+            for agent, p in zip(self.possible_agents, self.clue_accuracy):
+                if self.np_random.random() < p:
+                    self._clue[agent] = self._answer_index
+                else:
+                    wrong = [i for i in range(self.num_candidates) if i != self._answer_index]
+                    self._clue[agent] = wrong[int(self.np_random.integers(len(wrong)))]
+        self._result: dict[str, Any] | None = None
+        self.agent_selection = self.possible_agents[0]
+
+    def _legal_ids(self, agent: str) -> list[int]:
+        return list(range(self.num_candidates + 1))
+
+    def _parse_free(self, agent: str, text: str) -> tuple[Any, str | None]:
+        answer = find_boxed(text)
+        if answer is not None:
+            return answer, None
+        if f"[{ABSTAIN}]" in text.lower():
+            return None, None
+        return None, "no \\boxed{...} answer found; end your reply with \\boxed{your answer} or reply [abstain]"
+
+    def _index_to_move(self, agent: str, index: int) -> Any:
+        return None if index == self.num_candidates else index
+
+    def _null_move(self, agent: str) -> Any:
+        return None
+
+    def _apply(self, agent: str, move: Any) -> None:
+        self._ballots[agent] = None if agent in self._ablated else move
+        self._next_voter(agent)
+
+    def _penalize(self, agent: str) -> None:
+        self._ballots[agent] = None
+        self._spoiled = self._spoiled | {agent}
+        self._next_voter(agent)
+
+    def _next_voter(self, agent: str) -> None:
+        i = self.possible_agents.index(agent)
+        if i + 1 < self.n_voters:
+            self.agent_selection = self.possible_agents[i + 1]
+        else:
+            self._count_and_finish()
+
+    # -------------------------------------------------------------- the count
+    def _key(self, ballot: Any) -> str:
+        return f"#label:{ballot}" if self.action_mode == "discrete" else answer_key(ballot)
+
+    def _aggregate(self, exclude: str | None = None) -> Any:
+        """The plurality ballot (None when there is none), leaving out ``exclude``'s ballot."""
+        groups: dict[str, list] = {}  # key -> [count, first voter position, representative ballot]
+        for pos, voter in enumerate(self.possible_agents):
+            ballot = self._ballots.get(voter)
+            if ballot is None or voter == exclude:
+                continue
+            key = self._key(ballot)
+            if key in groups:
+                groups[key][0] += 1
+            else:
+                groups[key] = [1, pos, ballot]
+        if not groups:
+            return None
+        top = max(g[0] for g in groups.values())
+        tied = sorted((g for g in groups.values() if g[0] == top), key=lambda g: g[1])
+        if len(tied) == 1 or self.tie_break == "first":
+            return tied[0][2]
+        if self.tie_break == "none":
+            return None
+        draw = np.random.default_rng(self._tie_seed).random()
+        return tied[int(draw * len(tied))][2]
+
+    def _correct(self, ballot: Any) -> bool:
+        if ballot is None:
+            return False
+        if self.action_mode == "discrete":
+            return ballot == self._answer_index
+        return self._verify(ballot)
+
+    def _team_reward(self, aggregate: Any) -> float:
+        return self._score(self._correct(aggregate)) + len(self._spoiled) * self.invalid_penalty
+
+    def _show(self, ballot: Any) -> str | None:
+        if ballot is None:
+            return None
+        return self.labels[ballot] if self.action_mode == "discrete" else printable(ballot, 500)
+
+    def _count(self) -> dict[str, Any]:
+        aggregate = self._aggregate()
+        without = {v: self._team_reward(self._aggregate(exclude=v)) for v in self.possible_agents}
+        return {
+            "aggregate": self._show(aggregate),
+            "correct": self._correct(aggregate),
+            "team_reward": self._team_reward(aggregate),
+            "team_reward_without": without,
+            "spoiled": sorted(self._spoiled),
+        }
+
+    def _count_and_finish(self) -> None:
+        self._result = self._count()
+        r = self._result
+        self._team_finish(r["team_reward"], aggregate=r["aggregate"], correct=r["correct"],
+                          team_reward_without=r["team_reward_without"])
+        for voter in self.agents:
+            ballot = self._ballots.get(voter)
+            self.infos[voter] = {**self.infos[voter], "vote": self._show(ballot), "own_correct": self._correct(ballot)}
+
+    def outcome(self) -> dict[str, Any] | None:
+        """The count of a finished episode (``aggregate``, ``correct``, ``team_reward``, ``team_reward_without``,
+        ``spoiled``), or ``None`` while voting goes on."""
+        return self._result
+
+    def _on_ablate(self, agent: str) -> None:
+        if agent in self._ballots:
+            self._ballots[agent] = None
+        if self._result is not None:  # finished: recount without this voter's ballot
+            r = self._result = self._count()
+            self._team_return["team"] = r["team_reward"]
+            for voter in self.agents:
+                self.infos[voter] = {**self.infos[voter], "team_reward": r["team_reward"], "aggregate": r["aggregate"],
+                                     "correct": r["correct"], "team_reward_without": r["team_reward_without"]}
+
+    # -------------------------------------------------------------- observations
+    def _text(self, agent: str) -> str:
+        lines = [
+            f"You are {agent}, one of {self.n_voters} voters who answer the same problem independently. No voter "
+            "sees another's answer.\nThe team's answer is the most common answer among the votes; the whole team is "
+            "scored on it.",
+            "",
+            self._problem_text(),
+        ]
+        if agent in self._clue:
+            p = self.clue_accuracy[self.possible_agents.index(agent)]
+            lines.append(f"Your private notes point to ({self.labels[self._clue[agent]]}); "
+                         f"such notes are right {p:.0%} of the time.")
+        lines.append("")
+        if self.action_mode == "discrete":
+            lines.append("Vote with the label of your choice in square brackets: "
+                         f"{', '.join(f'[{x}]' for x in self.labels)}, or [{ABSTAIN}].")
+        else:
+            lines.append(f"{BOXED_HINT} To abstain, reply [{ABSTAIN}].")
+        return "\n".join(lines)
+
+    def _vector(self, agent: str, out: np.ndarray) -> None:
+        self._problem_vector(out)
+        k = self.problem_size
+        if agent in self._clue:
+            out[k + self._clue[agent]] = 1.0
+        out[k + self.num_candidates + self.possible_agents.index(agent)] = 1.0
+
+    def _render(self) -> str:
+        ballots = ", ".join(f"{v}: {self._show(b)}" for v, b in self._ballots.items()) or "(none yet)"
+        return f"[voting] task {self.task.task_id} | answer: {self.task.answer} | ballots: {ballots}"
+
+
+def _clues(clue_accuracy: Any, n_voters: int, action_mode: str) -> list[float] | None:
+    if clue_accuracy == "auto":
+        return [0.7] * n_voters if action_mode == "discrete" else None
+    if clue_accuracy is None:
+        return None
+    if isinstance(clue_accuracy, (int, float)) and not isinstance(clue_accuracy, bool):
+        values = [float(clue_accuracy)] * n_voters
+    elif isinstance(clue_accuracy, (list, tuple)):
+        values = [float(p) for p in clue_accuracy]
+        if len(values) != n_voters:
+            raise ValueError(f"clue_accuracy has {len(values)} values for {n_voters} voters")
+    else:
+        raise ValueError(f"clue_accuracy must be 'auto', None, a float or a list of floats, got {clue_accuracy!r}")
+    if not all(0.0 <= p <= 1.0 for p in values):
+        raise ValueError(f"clue_accuracy values must be in [0, 1], got {values}")
+    return values
+
+
+env = raw_env
+
+
+class parallel_env(aec_to_parallel_wrapper):
+    """The voting env with simultaneous turns (PettingZoo ``ParallelEnv``): one ``step`` takes every ballot."""
+
+    metadata = raw_env.metadata
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(raw_env(**kwargs))
+
+    def transcript(self) -> dict[str, Any]:
+        return self.aec_env.transcript()

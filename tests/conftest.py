@@ -1,0 +1,45 @@
+"""Shared test helpers: the env list, and recorded random play."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from marl_llm_envs import list_envs, make
+
+ENV_IDS = list_envs()
+MODES = ("text", "discrete")
+ENV_MODES = [pytest.param(e, m, id=f"{e}-{m}") for e in ENV_IDS for m in MODES]
+
+
+def record_episode(env, seed, rng, junk=0.0, junk_pool=("", "[nonsense]", "\\boxed{", 3.5, None, "[fold]x")):
+    """Reset ``env`` with ``seed`` and play random legal moves (with probability ``junk`` a junk action instead).
+
+    Returns (trace, actions): trace = per step (agent, text, vector, mask, reward, terminated); actions = step inputs.
+    """
+    from marl_llm_envs.scripted import random_legal
+
+    env.reset(seed=seed)
+    trace, actions = [], []
+    for agent in env.agent_iter(max_iter=500):
+        obs, reward, terminated, truncated, _ = env.last()
+        trace.append((agent, obs["text"], obs["observation"].tolist(),
+                      obs.get("action_mask", np.zeros(0)).tolist(), float(reward), terminated))
+        if terminated or truncated:
+            action = None
+        elif rng.random() < junk:
+            action = junk_pool[int(rng.integers(len(junk_pool)))]
+        else:
+            action = random_legal(env, agent, rng)
+        actions.append(action)
+        env.step(action)
+    return trace, actions
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
+
+
+def fresh(env_id, mode, **kwargs):
+    return make(env_id, action_mode=mode, **kwargs)

@@ -1,0 +1,109 @@
+"""PettingZoo conformance and the registry."""
+
+from __future__ import annotations
+
+import warnings
+
+import pettingzoo
+import pytest
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
+
+from conftest import ENV_IDS, ENV_MODES, MODES
+from marl_llm_envs import list_envs, make, make_parallel, spec
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@pytest.mark.parametrize("env_id,mode", ENV_MODES)
+@pytest.mark.parametrize("invalid_move", ["penalty", "retry"])
+def test_pettingzoo_api_test(env_id, mode, invalid_move):
+    api_test(make(env_id, action_mode=mode, invalid_move=invalid_move), num_cycles=200)
+
+
+@pytest.mark.parametrize("env_id,mode", ENV_MODES)
+def test_pettingzoo_seed_test(env_id, mode):
+    seed_test(lambda: make(env_id, action_mode=mode), num_cycles=200)
+
+
+@pytest.mark.parametrize("env_id,mode", ENV_MODES)
+def test_pettingzoo_render_test(env_id, mode):
+    render_test(lambda render_mode=None: make(env_id, action_mode=mode, render_mode=render_mode))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_voting_parallel_api_and_seed_tests(mode):
+    parallel_api_test(make_parallel("voting-v0", action_mode=mode), num_cycles=100)
+    parallel_seed_test(lambda: make_parallel("voting-v0", action_mode=mode))
+
+
+def test_render_ansi_returns_a_string():
+    for env_id in ENV_IDS:
+        env = make(env_id, render_mode="ansi")
+        env.reset(seed=0)
+        assert isinstance(env.render(), str) and env.render()
+
+
+def test_list_envs_has_the_first_four_envs_and_filters_by_family():
+    assert {"think_solve-v0", "voting-v0", "kuhn_poker-v0", "tic_tac_toe-v0"} <= set(list_envs())
+    assert set(list_envs("zero_sum")) >= {"kuhn_poker-v0", "tic_tac_toe-v0"}
+    assert set(list_envs("orchestration")) >= {"think_solve-v0", "voting-v0"}
+    with pytest.raises(ValueError, match="family"):
+        list_envs("cooperativ")
+
+
+def test_unknown_env_id_names_the_close_match():
+    with pytest.raises(KeyError, match="think_solve-v0"):
+        make("think_solv-v0")
+
+
+def test_unknown_kwarg_names_the_close_match_and_the_accepted_ones():
+    with pytest.raises(TypeError, match="did you mean max_thought_chars"):
+        make("think_solve-v0", max_thought_char=10)
+    with pytest.raises(TypeError, match="Accepted: .*rounds"):
+        make("kuhn_poker-v0", bogus=1)
+
+
+@pytest.mark.parametrize("bad", [{"action_mode": "txt"}, {"invalid_move": "crash"}, {"max_retries": -1},
+                                 {"invalid_penalty": "x"}, {"render_mode": "rgb_array"}])
+def test_bad_common_kwarg_values_raise_clear_errors(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        make("kuhn_poker-v0", **bad)
+
+
+def test_random_invalid_policy_is_rejected_where_moves_are_free_text():
+    with pytest.raises(ValueError, match="finite set of legal moves"):
+        make("think_solve-v0", action_mode="text", invalid_move="random")
+    make("think_solve-v0", action_mode="discrete", invalid_move="random")
+
+
+def test_every_id_is_registered_with_pettingzoo_under_marl_llm_namespace():
+    for env_id in ENV_IDS:
+        env = pettingzoo.make("aec", f"marl_llm/{env_id}")
+        assert isinstance(env, pettingzoo.AECEnv)
+        env.reset(seed=0)
+    par = pettingzoo.make("parallel", "marl_llm/voting-v0")
+    assert isinstance(par, pettingzoo.ParallelEnv)
+
+
+def test_specs_carry_family_agents_roles_teams_reward_range_and_modes():
+    s = spec("think_solve-v0")
+    assert s.family == "orchestration" and s.agents == ("thinker", "solver")
+    assert s.roles == {"thinker": "thinker", "solver": "solver"} and set(s.teams.values()) == {"team"}
+    assert s.reward_range == (-1.0, 1.0) and s.action_modes == ("text", "discrete")
+    k = spec("kuhn_poker-v0")
+    assert k.family == "zero_sum" and k.teams == {"player_0": "player_0", "player_1": "player_1"}
+    assert k.reward_range == (-2.0, 2.0)
+    assert spec("voting-v0").has_parallel and not spec("tic_tac_toe-v0").has_parallel
+    with pytest.raises(ValueError, match="no parallel env"):
+        make_parallel("kuhn_poker-v0")
+
+
+def test_reset_rejects_a_non_integer_seed():
+    env = make("kuhn_poker-v0")
+    with pytest.raises(ValueError, match="seed"):
+        env.reset(seed="abc")
