@@ -356,6 +356,11 @@ class TextEnv(AECEnv):
             if extra_info:
                 self.infos[agent] = {**self.infos[agent], **extra_info}
 
+    def team_rewards(self) -> dict[str, float]:
+        """Each team's return so far in this episode (final once ``done``; still there after the dead steps have
+        removed the agents and their infos)."""
+        return dict(self._team_return)
+
     @property
     def done(self) -> bool:
         """True once the episode has ended (every agent terminated or truncated)."""

@@ -19,8 +19,10 @@ ballots are not counted. The aggregate is the answer with the most votes; a tie 
 ``tie_break``: ``"random"`` (uniformly among the tied answers, with a draw fixed at reset from the env's RNG, so
 every recount of the same episode breaks the tie the same way), ``"first"`` (the tied answer whose first ballot was
 cast earliest, i.e. by the lowest-numbered voter) or ``"none"`` (a tie has no aggregate, which scores as wrong: the
-"none-is-wrong" rule). No ballot at all: no aggregate, wrong. The team reward is the verifier's score of the
-aggregate: ``1``/``0`` (``"signed"``: ``+1``/``-1``).
+"none-is-wrong" rule). No ballot at all: no aggregate, wrong.
+
+Rewards. At the end, every voter gets the team reward: the verifier's score of the aggregate, ``1``/``0``
+(``"signed"``: ``+1``/``-1``), plus ``invalid_penalty`` for each spoiled ballot.
 
 Text mode. A ballot is the content of the last ``\\boxed{...}`` in the reply; ``[abstain]`` (with no ``\\boxed``)
 abstains; anything else is an invalid move.
@@ -204,6 +206,8 @@ class raw_env(ProblemEnv):
         aggregate = self._aggregate()
         without = {v: self._team_reward(self._aggregate(exclude=v)) for v in self.possible_agents}
         return {
+            "votes": {v: self._show(self._ballots.get(v)) for v in self.possible_agents},
+            "own_correct": {v: self._correct(self._ballots.get(v)) for v in self.possible_agents},
             "aggregate": self._show(aggregate),
             "correct": self._correct(aggregate),
             "team_reward": self._team_reward(aggregate),
@@ -217,12 +221,11 @@ class raw_env(ProblemEnv):
         self._team_finish(r["team_reward"], aggregate=r["aggregate"], correct=r["correct"],
                           team_reward_without=r["team_reward_without"])
         for voter in self.agents:
-            ballot = self._ballots.get(voter)
-            self.infos[voter] = {**self.infos[voter], "vote": self._show(ballot), "own_correct": self._correct(ballot)}
+            self.infos[voter] = {**self.infos[voter], "vote": r["votes"][voter], "own_correct": r["own_correct"][voter]}
 
     def outcome(self) -> dict[str, Any] | None:
-        """The count of a finished episode (``aggregate``, ``correct``, ``team_reward``, ``team_reward_without``,
-        ``spoiled``), or ``None`` while voting goes on."""
+        """The count of a finished episode, or ``None`` while voting goes on: ``votes`` and ``own_correct`` (dicts by
+        voter), ``aggregate``, ``correct``, ``team_reward``, ``team_reward_without`` (by voter) and ``spoiled``."""
         return self._result
 
     def _on_ablate(self, agent: str) -> None:

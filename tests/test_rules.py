@@ -1,0 +1,323 @@
+"""Game rules, pinned by hand-checked examples."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from marl_llm_envs import make
+from marl_llm_envs.envs.tic_tac_toe import LINES
+from marl_llm_envs.scripted import follower_solver, oracle_thinker, play, random_legal
+
+CHECK, BET, CALL, FOLD = range(4)
+
+
+def kuhn_with_cards(p0: int, p1: int, mode: str = "discrete"):
+    """A Kuhn env whose first deal is (p0, p1): search seeds for it (the deal comes from the env's RNG)."""
+    for seed in range(1000):
+        env = make("kuhn_poker-v0", action_mode=mode)
+        env.reset(seed=seed)
+        if (env._cards["player_0"], env._cards["player_1"]) == (p0, p1):
+            return env
+    raise AssertionError("no seed deals these cards")
+
+
+def final(env):
+    return {a: env.infos[a]["team_reward"] for a in env.possible_agents}
+
+
+def test_kuhn_fold_loses_the_pot_to_the_other_player():
+    env = kuhn_with_cards(2, 0)  # player_0 K, player_1 J
+    env.step(BET)
+    env.step(FOLD)
+    assert final(env) == {"player_0": 1.0, "player_1": -1.0}
+    env = kuhn_with_cards(0, 2)  # the better card folds: still loses its ante
+    env.step(CHECK)
+    env.step(BET)
+    env.step(FOLD)
+    assert final(env) == {"player_0": -1.0, "player_1": 1.0}
+
+
+def test_kuhn_called_showdown_pays_two_to_the_higher_card():
+    for p0, p1 in itertools.permutations(range(3), 2):
+        env = kuhn_with_cards(p0, p1)
+        env.step(BET)
+        env.step(CALL)
+        win = 2.0 if p0 > p1 else -2.0
+        assert final(env) == {"player_0": win, "player_1": -win}
+        env = kuhn_with_cards(p0, p1)
+        env.step(CHECK)
+        env.step(BET)
+        env.step(CALL)
+        assert final(env) == {"player_0": win, "player_1": -win}
+
+
+def test_kuhn_checked_showdown_pays_one():
+    env = kuhn_with_cards(1, 0)
+    env.step(CHECK)
+    env.step(CHECK)
+    assert final(env) == {"player_0": 1.0, "player_1": -1.0}
+
+
+def test_kuhn_legal_moves_follow_the_betting():
+    env = kuhn_with_cards(1, 2)
+    assert env.legal_actions("player_0") == ["[check]", "[bet]"]
+    assert env.legal_actions("player_1") == []  # not its turn
+    env.step(BET)
+    assert env.legal_actions("player_1") == ["[call]", "[fold]"]
+    assert env.observe("player_1")["action_mask"].tolist() == [0, 0, 1, 1]
+
+
+def test_kuhn_match_alternates_the_first_player_and_sums_chips():
+    env = make("kuhn_poker-v0", action_mode="discrete", rounds=4)
+    env.reset(seed=0)
+    firsts, total = [], {"player_0": 0.0, "player_1": 0.0}
+    while not env.done:
+        firsts.append(env.agent_selection)
+        env.step(BET)          # first player bets
+        env.step(FOLD)         # second folds: first wins 1
+        for a in total:
+            total[a] += env.rewards[a]
+    assert firsts == ["player_0", "player_1", "player_0", "player_1"]
+    assert total == {"player_0": 0.0, "player_1": 0.0}
+    assert env.infos["player_0"]["chips"] == {"player_0": 0.0, "player_1": 0.0}
+
+
+def test_kuhn_text_moves_tolerate_reasoning_and_case():
+    env = kuhn_with_cards(2, 0, "text")
+    env.step("I hold the King, so I [Bet]. Final answer: [BET]")
+    assert env.agent_selection == "player_1"
+    env.step("Ugh. [fold]")
+    assert final(env)["player_0"] == 1.0
+
+
+def test_kuhn_illegal_text_move_under_penalty_ends_the_game_zero_sum():
+    env = kuhn_with_cards(2, 0, "text")
+    env.step("[call]")  # nothing to call
+    assert env.done and final(env) == {"player_0": -1.0, "player_1": 1.0}
+    record = env.infos["player_0"]["invalid_action"]
+    assert record["action"] == "[call]" and "legal: [check], [bet]" in record["reason"]
+
+
+def test_retry_shows_the_error_then_penalizes_after_max_retries():
+    env = make("tic_tac_toe-v0", invalid_move="retry", max_retries=2)
+    env.reset(seed=0)
+    env.step("no idea")
+    assert env.agent_selection == "player_0" and "previous move was invalid" in env.observe("player_0")["text"]
+    env.step("[4]")
+    assert env.agent_selection == "player_1"
+    assert "previous move was invalid" not in env.observe("player_0")["text"]
+    for _ in range(2):
+        env.step("[4]")  # taken
+        assert not env.done
+    env.step("[4]")
+    assert env.done and env.infos["player_1"]["invalid_count"] == 3
+    assert final(env) == {"player_0": 1.0, "player_1": -1.0}
+
+
+def test_random_policy_replaces_an_invalid_move_with_a_legal_one():
+    env = make("tic_tac_toe-v0", action_mode="discrete", invalid_move="random")
+    env.reset(seed=0)
+    env.step(4)
+    env.step(4)
+    record = env.infos["player_1"]["invalid_action"]
+    assert record["policy"] == "random" and record["replaced_by"] != "[4]"
+    assert env._board.count("player_1") == 1 and env.agent_selection == "player_0"
+
+
+@pytest.mark.parametrize("line", LINES)
+@pytest.mark.parametrize("winner", [0, 1])
+def test_tic_tac_toe_every_line_wins(line, winner):
+    other_cells = [c for c in range(9) if c not in line]
+    env = make("tic_tac_toe-v0", action_mode="discrete")
+    env.reset(seed=0)
+    # the loser plays cells off the line that never complete a line of their own
+    filler = [c for c in other_cells if True]
+    moves_w, moves_l = list(line), []
+    for c in filler:
+        trial = moves_l + [c]
+        if not any(set(l) <= set(trial) for l in LINES):
+            moves_l.append(c)
+    if winner == 1:  # player_1 needs player_0 to move first without winning
+        seq = []
+        for i in range(3):
+            seq += [moves_l[i], moves_w[i]]
+    else:
+        seq = [moves_w[0], moves_l[0], moves_w[1], moves_l[1], moves_w[2]]
+    for m in seq:
+        assert not env.done
+        env.step(m)
+    w, l = f"player_{winner}", f"player_{1 - winner}"
+    assert env.done and final(env) == {w: 1.0, l: -1.0} and env.infos[w]["winner"] == w
+
+
+def test_tic_tac_toe_full_board_without_a_line_is_a_draw():
+    env = make("tic_tac_toe-v0", action_mode="discrete")
+    env.reset(seed=0)
+    for m in [0, 1, 2, 4, 3, 5, 7, 6, 8]:  # X O X / X O O / O X X
+        env.step(m)
+    assert env.done and final(env) == {"player_0": 0.0, "player_1": 0.0} and env.infos["player_0"]["outcome"] == "draw"
+
+
+def test_tic_tac_toe_occupied_cell_is_illegal():
+    env = make("tic_tac_toe-v0", action_mode="discrete")
+    env.reset(seed=0)
+    env.step(0)
+    assert env.observe("player_1")["action_mask"][0] == 0
+    env.step(0)
+    assert env.done and final(env)["player_1"] == -1.0
+
+
+# ---------------------------------------------------------------- think_solve
+
+
+def _mean_team_reward(mode, policies, episodes=300, ablate_thinker=False):
+    total = 0.0
+    for seed in range(episodes):
+        env = make("think_solve-v0", action_mode=mode)
+        rng = np.random.default_rng(seed)
+        env.reset(seed=seed)
+        if ablate_thinker:
+            env = env.ablate("thinker")
+        while not env.done:
+            agent = env.agent_selection
+            env.step(policies[agent](env, agent, rng))
+        total += env.infos["solver"]["team_reward"]
+    return total / episodes
+
+
+@pytest.mark.parametrize("mode", ["discrete", "text"])
+def test_oracle_thinker_makes_the_team_score_while_the_solver_alone_is_at_chance(mode):
+    pair = {"thinker": oracle_thinker, "solver": follower_solver}
+    with_thinker = _mean_team_reward(mode, pair)
+    solo = _mean_team_reward(mode, pair, ablate_thinker=True)
+    assert with_thinker >= 0.9
+    if mode == "discrete":
+        assert abs(solo - 0.25) < 0.08   # 4 candidates: chance is 1/4
+    else:
+        assert solo < 0.1
+
+
+def test_think_solve_text_answer_is_verified_and_needs_a_box():
+    env = make("think_solve-v0")
+    env.reset(seed=0)
+    env.step("hint")
+    env.step(f"It is \\boxed{{{env.task.answer}}}.")
+    assert env.infos["solver"]["correct"] and env.infos["thinker"]["team_reward"] == 1.0
+    env = make("think_solve-v0", reward_scheme="signed")
+    env.reset(seed=0)
+    env.step("hint")
+    env.step(f"{env.task.answer}")  # no box: invalid, penalty
+    assert env.infos["solver"]["team_reward"] == -1.0 and env.infos["solver"]["outcome"] == "invalid_move"
+    env = make("think_solve-v0", reward_scheme="signed")
+    env.reset(seed=0)
+    env.step("hint")
+    env.step("\\boxed{definitely wrong}")
+    assert env.infos["solver"]["team_reward"] == -1.0 and env.infos["solver"]["correct"] is False
+
+
+def test_think_solve_thought_is_capped_and_made_printable():
+    env = make("think_solve-v0", max_thought_chars=50)
+    env.reset(seed=0)
+    env.step("caf\u00e9 \u2603 " + "x" * 100)
+    text = env.observe("solver")["text"]
+    assert "cafe ? xxx" in text and "x" * 51 not in text
+    assert env.infos["thinker"]["thought_truncated"] is True
+    assert env.observation_space("solver").contains(env.observe("solver"))
+
+
+def test_think_solve_same_seed_same_problem_across_modes_of_use():
+    a, b = make("think_solve-v0"), make("think_solve-v0")
+    a.reset(seed=11)
+    b.reset(seed=11)
+    assert a.task == b.task
+    c = make("think_solve-v0", split="test")
+    c.reset(seed=11)
+    assert "/test/" in c.task.task_id
+
+
+def test_think_solve_knights_knaves_tasks():
+    env = make("think_solve-v0", tasks="knights_knaves:people=3")
+    env.reset(seed=0)
+    assert "knight" in env.observe("thinker")["text"].lower()
+    env.step("think")
+    env.step(f"\\boxed{{{env.task.answer}}}")
+    assert env.infos["solver"]["correct"]
+
+
+# ---------------------------------------------------------------- voting
+
+
+def _vote(env, ballots):
+    for b in ballots:
+        env.step(b)
+    return env.outcome()
+
+
+def test_voting_plurality_groups_equal_numbers():
+    env = make("voting-v0", n_voters=3, tie_break="none")
+    env.reset(seed=0)
+    ans = env.task.answer
+    out = _vote(env, [f"\\boxed{{{ans}}}", f"\\boxed{{+{ans}.0}}", "\\boxed{-99999}"])
+    assert out["correct"] and out["team_reward"] == 1.0
+    assert env.infos["voter_2"]["own_correct"] is False and env.infos["voter_0"]["own_correct"] is True
+    # without voter_0 or voter_1 the two remaining ballots tie, and tie_break="none" makes a tie wrong
+    assert out["team_reward_without"] == {"voter_0": 0.0, "voter_1": 0.0, "voter_2": 1.0}
+    assert out["votes"] == {"voter_0": ans, "voter_1": f"+{ans}.0", "voter_2": "-99999"}
+
+
+def test_voting_tie_breaks():
+    def run(tie_break, seed=0):
+        env = make("voting-v0", n_voters=2, tie_break=tie_break)
+        env.reset(seed=seed)
+        return env, _vote(env, ["\\boxed{-99999}", f"\\boxed{{{env.task.answer}}}"])
+
+    assert run("first")[1]["aggregate"] == "-99999" and not run("first")[1]["correct"]
+    assert run("none")[1]["aggregate"] is None and run("none")[1]["team_reward"] == 0.0
+    outcomes = {run("random", seed)[1]["correct"] for seed in range(40)}
+    assert outcomes == {True, False}
+    env, out = run("random", 5)
+    assert env.clone().outcome() == out
+
+
+def test_voting_all_abstain_is_wrong_and_spoiled_ballots_cost_the_penalty():
+    env = make("voting-v0", n_voters=3)
+    env.reset(seed=0)
+    out = _vote(env, ["[abstain]", "[abstain]", "[abstain]"])
+    assert out["aggregate"] is None and out["team_reward"] == 0.0
+    env = make("voting-v0", n_voters=3, invalid_penalty=-0.5)
+    env.reset(seed=0)
+    out = _vote(env, [f"\\boxed{{{env.task.answer}}}", "gibberish", "[abstain]"])
+    assert out["correct"] and out["team_reward"] == 0.5 and out["spoiled"] == ["voter_1"]
+    assert env.infos["voter_1"]["invalid_action"]["reason"].startswith("no \\boxed")
+
+
+def test_voting_discrete_clues_make_the_majority_better_than_one_voter():
+    follow = lambda env, agent, rng: env.unwrapped._clue[agent]  # noqa: E731  (privileged: vote your clue)
+    team, single = 0.0, 0.0
+    for seed in range(400):
+        env = make("voting-v0", action_mode="discrete", clue_accuracy=0.7, tie_break="first")
+        play(env, follow, seed)
+        team += env.outcome()["correct"]
+        single += env.outcome()["own_correct"]["voter_0"]
+    assert abs(single / 400 - 0.7) < 0.07
+    assert team / 400 > single / 400 + 0.03  # Condorcet: 3 voters at 0.7 beat one
+
+
+def test_voting_clue_accuracy_validation():
+    with pytest.raises(ValueError, match="2 values for 3 voters"):
+        make("voting-v0", clue_accuracy=[0.5, 0.5])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        make("voting-v0", clue_accuracy=1.5)
+
+
+def test_scripted_random_play_finishes_every_env():
+    from marl_llm_envs import list_envs
+
+    for env_id in list_envs():
+        for mode in ("text", "discrete"):
+            env = make(env_id, action_mode=mode)
+            totals = play(env, random_legal, seed=0)
+            assert env.done and set(totals) == set(env.possible_agents)
