@@ -110,7 +110,7 @@ class TextEnv(AECEnv):
         }
         self.agents = []
         self._rng: np.random.Generator | None = np.random.default_rng()
-        self._rng_state: dict | None = None
+        self._rng_state: dict | None = None  # a clone's snapshot of its parent's RNG, materialised on first use
         self._seed: int | None = None
         self._log: tuple | None = None
         self._ablations: tuple = ()
@@ -179,11 +179,15 @@ class TextEnv(AECEnv):
     # ------------------------------------------------------------------ public API
     @property
     def np_random(self) -> np.random.Generator:
-        """The env's own RNG (a clone materialises its copy lazily, on first use)."""
+        """The env's own RNG: ``numpy.random.default_rng(seed)`` after ``reset(seed)``, built on first use; a clone
+        builds its copy of the parent's RNG state on first use too."""
         if self._rng is None:
-            rng = np.random.Generator(np.random.PCG64())
-            rng.bit_generator.state = self._rng_state
-            self._rng, self._rng_state = rng, None
+            if self._rng_state is None:
+                self._rng = np.random.default_rng(self._seed)
+            else:
+                rng = np.random.Generator(np.random.PCG64())
+                rng.bit_generator.state = self._rng_state
+                self._rng, self._rng_state = rng, None
         return self._rng
 
     def legal_actions(self, agent: str | None = None) -> list[str]:
@@ -210,16 +214,16 @@ class TextEnv(AECEnv):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is None:
             seed = int(self.np_random.integers(2**63 - 1))
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise ValueError(f"seed must be an int or None, got {seed!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         self._seed = int(seed)
-        self._rng, self._rng_state = np.random.default_rng(self._seed), None
+        self._rng = self._rng_state = None  # np_random builds default_rng(seed) on first use
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
-        self._team_return = {t: 0.0 for t in set(self.teams.values())}
+        self._team_return = dict.fromkeys(self.teams.values(), 0.0)
         self.infos = {a: self._base_info(a) for a in self.agents}
         self._retries = {a: 0 for a in self.agents}
         self._error: dict[str, str] = {}
