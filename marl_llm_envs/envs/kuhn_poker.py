@@ -53,6 +53,8 @@ Version history. v0: first version.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from marl_llm_envs.core import TwoPlayerZeroSumEnv
@@ -61,6 +63,11 @@ CARDS = "JQK"
 ACTIONS = ["check", "bet", "call", "fold"]
 CHECK, BET, CALL, FOLD = range(4)
 
+DEALS = list(itertools.permutations(range(3), 2))  # (player_0's card, player_1's card), uniformly at random
+_YOUR_TURN = {
+    facing: f"Your legal moves: [{a}], [{b}]\nReply with exactly one move in square brackets, for example [{a}]."
+    for facing, (a, b) in ((False, ("check", "bet")), (True, ("call", "fold")))
+}
 RULES = (
     "Rules: the deck has three cards, J < Q < K. Each hand both players ante 1 chip and get one card; the third card\n"
     "is not used. With no bet to answer you may [check] or [bet] (put 1 more chip in the pot). Facing a bet you may\n"
@@ -94,8 +101,8 @@ class raw_env(TwoPlayerZeroSumEnv):
         self._deal()
 
     def _deal(self) -> None:
-        deal = self.np_random.permutation(3)
-        self._cards = {"player_0": int(deal[0]), "player_1": int(deal[1])}
+        p0, p1 = DEALS[int(self.np_random.integers(len(DEALS)))]
+        self._cards = {"player_0": p0, "player_1": p1}
         self._first = "player_0" if self._hand % 2 == 0 else "player_1"
         self._history: list[tuple[str, int]] = []
         self._put_in = {"player_0": 1, "player_1": 1}
@@ -145,26 +152,23 @@ class raw_env(TwoPlayerZeroSumEnv):
 
     # -------------------------------------------------------------- observations
     def _text(self, agent: str) -> str:
-        other = "your opponent"
-        hand = min(self._hand, self.rounds - 1)
-        lines = [f"You are {agent} in a game of Kuhn poker (hand {hand + 1} of {self.rounds}).", RULES]
-        if self._last_showdown is not None:
-            lines.append("Last hand: " + self._last_showdown[1])
-        lines.append(f"Your card: {CARDS[self._cards[agent]]}")
-        pot = self._put_in["player_0"] + self._put_in["player_1"]
-        lines.append(f"Pot: {pot} chips (you put in {self._put_in[agent]}, {other} {self._put_in[self._other(agent)]}).")
+        other = self._other(agent)
+        put_in = self._put_in
+        last = f"Last hand: {self._last_showdown[1]}\n" if self._last_showdown is not None else ""
         betting = ", ".join(f"{'you' if a == agent else 'opponent'}: [{ACTIONS[m]}]" for a, m in self._history)
-        lines.append(f"Betting so far this hand: {betting or '(none)'}")
-        lines.append(f"Your chips won so far: {self._chips[agent]:+g}")
-        if self.done:
-            lines.append("The game is over.")
+        if self.terminations[agent]:
+            turn = "The game is over."
         elif agent == self.agent_selection:
-            legal = self.legal_actions(agent)
-            lines.append(f"Your legal moves: {', '.join(legal)}")
-            lines.append(f"Reply with exactly one move in square brackets, for example {legal[0]}.")
+            turn = _YOUR_TURN[self._facing_bet()]
         else:
-            lines.append("Waiting for your opponent to move.")
-        return "\n".join(lines)
+            turn = "Waiting for your opponent to move."
+        return (
+            f"You are {agent} in a game of Kuhn poker (hand {min(self._hand, self.rounds - 1) + 1} of {self.rounds}).\n"
+            f"{RULES}\n{last}Your card: {CARDS[self._cards[agent]]}\n"
+            f"Pot: {put_in['player_0'] + put_in['player_1']} chips (you put in {put_in[agent]}, your opponent "
+            f"{put_in[other]}).\nBetting so far this hand: {betting or '(none)'}\n"
+            f"Your chips won so far: {self._chips[agent]:+g}\n{turn}"
+        )
 
     def _vector(self, agent: str, out: np.ndarray) -> None:
         out[self._cards[agent]] = 1.0
