@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from marl_llm_envs import make
+from marl_llm_envs import make, replay
 from marl_llm_envs.envs.tic_tac_toe import LINES
 from marl_llm_envs.scripted import follower_solver, oracle_thinker, play, random_legal
 
@@ -321,3 +321,23 @@ def test_scripted_random_play_finishes_every_env():
             env = make(env_id, action_mode=mode)
             totals = play(env, random_legal, seed=0)
             assert env.done and set(totals) == set(env.possible_agents)
+
+
+def test_think_solve_and_voting_run_on_a_local_gsm8k_style_jsonl(tmp_path):
+    import json
+
+    path = tmp_path / "gsm8k.jsonl"
+    rows = [{"question": f"Tom has {i} apples and buys {i + 3} more. How many apples does he have?",
+             "answer": f"He has {i} + {i + 3} = {2 * i + 3} apples.\n#### {2 * i + 3}"} for i in range(1, 40)]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    env = make("think_solve-v0", tasks=f"jsonl:{path}")
+    env.reset(seed=0)
+    assert "apples" in env.observe("thinker")["text"]
+    env.step("Add the two numbers.")
+    env.step(f"So \\boxed{{{env.task.answer}}}")
+    assert env.team_rewards() == {"team": 1.0}
+    again = replay(env.transcript())
+    assert again.team_rewards() == {"team": 1.0} and again.task == env.task
+    voting = make("voting-v0", tasks=f"jsonl:{path}", action_mode="discrete")
+    voting.reset(seed=1)
+    assert len(voting.candidates) == 4 and voting.task.answer in voting.candidates
