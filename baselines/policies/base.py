@@ -1,0 +1,54 @@
+"""The policy protocol: a batch of agent turns in, one :class:`Generation` per turn out.
+
+Every backend (scripted bots, transformers on CPU/GPU in free-generation or choice mode, vLLM) implements
+:meth:`Policy.generate`. The rollout engine gathers the pending turns of many envs into one call, so a backend sees
+large batches. Token ids are returned as generated and are never re-tokenized from decoded text: a policy gradient
+must score exactly the tokens that were sampled.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class Request:
+    """One agent's turn: what it sees and what it may do."""
+
+    env_id: str
+    agent: str
+    role: str
+    text: str                          # the observation text (the env's prompt for this agent)
+    legal_actions: tuple[str, ...] = ()  # text moves such as "[bet]"; () = free text (see the prompt for the format)
+    env: Any = field(default=None, compare=False, repr=False)  # the live env, for scripted policies only; read-only
+
+
+@dataclass
+class Generation:
+    """What a policy produced for one :class:`Request`."""
+
+    action: Any                        # what to pass to env.step (text for LLM backends)
+    text: str = ""                     # the decoded completion (for logs; never re-tokenized)
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)  # one per completion token, under the sampling distribution
+    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific (e.g. choice-mode probabilities)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.completion_ids)
+
+
+class Policy(abc.ABC):
+    """A policy backend. ``generate`` must return one :class:`Generation` per request, in order."""
+
+    name: str = "policy"
+
+    @abc.abstractmethod
+    def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
+        """Act on a batch of turns. ``seed`` makes sampling reproducible (same seed, same outputs on CPU)."""
+
+    def close(self) -> None:
+        """Release resources (GPU memory, engines)."""
