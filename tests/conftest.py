@@ -21,7 +21,7 @@ def record_episode(env, seed, rng, junk=0.0, junk_pool=("", "[nonsense]", "\\box
 
     env.reset(seed=seed)
     trace, actions = [], []
-    for agent in env.agent_iter(max_iter=500):
+    for agent in env.agent_iter(max_iter=5000):
         obs, reward, terminated, truncated, _ = env.last()
         trace.append((agent, obs["text"], obs["observation"].tolist(),
                       obs.get("action_mask", np.zeros(0)).tolist(), float(reward), terminated))

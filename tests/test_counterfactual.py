@@ -87,7 +87,7 @@ def record_episode_from(env, transcript):
     """Step ``env`` through a transcript's actions, recording what each agent saw (as record_episode does)."""
     env.reset(seed=transcript["seed"])
     trace, actions = [], iter(transcript["actions"])
-    for agent in env.agent_iter(max_iter=500):
+    for agent in env.agent_iter(max_iter=5000):
         obs, reward, terminated, _, _ = env.last()
         trace.append((agent, obs["text"], obs["observation"].tolist(),
                       obs.get("action_mask", np.zeros(0)).tolist(), float(reward), terminated))

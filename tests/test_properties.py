@@ -176,7 +176,7 @@ def test_arbitrary_actions_never_raise_and_leave_a_legal_state(env_id, mode, act
             assert info["invalid_action"]["policy"] == policy and info["invalid_action"]["reason"]
     if not env.done:  # the game can still be finished with legal moves
         rng = np.random.default_rng(0)
-        for _ in range(100):
+        for _ in range(5000):
             if env.done:
                 break
             env.step(random_legal(env, env.agent_selection, rng))
