@@ -9,12 +9,16 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from marl_llm_envs.core import TextEnv
 
 FAMILIES = ("zero_sum", "cooperative", "orchestration")
+_ANCHORS_FILE = Path(__file__).with_name("data") / "anchors.json"
+_ANCHORS: dict[str, dict] = json.loads(_ANCHORS_FILE.read_text())["envs"] if _ANCHORS_FILE.exists() else {}
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class EnvSpec:
     env_class: type[TextEnv] = field(repr=False)
     parallel_class: type | None = field(default=None, repr=False)
     kwargs: dict[str, Any] = field(default_factory=dict)
+    anchors: dict[str, Any] = field(default_factory=dict)  # reference scores, measured by benchmarks/anchors.py
 
     @property
     def has_parallel(self) -> bool:
@@ -73,6 +78,7 @@ def register(env_class: type[TextEnv], parallel_class: type | None = None, env_i
         env_class=env_class,
         parallel_class=parallel_class,
         kwargs=dict(kwargs),
+        anchors=_ANCHORS.get(env_id, {}),
     )
     _REGISTRY[env_id] = new
     try:
@@ -98,6 +104,12 @@ def spec(env_id: str) -> EnvSpec:
     try:
         return _REGISTRY[env_id]
     except (KeyError, TypeError):
+        # --- TextArena bridge hook: "textarena/<id>" is resolved on demand (textarena imported lazily) ---
+        if isinstance(env_id, str) and env_id.startswith("textarena/"):
+            from marl_llm_envs.envs.textarena_bridge import textarena_spec
+
+            return textarena_spec(env_id)
+        # --- end of the TextArena bridge hook ---
         close = difflib.get_close_matches(str(env_id), list(_REGISTRY), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise KeyError(f"unknown env id {env_id!r}{hint} Registered: {', '.join(list_envs())}") from None

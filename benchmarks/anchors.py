@@ -1,0 +1,121 @@
+"""Normalization anchors: the scores of the reference policies, measured and written into the env specs.
+
+    python benchmarks/anchors.py [--games 10000] [--write]
+
+For every Hanabi preset: the mean score (and 95% CI) of uniformly random legal play and of the rule bot in
+self-play. For Kuhn and Leduc: player 0's mean payoff for each pair of reference policies (random, the Kuhn Nash
+equilibrium, the Leduc CFR strategy), seats as named. With ``--write`` the numbers go to
+``marl_llm_envs/data/anchors.json``, which the registry loads into ``spec(env_id).anchors``; the leaderboard
+normalizes cooperative scores with them (random = 0, attainable maximum = 1).
+
+Games are played on seeds 0..games-1 in discrete mode; the policies' RNG is seeded per game, so a run is
+reproducible. The table is printed in markdown with the date and machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from marl_llm_envs import list_envs, make, spec
+from marl_llm_envs.scripted import random_legal
+
+DATA = Path(__file__).resolve().parent.parent / "marl_llm_envs" / "data" / "anchors.json"
+
+
+def play(env_id: str, policies: dict, games: int, seed: int = 0) -> dict:
+    """Mean and 95% CI of each team's return over ``games`` games (seats -> policies)."""
+    returns: dict[str, list[float]] = {}
+    start = time.perf_counter()
+    for g in range(games):
+        env = make(env_id, action_mode="discrete")
+        rng = np.random.default_rng([seed, g])
+        env.reset(seed=seed + g)
+        while not env.done:
+            agent = env.agent_selection
+            env.step(policies[agent](env, agent, rng))
+        for team, value in env.team_rewards().items():
+            returns.setdefault(team, []).append(value)
+    out = {}
+    for team, values in returns.items():
+        r = np.asarray(values, dtype=float)
+        out[team] = {"mean": float(r.mean()), "ci95": float(1.96 * r.std(ddof=1) / np.sqrt(len(r))), "games": games}
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def hanabi_anchors(games: int) -> dict:
+    from marl_llm_envs.reference.hanabi import rule_bot
+
+    anchors = {}
+    for env_id in list_envs("cooperative"):
+        if "hanabi" not in env_id:
+            continue
+        seats = spec(env_id).agents
+        anchors[env_id] = {
+            "random": play(env_id, {a: random_legal for a in seats}, games)["team"],
+            "rule_bot": play(env_id, {a: rule_bot for a in seats}, games)["team"],
+        }
+    return anchors
+
+
+def poker_anchors(games: int) -> dict:
+    pairs = {}
+    from marl_llm_envs.reference.kuhn import kuhn_nash
+
+    kuhn = {"random": random_legal, "kuhn_nash": kuhn_nash}
+    try:
+        from marl_llm_envs.reference.leduc import leduc_cfr
+    except ImportError:
+        leduc_cfr = None
+    games_by_env = {"kuhn_poker-v0": kuhn}
+    if leduc_cfr is not None and "leduc_holdem-v0" in list_envs():
+        games_by_env["leduc_holdem-v0"] = {"random": random_legal, "leduc_cfr": leduc_cfr}
+    for env_id, bots in games_by_env.items():
+        pairs[env_id] = {}
+        for n0, p0 in bots.items():
+            for n1, p1 in bots.items():
+                result = play(env_id, {"player_0": p0, "player_1": p1}, games)
+                pairs[env_id][f"{n0} vs {n1}"] = result["player_0"]
+    return pairs
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=10_000)
+    parser.add_argument("--write", action="store_true", help=f"write {DATA.relative_to(DATA.parent.parent.parent)}")
+    args = parser.parse_args(argv)
+    print(f"# anchors  {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}  |  "
+          f"{platform.platform()}  |  {args.games} games per row, seeds 0..{args.games - 1}")
+    hanabi = hanabi_anchors(args.games)
+    print("\n| env | nominal max | attainable max | random (mean +- 95% CI) | rule bot (mean +- 95% CI) |")
+    print("|---|---:|---:|---:|---:|")
+    for env_id, row in hanabi.items():
+        cls_env = make(env_id)
+        r, b = row["random"], row["rule_bot"]
+        print(f"| {env_id} | {getattr(cls_env, 'max_score', '?')} | {getattr(cls_env, 'attainable_max_score', '?')} | "
+              f"{r['mean']:.3f} +- {r['ci95']:.3f} | {b['mean']:.3f} +- {b['ci95']:.3f} |")
+    poker = poker_anchors(args.games)
+    print("\n| env | player_0 vs player_1 | player_0 mean payoff +- 95% CI |")
+    print("|---|---|---:|")
+    for env_id, rows in poker.items():
+        for pair, r in rows.items():
+            print(f"| {env_id} | {pair} | {r['mean']:+.4f} +- {r['ci95']:.4f} |")
+    if args.write:
+        data = {"measured": datetime.date.today().isoformat(), "games": args.games, "envs": {}}
+        for env_id, row in hanabi.items():
+            data["envs"][env_id] = {name: {k: v for k, v in r.items()} for name, r in row.items()}
+        for env_id, rows in poker.items():
+            data["envs"][env_id] = {f"player_0 payoff, {pair}": r for pair, r in rows.items()}
+        DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"\nwrote {DATA}")
+
+
+if __name__ == "__main__":
+    main()
