@@ -8,21 +8,30 @@ rewards, roles, and ``clone()`` / ``ablate(agent)`` / ``transcript()`` + :func:`
 """
 
 from marl_llm_envs.core import TextEnv, replay
+from marl_llm_envs.envs import (
+    connect_four,
+    hanabi,
+    kuhn_poker,
+    leduc_holdem,
+    simple_negotiation,
+    think_solve,
+    tic_tac_toe,
+    voting,
+)
 from marl_llm_envs.registry import EnvSpec, list_envs, make, make_parallel, register, spec
-from marl_llm_envs.envs import kuhn_poker, think_solve, tic_tac_toe, voting
-from marl_llm_envs.envs import connect_four, simple_negotiation
 
 __version__ = "0.1.0"
 
-register(kuhn_poker.raw_env)
-from marl_llm_envs.envs import leduc_holdem  # noqa: E402
-register(leduc_holdem.raw_env)
-register(tic_tac_toe.raw_env)
+# orchestration
 register(think_solve.raw_env)
 register(voting.raw_env, voting.parallel_env)
+# zero-sum self-play games
+register(kuhn_poker.raw_env)
+register(leduc_holdem.raw_env)
+register(tic_tac_toe.raw_env)
 register(connect_four.raw_env)
 register(simple_negotiation.raw_env)
-from marl_llm_envs.envs import hanabi  # noqa: E402
+# cooperative: the Hanabi presets (one class, several default parameter sets)
 for _hanabi_id, _hanabi_preset in hanabi.PRESETS.items():
     register(hanabi.raw_env, env_id=_hanabi_id, **_hanabi_preset)
 
