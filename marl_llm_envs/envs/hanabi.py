@@ -222,6 +222,7 @@ class raw_env(TextEnv):
                     names.append(f"hint player_{(p + a) % P} {b + 1}")
             self._names[agent] = names
         self._layout()
+        self._headers: dict[str, str] = {}  # seat -> static prompt header (rules never change in a game)
         super().__init__(players=P, **params, **kwargs)
         self.reward_range = (min(0.0, self.invalid_penalty), float(self.max_score))
 
@@ -442,6 +443,15 @@ class raw_env(TextEnv):
             rt = "rank " + " or ".join(str(r + 1) for r in ranks)
         return f"{ct}, {rt}"
 
+    def _header(self, agent: str) -> str:
+        """The static part of the prompt (who you are, the rules), wrapped once per seat and shared by clones."""
+        header = self._headers.get(agent)
+        if header is None:
+            intro = (f"You are {agent} in a game of Hanabi with {self.players} players "
+                     f"({', '.join(self.possible_agents)}). It is a cooperative game: the whole team shares one score.")
+            header = self._headers[agent] = _wrap(f"{intro}\n{self._rules()}")
+        return header
+
     def _rules(self) -> str:
         C, R, H, info = self.colors, self.ranks, self.hand_size, self.max_information_tokens
         names = ", ".join(COLOR_NAMES[:C])
@@ -491,9 +501,6 @@ class raw_env(TextEnv):
         p = self._seat(agent)
         P = self.players
         lines = [
-            f"You are {agent} in a game of Hanabi with {P} players ({', '.join(self.possible_agents)}). It is a "
-            f"cooperative game: the whole team shares one score.",
-            self._rules(),
             f"Information tokens: {self._info} of {self.max_information_tokens}. Life tokens: {self._lives} of "
             f"{self.max_life_tokens}. Deck: {len(self._deck) - self._pos} cards left.",
         ]
@@ -516,7 +523,7 @@ class raw_env(TextEnv):
             rows.extend(f"  {self._move_text(m, agent)}" for m in recent)
         else:
             rows.append("Moves so far: (none)")
-        text = _wrap("\n".join(lines)) + "\n" + "\n".join(rows)
+        text = self._header(agent) + "\n" + _wrap("\n".join(lines)) + "\n" + "\n".join(rows)
         if self.terminations.get(agent, False) or not self.agents:
             turn = "The game is over."
         elif agent == self.agent_selection:
