@@ -107,3 +107,9 @@ def test_reset_rejects_a_non_integer_seed():
     env = make("kuhn_poker-v0")
     with pytest.raises(ValueError, match="seed"):
         env.reset(seed="abc")
+
+
+def test_specs_carry_the_measured_anchors():
+    hanabi = spec("mini_hanabi-v0").anchors
+    assert hanabi["rule_bot"]["mean"] > hanabi["random"]["mean"] > 0 and hanabi["random"]["games"] >= 10_000
+    assert "player_0 payoff, kuhn_nash vs kuhn_nash" in spec("kuhn_poker-v0").anchors
