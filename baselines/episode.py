@@ -1,0 +1,211 @@
+"""What the rollout engine records: :class:`Turn`, :class:`Branch`, :class:`Episode`, and their JSONL files.
+
+Everything here is plain data (JSON-safe fields), so episodes can be written by one process and read by another
+(a trainer, a credit method, an audit with :func:`marl_llm_envs.replay`).
+
+Turn rewards. ``Turn.reward`` is what the env gave the acting agent (``env.rewards[agent]`` after every step) from
+this turn's step up to, but not including, the agent's next turn (the last turn of an agent collects everything up to
+the end of the episode). Rewards an agent receives before its first turn are added to its first turn. So for every
+agent with at least one turn, ``sum(t.reward for t in episode.turns if t.agent == a) == episode.rewards[a]``.
+
+Indices. ``Turn.turn_index`` is the turn's position in its list (``Episode.turns`` or ``Branch.turns``);
+``Turn.step_index`` is the position of its ``env.step`` input in the transcript (``transcript["actions"]``) of the
+episode or branch it belongs to, so ``replay`` of the first ``step_index`` actions rebuilds the state the agent saw.
+
+JSONL. :func:`write_jsonl` writes a header line ``{"schema": "marl_llm_episodes", "schema_version": 1}`` then one
+episode per line; :func:`read_jsonl` checks the header and raises ``ValueError`` naming the line of a corrupt entry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = "marl_llm_episodes"
+SCHEMA_VERSION = 1
+
+__all__ = ["Branch", "Episode", "SCHEMA_VERSION", "Turn", "json_safe", "read_jsonl", "write_jsonl"]
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with NumPy scalars/arrays, tuples and sets turned into JSON types (unknown objects -> ``repr``)."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(v) for v in value]
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays, torch tensors
+    if callable(tolist):
+        try:
+            return json_safe(tolist())
+        except Exception:  # noqa: BLE001 - fall through to repr
+            pass
+    return repr(value)
+
+
+@dataclass
+class Turn:
+    """One decision of one agent: the prompt it saw (as token ids), what it produced and what followed."""
+
+    agent: str
+    role: str
+    team: str
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)   # one per completion token, under the sampling distribution
+    text: str = ""                  # the decoded completion
+    action: Any = None              # what was passed to env.step (JSON-safe)
+    invalid: bool = False           # infos[agent]["invalid_action"] was set after the step
+    invalid_reason: str | None = None
+    reward: float = 0.0             # see the module docstring
+    turn_index: int = 0             # position in Episode.turns / Branch.turns
+    step_index: int = 0             # position of this step in the transcript's actions
+    obs_digest: str = ""            # sha1 of the observation text and legal actions (replay-eligibility check)
+    replayed: bool = False          # branches only: the recorded action of the main episode was reused (no new tokens)
+    extra: dict[str, Any] = field(default_factory=dict)  # the policy's Generation.extra (JSON-safe)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.completion_ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Turn":
+        return cls(**_known(cls, d))
+
+
+@dataclass
+class Branch:
+    """A counterfactual continuation from a clone of the env taken just before ``agent``'s turn ``turn_index``.
+
+    ``kind="ablate"``: the agent was ablated (``env.ablate(agent)``) and the episode continued without it.
+    ``kind="resample"``: the agent's action was sampled anew (sample ``sample_index`` of K) and the episode continued.
+    ``turns`` are the branch's decisions from the branch point on (``replayed`` marks recorded actions reused from the
+    main episode); ``tokens_generated`` counts only new tokens.
+    """
+
+    kind: str
+    agent: str
+    turn_index: int                 # index in Episode.turns of the agent's turn the branch replaces
+    sample_index: int = 0
+    team_rewards: dict[str, float] = field(default_factory=dict)  # the branch env's team_rewards() at the end
+    rewards: dict[str, float] = field(default_factory=dict)       # per agent: main-episode rewards before the branch
+    #                                                               point + the branch's rewards after it
+    tokens_generated: int = 0
+    turns: list[Turn] = field(default_factory=list)
+    transcript: dict[str, Any] = field(default_factory=dict)       # the branch env's transcript (ablations included)
+    wall_time_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "turns"}
+        d["turns"] = [t.to_dict() for t in self.turns]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Branch":
+        d = _known(cls, d)
+        d["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
+        return cls(**d)
+
+
+@dataclass
+class Episode:
+    """One played episode of an env (one member of a GRPO group), with its counterfactual branches."""
+
+    env_id: str
+    env_version: int
+    env_kwargs: dict[str, Any]      # the kwargs given to make() (the transcript has the full set)
+    seed: int                       # the env's reset seed (shared by the group)
+    task_id: str | None             # from the final infos when the env has one
+    group_id: int
+    sample_index: int = 0           # position in the group
+    turns: list[Turn] = field(default_factory=list)
+    rewards: dict[str, float] = field(default_factory=dict)       # per agent, summed over the episode
+    team_rewards: dict[str, float] = field(default_factory=dict)  # env.team_rewards() at the end
+    transcript: dict[str, Any] = field(default_factory=dict)      # env.transcript(); replay() rebuilds the episode
+    tokens_generated: int = 0       # completion tokens of the main episode
+    branch_tokens_generated: int = 0
+    wall_time_s: float = 0.0        # from this episode's reset to its end
+    branches: list[Branch] = field(default_factory=list)
+    final_infos: dict[str, Any] = field(default_factory=dict)    # infos of every agent when the episode ended
+
+    @property
+    def num_tokens(self) -> int:
+        return self.tokens_generated + self.branch_tokens_generated
+
+    @property
+    def invalid_count(self) -> int:
+        return sum(t.invalid for t in self.turns)
+
+    def to_json(self) -> str:
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("turns", "branches")}
+        d["turns"] = [t.to_dict() for t in self.turns]
+        d["branches"] = [b.to_dict() for b in self.branches]
+        return json.dumps(json_safe(d), separators=(",", ":"), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str | dict[str, Any]) -> "Episode":
+        d = json.loads(text) if isinstance(text, str) else dict(text)
+        if not isinstance(d, dict):
+            raise ValueError("an episode is a JSON object")
+        missing = {"env_id", "env_version", "env_kwargs", "seed", "task_id", "group_id"} - set(d)
+        if missing:
+            raise ValueError(f"episode is missing {sorted(missing)}")
+        d = _known(cls, d)
+        d["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
+        d["branches"] = [Branch.from_dict(b) for b in d.get("branches", [])]
+        return cls(**d)
+
+
+def _known(cls, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+def write_jsonl(path: str | Path, episodes: Iterable[Episode]) -> int:
+    """Write a header line and one episode per line; return the number of episodes written."""
+    n = 0
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION}) + "\n")
+        for episode in episodes:
+            f.write(episode.to_json() + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: str | Path) -> list[Episode]:
+    """Read a file written by :func:`write_jsonl`. A corrupt line raises ``ValueError`` naming its line number."""
+    episodes: list[Episode] = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+            if lineno == 1:
+                if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+                    raise ValueError(f"{path}:1: not an episodes file (no {SCHEMA!r} header)")
+                if d.get("schema_version") != SCHEMA_VERSION:
+                    raise ValueError(f"{path}:1: schema_version {d.get('schema_version')!r} is not supported "
+                                     f"(this code reads version {SCHEMA_VERSION})")
+                continue
+            try:
+                episodes.append(Episode.from_json(d))
+            except (TypeError, ValueError, KeyError, AttributeError) as e:
+                raise ValueError(f"{path}:{lineno}: corrupt episode ({e})") from None
+    return episodes

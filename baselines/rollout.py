@@ -1,0 +1,573 @@
+"""The batched rollout engine: many envs at once, one ``Policy.generate`` call per policy per tick, and
+counterfactual branches (ablate / resample) for credit assignment.
+
+    from baselines.rollout import RolloutEngine, BranchSpec
+    engine = RolloutEngine(policy)                       # or {"thinker": trained, "solver": frozen}
+    episodes = engine.run("think_solve-v0", num_tasks=16, group_size=4, seed=0,
+                          branches=[BranchSpec("ablate", "thinker"), BranchSpec("resample", "solver", k=4)])
+
+Groups. Task ``i`` (``group_id = i``) resets its envs with seed ``seed + i``, so the ``group_size`` samples of a group
+see the same problem / deal (a GRPO group); they differ only through policy sampling. Each ``generate`` call gets a
+seed derived from ``(seed, phase, tick, policy)``, so a run is reproducible (same seeds -> same episodes on CPU).
+With greedy decoding the episodes do not depend on how many envs are batched together.
+
+A tick. Every live env's agent to move is gathered (an agent that is already terminated is stepped with ``None``), a
+:class:`~baselines.policies.base.Request` is built from ``env.observe(agent)["text"]`` and ``env.legal_actions(agent)``
+(empty for free-text turns: the env's format is in the prompt), the requests are grouped by policy and each policy's
+``generate`` is called once with all of them; then every env is stepped. In ``action_mode="discrete"`` a text move
+such as ``"[bet]"`` returned by a policy is turned into its action index (anything else is passed on as is, and the
+env's invalid-move policy handles it).
+
+Branches (run after the main episodes, in a second batched pass over all branch envs). For every decision point of
+a named agent (each of its turns) the engine keeps ``env.clone()`` taken just before the agent acts, then:
+
+* ``BranchSpec("ablate", agent)``: ``clone.ablate(agent)`` and play on to the end: the env plays the agent's null
+  action (think_solve-v0: the thinker sends nothing and the solver is asked under the solo prompt; voting-v0: the
+  voter abstains), the other agents act as described below.
+* ``BranchSpec("resample", agent, k=K)``: K continuations; in each, the agent's action at that point is sampled anew
+  from its policy (the K samples are batched in one call), then play on to the end.
+
+In a branch, another agent's decision (and the branch agent's own later decisions) reuses the main episode's recorded
+action when ``replay_others`` (default) and the agent sees exactly what it saw in the main episode (same observation
+text and same legal actions, checked by digest; the j-th decision of that agent after the branch point is matched with
+its j-th recorded one). Then the recorded action is a sample of the same policy on the same input, so the branch
+differs from the main episode only by the counterfactual. Where the observation changed (think_solve's solver after
+the thinker is ablated or resampled; the next poker player after a resampled bet) the agent acts anew from its
+policy. Voting consequence: voters never see each other's ballots, so the ablate branch of ``voter_i`` taken before
+its vote replays every other ballot, and its team reward equals the main episode's
+``infos["team_reward_without"]["voter_i"]`` (the count with that ballot removed after the others voted).
+Branch tokens are counted apart (``Episode.branch_tokens_generated``) so each credit method's cost is visible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from baselines.episode import Branch, Episode, Turn, json_safe, write_jsonl
+from baselines.policies.base import Generation, Policy, Request
+from marl_llm_envs import make
+from marl_llm_envs.text import parse_bracketed
+
+__all__ = ["BranchSpec", "RolloutEngine", "main", "summarize"]
+
+BRANCH_KINDS = ("ablate", "resample")
+
+
+@dataclass(frozen=True)
+class BranchSpec:
+    """A counterfactual to branch at every decision point of ``agent``.
+
+    ``agent`` is an agent name (``"thinker"``, ``"voter_0"``) or a role (``"voter"``: every agent with that role).
+    ``k``: the number of resamples per decision point (``kind="resample"`` only). ``replay_others``: reuse the main
+    episode's recorded actions where the observation is unchanged (see the module docstring); ``False`` samples
+    every later decision anew.
+    """
+
+    kind: str
+    agent: str
+    k: int = 1
+    replay_others: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in BRANCH_KINDS:
+            raise ValueError(f"branch kind {self.kind!r} is not one of {list(BRANCH_KINDS)}")
+        if not isinstance(self.agent, str) or not self.agent:
+            raise ValueError(f"branch agent must be a non-empty string, got {self.agent!r}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise ValueError(f"branch k must be a positive int, got {self.k!r}")
+        if self.kind == "ablate" and self.k != 1:
+            raise ValueError("an ablate branch has k=1 (ablation is deterministic)")
+
+    @classmethod
+    def parse(cls, text: str) -> list["BranchSpec"]:
+        """``"ablate:thinker,resample:solver:4"`` -> two specs."""
+        specs = []
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            bits = part.split(":")
+            if len(bits) == 2:
+                specs.append(cls(bits[0], bits[1]))
+            elif len(bits) == 3 and bits[0] == "resample":
+                try:
+                    k = int(bits[2])
+                except ValueError:
+                    raise ValueError(f"branch {part!r}: K must be an int") from None
+                specs.append(cls(bits[0], bits[1], k))
+            else:
+                raise ValueError(f"branch {part!r} is not KIND:AGENT or resample:AGENT:K")
+        return specs
+
+    def agents(self, env) -> list[str]:
+        if self.agent in env.possible_agents:
+            return [self.agent]
+        by_role = [a for a in env.possible_agents if env.roles.get(a) == self.agent]
+        if not by_role:
+            raise ValueError(f"branch agent {self.agent!r} is neither an agent ({env.possible_agents}) nor a role "
+                             f"({sorted(set(env.roles.values()))}) of {env.env_id}")
+        return by_role
+
+
+def _digest(text: str, legal: Sequence[str]) -> str:
+    h = hashlib.sha1(text.encode("utf-8", "surrogatepass"))
+    h.update(b"\x00")
+    h.update("\x1f".join(legal).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _call_seed(seed: int, phase: int, tick: int, index: int) -> int:
+    state = np.random.SeedSequence([int(seed) % 2**63, phase, tick, index]).generate_state(1)
+    return int(state[0]) & 0x7FFFFFFF
+
+
+def _env_action(env, agent: str, action: Any, legal: Sequence[str] = ()) -> Any:
+    """In discrete mode, a text move ("[bet]", "I bet [bet]") becomes its action index; anything else passes on.
+
+    The move is looked up first among ``legal`` (the env's ``legal_actions``, which lists the legal indices in order
+    and may name them by what they do now, e.g. Leduc's ``[check]`` for call), then among ``action_names``."""
+    if getattr(env, "action_mode", "text") != "discrete" or not isinstance(action, str):
+        return action
+    if legal:
+        ids = [int(i) for i in np.flatnonzero(env.action_mask(agent))]
+        if len(ids) == len(legal):
+            names = {m.strip()[1:-1].lower() if m.strip().startswith("[") else m.strip().lower(): i
+                     for m, i in zip(legal, ids)}
+            index, reason = parse_bracketed(action, names)
+            if reason is None:
+                return index
+    names = {n.lower(): i for i, n in enumerate(env.action_names(agent))}
+    index, reason = parse_bracketed(action, names)
+    return action if reason is not None else index
+
+
+class _Job:
+    """One env being played: the main episode of a group member, or one branch."""
+
+    def __init__(self, env, *, seed: int | None = None, group_id: int = 0, sample_index: int = 0,
+                 step_index: int = 0, base_rewards: dict[str, float] | None = None,
+                 replay: dict[tuple[str, int], Turn] | None = None, force_first: bool = False,
+                 watch: frozenset[str] = frozenset(), branch: Branch | None = None) -> None:
+        self.env = env
+        self.seed = seed                   # main jobs: reset with this seed when started
+        self.group_id = group_id
+        self.sample_index = sample_index
+        self.step_index = step_index
+        self.base_rewards = dict(base_rewards or {})
+        self.replay = replay
+        self.force_first = force_first
+        self.watch = watch
+        self.branch = branch
+        self.turns: list[Turn] = []
+        self.rewards: dict[str, float] = {}
+        self.last_turn: dict[str, Turn] = {}
+        self.before_first: dict[str, float] = {}
+        self.occurrence: Counter = Counter()
+        self.tokens = 0
+        self.t0 = 0.0
+        self.wall = 0.0
+        self.snapshots: list[tuple[int, str, Any, dict[str, float]]] = []
+        self.finished = False
+        self.final_infos: dict[str, Any] = {}
+
+    def start(self) -> None:
+        self.t0 = time.perf_counter()
+        if self.seed is not None:
+            self.env.reset(seed=self.seed)
+        self.rewards = {a: 0.0 for a in self.env.possible_agents}
+
+    def credit(self) -> None:
+        for agent, r in self.env.rewards.items():
+            r = float(r)
+            if r == 0.0:
+                continue
+            self.rewards[agent] = self.rewards.get(agent, 0.0) + r
+            turn = self.last_turn.get(agent)
+            if turn is None:
+                self.before_first[agent] = self.before_first.get(agent, 0.0) + r
+            else:
+                turn.reward += r
+
+    def finish(self) -> None:
+        env = self.env
+        self.finished = True
+        self.wall = time.perf_counter() - self.t0
+        self.final_infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
+
+
+class RolloutEngine:
+    """Play many envs at once with one policy, or a policy per role.
+
+    ``policy``: a :class:`Policy` for every seat (the role is in the prompt), or a dict role -> policy (e.g. a trained
+    policy against a frozen copy or a scripted reference bot); every role of the env must be in it.
+    ``max_concurrent``: how many envs are played at once (``None``: all of them; ``1``: one env at a time).
+    ``max_steps``: a safety limit on the steps of one episode.
+    """
+
+    def __init__(self, policy: Policy | Mapping[str, Policy], show_progress: bool = True,
+                 max_concurrent: int | None = None, max_steps: int = 10_000) -> None:
+        if isinstance(policy, Mapping):
+            if not policy:
+                raise ValueError("the policy mapping is empty; give role -> policy")
+            for role, p in policy.items():
+                if not isinstance(p, Policy):
+                    raise TypeError(f"policy for role {role!r} is not a baselines Policy: {p!r}")
+            self.policies: dict[str, Policy] | None = dict(policy)
+            self.policy: Policy | None = None
+        elif isinstance(policy, Policy):
+            self.policies, self.policy = None, policy
+        else:
+            raise TypeError(f"policy must be a Policy or a dict role -> Policy, got {type(policy).__name__}")
+        if max_concurrent is not None and (not isinstance(max_concurrent, int) or max_concurrent < 1):
+            raise ValueError(f"max_concurrent must be a positive int or None, got {max_concurrent!r}")
+        self.show_progress = show_progress
+        self.max_concurrent = max_concurrent
+        self.max_steps = max_steps
+        self.last_stats: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ policies
+    def _ordered_policies(self) -> list[Policy]:
+        if self.policy is not None:
+            return [self.policy]
+        seen: list[Policy] = []
+        for p in self.policies.values():
+            if not any(p is q for q in seen):
+                seen.append(p)
+        return seen
+
+    def _policy_for(self, role: str) -> Policy:
+        if self.policy is not None:
+            return self.policy
+        return self.policies[role]
+
+    def _check_roles(self, env) -> None:
+        if self.policies is None:
+            return
+        roles = sorted(set(env.roles[a] for a in env.possible_agents))
+        missing = [r for r in roles if r not in self.policies]
+        if missing:
+            raise ValueError(f"no policy for role(s) {missing} of {env.env_id}; its roles are {roles}, the policy "
+                             f"mapping has {sorted(self.policies)}")
+
+    # ------------------------------------------------------------------ run
+    def run(self, env_id: str, num_tasks: int, group_size: int = 1, seed: int = 0,
+            env_kwargs: dict[str, Any] | None = None,
+            branches: Iterable[BranchSpec] | None = None) -> list[Episode]:
+        """Play ``num_tasks`` x ``group_size`` episodes (task ``i`` uses env seed ``seed + i``) and their branches.
+
+        Returns the episodes ordered by (group_id, sample_index)."""
+        if isinstance(num_tasks, bool) or not isinstance(num_tasks, int) or num_tasks < 0:
+            raise ValueError(f"num_tasks must be a non-negative int, got {num_tasks!r}")
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+            raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        env_kwargs = dict(env_kwargs or {})
+        branches = list(branches or [])
+        for b in branches:
+            if not isinstance(b, BranchSpec):
+                raise TypeError(f"branches must be BranchSpec objects, got {b!r}")
+        proto = make(env_id, **env_kwargs)
+        self._check_roles(proto)
+        watch = frozenset(a for b in branches for a in b.agents(proto))
+
+        t_start = time.perf_counter()
+        jobs = [_Job(make(env_id, **env_kwargs), seed=int(seed) + i, group_id=i,
+                     sample_index=j, watch=watch)
+                for i in range(num_tasks) for j in range(group_size)]
+        self._play(jobs, seed=int(seed), phase=0, desc=f"{env_id} episodes")
+        t_main = time.perf_counter() - t_start
+
+        episodes = [self._episode(job, env_id, env_kwargs) for job in jobs]
+        t_branch = 0.0
+        if branches:
+            t0 = time.perf_counter()
+            branch_jobs: list[tuple[Episode, _Job]] = []
+            for episode, job in zip(episodes, jobs):
+                for spec_ in branches:
+                    agents = set(spec_.agents(job.env))
+                    for turn_index, agent, clone, rewards_before in job.snapshots:
+                        if agent not in agents:
+                            continue
+                        for new in self._branch_jobs(spec_, episode, turn_index, agent, clone, rewards_before):
+                            branch_jobs.append((episode, new))
+            self._play([bj for _, bj in branch_jobs], seed=int(seed), phase=1, desc=f"{env_id} branches")
+            for episode, bj in branch_jobs:
+                b = bj.branch
+                b.turns = bj.turns
+                b.tokens_generated = bj.tokens
+                b.team_rewards = {k: float(v) for k, v in bj.env.team_rewards().items()}
+                b.rewards = {a: bj.base_rewards.get(a, 0.0) + bj.rewards.get(a, 0.0) for a in bj.env.possible_agents}
+                b.transcript = json_safe(bj.env.transcript())
+                b.wall_time_s = bj.wall
+                episode.branches.append(b)
+                episode.branch_tokens_generated += bj.tokens
+            t_branch = time.perf_counter() - t0
+        for job in jobs:
+            job.snapshots = []
+        self.last_stats = {
+            "episodes": len(episodes),
+            "main_wall_s": t_main,
+            "branch_wall_s": t_branch,
+            "wall_s": time.perf_counter() - t_start,
+            "tokens_generated": sum(e.tokens_generated for e in episodes),
+            "branch_tokens_generated": sum(e.branch_tokens_generated for e in episodes),
+        }
+        return episodes
+
+    def _branch_jobs(self, spec_: BranchSpec, episode: Episode, turn_index: int, agent: str, clone,
+                     rewards_before: dict[str, float]) -> list[_Job]:
+        recorded = episode.turns[turn_index]
+        replay = None
+        if spec_.replay_others:
+            replay, occ = {}, Counter()
+            for t in episode.turns[turn_index:]:
+                replay[(t.agent, occ[t.agent])] = t
+                occ[t.agent] += 1
+        out = []
+        if spec_.kind == "ablate":
+            env = clone.ablate(agent)
+            out.append(_Job(env, step_index=recorded.step_index, base_rewards=rewards_before, replay=replay,
+                            branch=Branch("ablate", agent, turn_index, 0)))
+        else:
+            for s in range(spec_.k):
+                out.append(_Job(clone.clone(), step_index=recorded.step_index, base_rewards=rewards_before,
+                                replay=replay, force_first=True, branch=Branch("resample", agent, turn_index, s)))
+        return out
+
+    def _episode(self, job: _Job, env_id: str, env_kwargs: dict[str, Any]) -> Episode:
+        env = job.env
+        task_id = None
+        for info in job.final_infos.values():
+            if isinstance(info, dict) and info.get("task_id") is not None:
+                task_id = str(info["task_id"])
+                break
+        return Episode(
+            env_id=env_id, env_version=int(env.version), env_kwargs=json_safe(env_kwargs), seed=int(job.seed),
+            task_id=task_id, group_id=job.group_id, sample_index=job.sample_index, turns=job.turns,
+            rewards=dict(job.rewards), team_rewards={k: float(v) for k, v in env.team_rewards().items()},
+            transcript=json_safe(env.transcript()), tokens_generated=job.tokens, branch_tokens_generated=0,
+            wall_time_s=job.wall, branches=[], final_infos=job.final_infos)
+
+    # ------------------------------------------------------------------ the batched loop
+    def _play(self, jobs: list[_Job], seed: int, phase: int, desc: str) -> None:
+        if not jobs:
+            return
+        bar = None
+        if self.show_progress:
+            try:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=len(jobs), desc=desc, unit="ep", leave=False, file=sys.stderr)
+            except ImportError:  # progress bars are optional
+                bar = None
+        policies = self._ordered_policies()
+        cap = self.max_concurrent or len(jobs)
+        waiting = list(reversed(jobs))
+        active: list[_Job] = []
+        tick = 0
+        try:
+            while waiting or active:
+                while waiting and len(active) < cap:
+                    job = waiting.pop()
+                    job.start()
+                    active.append(job)
+                # Gather the decisions of this tick.
+                pending: list[tuple[_Job, str, Request, str]] = []
+                still: list[_Job] = []
+                for job in active:
+                    env = job.env
+                    while not env.done and (env.terminations[env.agent_selection]
+                                            or env.truncations[env.agent_selection]):
+                        env.step(None)
+                        job.step_index += 1
+                    if env.done:
+                        job.finish()
+                        if bar is not None:
+                            bar.update(1)
+                        continue
+                    if job.step_index > self.max_steps:
+                        raise RuntimeError(f"{env.env_id}: an episode ran past max_steps={self.max_steps}")
+                    still.append(job)
+                    agent = env.agent_selection
+                    text = env.observe(agent)["text"]
+                    legal = tuple(env.legal_actions(agent))
+                    request = Request(env.env_id, agent, env.roles[agent], text, legal, env)
+                    pending.append((job, agent, request, _digest(text, legal)))
+                active = still
+                if not pending:
+                    continue
+                # Decide: recorded actions (branches) or one generate call per policy.
+                decided: list[tuple[Generation | None, Turn | None]] = [(None, None)] * len(pending)
+                by_policy: dict[int, list[int]] = {}
+                for n, (job, agent, request, digest) in enumerate(pending):
+                    if job.replay is not None and not job.force_first:
+                        rec = job.replay.get((agent, job.occurrence[agent]))
+                        if rec is not None and rec.obs_digest == digest:
+                            decided[n] = (None, rec)
+                            continue
+                    policy = self._policy_for(request.role)
+                    pidx = next(i for i, p in enumerate(policies) if p is policy)
+                    by_policy.setdefault(pidx, []).append(n)
+                for pidx, idxs in by_policy.items():
+                    policy = policies[pidx]
+                    gens = policy.generate([pending[n][2] for n in idxs], seed=_call_seed(seed, phase, tick, pidx))
+                    if len(gens) != len(idxs):
+                        raise RuntimeError(f"{type(policy).__name__}.generate returned {len(gens)} generations for "
+                                           f"{len(idxs)} requests")
+                    for n, g in zip(idxs, gens):
+                        decided[n] = (g, None)
+                # Step every env.
+                for (job, agent, request, digest), (gen, rec) in zip(pending, decided):
+                    self._step(job, agent, request, digest, gen, rec)
+                tick += 1
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _step(self, job: _Job, agent: str, request: Request, digest: str, gen: Generation | None,
+              rec: Turn | None) -> None:
+        env = job.env
+        if agent in job.watch:
+            job.snapshots.append((len(job.turns), agent, env.clone(), dict(job.rewards)))
+        if rec is not None:
+            action = rec.action
+            turn = Turn(agent, request.role, env.teams[agent], list(rec.prompt_ids), list(rec.completion_ids),
+                        list(rec.logprobs), rec.text, json_safe(action), replayed=True, extra=dict(rec.extra))
+        else:
+            action = _env_action(env, agent, gen.action, request.legal_actions)
+            turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
+                        [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
+                        json_safe(action), extra=json_safe(gen.extra or {}))
+            job.tokens += gen.num_tokens
+        turn.turn_index = len(job.turns)
+        turn.step_index = job.step_index
+        turn.obs_digest = digest
+        turn.reward = job.before_first.pop(agent, 0.0)
+        job.turns.append(turn)
+        job.last_turn[agent] = turn
+        job.occurrence[agent] += 1
+        job.force_first = False
+        env.step(action)
+        job.step_index += 1
+        info = env.infos.get(agent) or {}
+        invalid = info.get("invalid_action")
+        if invalid is not None:
+            turn.invalid = True
+            turn.invalid_reason = str(invalid.get("reason")) if isinstance(invalid, dict) else str(invalid)
+        job.credit()
+
+
+# ---------------------------------------------------------------------- summary and CLI
+def summarize(episodes: Sequence[Episode], wall_s: float | None = None) -> dict[str, Any]:
+    """Aggregate numbers of a run: rewards per team and role, invalid-move rate, tokens, rates, branch outcomes."""
+    out: dict[str, Any] = {"episodes": len(episodes)}
+    teams: dict[str, list[float]] = {}
+    roles: dict[str, list[float]] = {}
+    turns = invalid = 0
+    for e in episodes:
+        for team, r in e.team_rewards.items():
+            teams.setdefault(team, []).append(r)
+        role_of = {t.agent: t.role for t in e.turns}
+        for agent, r in e.rewards.items():
+            roles.setdefault(role_of.get(agent, agent), []).append(r)
+        turns += len(e.turns)
+        invalid += e.invalid_count
+    out["mean_team_reward"] = {k: float(np.mean(v)) for k, v in sorted(teams.items())}
+    out["mean_reward_per_role"] = {k: float(np.mean(v)) for k, v in sorted(roles.items())}
+    out["turns"] = turns
+    out["invalid_rate"] = invalid / turns if turns else 0.0
+    out["tokens_main"] = sum(e.tokens_generated for e in episodes)
+    out["tokens_branches"] = sum(e.branch_tokens_generated for e in episodes)
+    if wall_s:
+        out["wall_s"] = wall_s
+        out["episodes_per_s"] = len(episodes) / wall_s
+        out["tokens_per_s"] = (out["tokens_main"] + out["tokens_branches"]) / wall_s
+    diffs: dict[str, list[float]] = {}
+    for e in episodes:
+        for b in e.branches:
+            team = e.turns[b.turn_index].team
+            key = f"{b.kind}:{b.agent}"
+            diffs.setdefault(key, []).append(e.team_rewards.get(team, 0.0) - b.team_rewards.get(team, 0.0))
+    out["branches"] = {k: {"n": len(v), "mean_main_minus_branch": float(np.mean(v))} for k, v in sorted(diffs.items())}
+    return out
+
+
+def _build_policy(args) -> Policy:
+    if args.model == "random":
+        from baselines.policies.scripted import ScriptedPolicy
+        from marl_llm_envs.scripted import random_legal
+
+        return ScriptedPolicy(random_legal, seed=args.seed)
+    from baselines.policies.hf import TransformersPolicy
+
+    return TransformersPolicy.from_name(args.model, device=args.device, mode=args.mode, temperature=args.temperature,
+                                        max_new_tokens=args.max_new_tokens)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m baselines.rollout",
+                                     description="Play batched episodes with an LLM policy and write them as JSONL.")
+    parser.add_argument("--env", required=True, help="env id, e.g. think_solve-v0")
+    parser.add_argument("--model", default="tiny", help='"tiny", "smollm2-135m", "random" or a local model path')
+    parser.add_argument("--episodes", type=int, default=64, help="total episodes (tasks x group size)")
+    parser.add_argument("--group-size", type=int, default=1)
+    parser.add_argument("--mode", choices=("generate", "choice"), default="generate")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--branches", default="", help="e.g. ablate:thinker,resample:solver:4")
+    parser.add_argument("--env-kwargs", default="{}", help="JSON dict of env kwargs")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-concurrent", type=int, default=None, help="envs played at once (default: all)")
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--out", required=True, help="output JSONL path")
+    args = parser.parse_args(argv)
+
+    if args.episodes < 1 or args.group_size < 1 or args.episodes % args.group_size:
+        parser.error(f"--episodes ({args.episodes}) must be a positive multiple of --group-size ({args.group_size})")
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as e:
+        parser.error(f"--env-kwargs is not valid JSON: {e}")
+    if not isinstance(env_kwargs, dict):
+        parser.error("--env-kwargs must be a JSON object")
+    try:
+        branches = BranchSpec.parse(args.branches)
+    except ValueError as e:
+        parser.error(str(e))
+
+    policy = _build_policy(args)
+    engine = RolloutEngine(policy, show_progress=not args.no_progress, max_concurrent=args.max_concurrent)
+    t0 = time.perf_counter()
+    try:
+        episodes = engine.run(args.env, num_tasks=args.episodes // args.group_size, group_size=args.group_size,
+                              seed=args.seed, env_kwargs=env_kwargs, branches=branches)
+    finally:
+        policy.close()
+    wall = time.perf_counter() - t0
+    write_jsonl(args.out, episodes)
+    summary = summarize(episodes, wall)
+    print(f"env {args.env} | model {args.model} ({args.mode}) | episodes {summary['episodes']} "
+          f"({args.episodes // args.group_size} tasks x {args.group_size})")
+    print("mean team reward: " + ", ".join(f"{k} {v:+.3f}" for k, v in summary["mean_team_reward"].items()))
+    print("mean reward per role: " + ", ".join(f"{k} {v:+.3f}" for k, v in summary["mean_reward_per_role"].items()))
+    print(f"invalid-move rate: {summary['invalid_rate']:.3f} ({summary['turns']} turns)")
+    print(f"tokens generated: main {summary['tokens_main']}, branches {summary['tokens_branches']}")
+    print(f"wall {wall:.2f} s | {summary['episodes_per_s']:.2f} episodes/s | {summary['tokens_per_s']:.1f} tokens/s")
+    for key, b in summary["branches"].items():
+        print(f"branch {key}: n={b['n']}, mean outcome difference (main - branch) {b['mean_main_minus_branch']:+.3f}")
+    print(f"wrote {len(episodes)} episodes to {args.out}")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

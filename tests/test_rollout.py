@@ -1,0 +1,340 @@
+"""The batched rollout engine (baselines.rollout): episodes, groups, reproducibility, branches, JSONL, the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from baselines.episode import Episode, read_jsonl, write_jsonl
+from baselines.policies.base import Generation, Policy
+from baselines.rollout import BranchSpec, RolloutEngine, main, summarize
+from marl_llm_envs import list_envs, make, replay
+
+ENV_IDS = [e for e in list_envs() if not e.startswith("textarena/")]
+
+
+def _h(text: str) -> int:
+    return int.from_bytes(hashlib.sha1(text.encode()).digest()[:4], "little")
+
+
+class FakePolicy(Policy):
+    """Deterministic (greedy-like: a function of the prompt only) or sampling (from the call seed) fake LLM.
+
+    prompt_ids are the prompt's characters (so tests can read the prompt back); completion_ids the action's bytes.
+    """
+
+    name = "fake"
+
+    def __init__(self, sampling: bool = False, junk: float = 0.0) -> None:
+        self.sampling = sampling
+        self.junk = junk
+        self.calls: list[int] = []
+
+    def generate(self, requests, seed=None):
+        self.calls.append(len(requests))
+        rng = np.random.default_rng(seed)
+        out = []
+        for r in requests:
+            x = int(rng.integers(1 << 30)) if self.sampling else _h(r.text)
+            if self.junk and (x % 1000) / 1000 < self.junk:
+                action = "no idea"
+            elif r.legal_actions:
+                action = f"I pick {r.legal_actions[x % len(r.legal_actions)]}"
+            elif r.role == "thinker":
+                action = f"maybe {x % 7}"
+            else:
+                action = f"\\boxed{{{x % 12}}}"
+            ids = list(action.encode())
+            out.append(Generation(action=action, text=action, prompt_ids=[ord(c) for c in r.text],
+                                  completion_ids=ids, logprobs=[-0.5] * len(ids)))
+        return out
+
+
+def _prompt(turn) -> str:
+    return "".join(chr(c) for c in turn.prompt_ids)
+
+
+def _strip(e: Episode) -> dict:
+    d = json.loads(e.to_json())
+    d.pop("wall_time_s")
+    for b in d["branches"]:
+        b.pop("wall_time_s")
+    return d
+
+
+def _check_episode(e: Episode) -> None:
+    """Invariants every episode satisfies."""
+    env = replay(e.transcript)
+    assert env.done
+    assert env.team_rewards() == e.team_rewards
+    for a, total in e.rewards.items():
+        mine = [t.reward for t in e.turns if t.agent == a]
+        if mine:
+            assert sum(mine) == pytest.approx(total)
+    assert e.tokens_generated == sum(t.num_tokens for t in e.turns if not t.replayed)
+    assert e.branch_tokens_generated == sum(b.tokens_generated for b in e.branches)
+    for b in e.branches:
+        assert b.tokens_generated == sum(t.num_tokens for t in b.turns if not t.replayed)
+    for i, t in enumerate(e.turns):
+        assert t.turn_index == i
+        assert e.transcript["actions"][t.step_index] == t.action
+        assert len(t.logprobs) == len(t.completion_ids)
+
+
+# ---------------------------------------------------------------------- every env, fake policy
+@pytest.mark.parametrize("mode", ["text", "discrete"])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_every_env_plays_to_the_end(env_id, mode):
+    engine = RolloutEngine(FakePolicy(sampling=True, junk=0.2), show_progress=False)
+    episodes = engine.run(env_id, num_tasks=2, group_size=2, seed=3, env_kwargs={"action_mode": mode})
+    assert [(e.group_id, e.sample_index) for e in episodes] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for e in episodes:
+        assert e.turns and e.seed == 3 + e.group_id
+        _check_episode(e)
+    if mode == "discrete":  # text moves were turned into indices
+        assert any(isinstance(t.action, int) for e in episodes for t in e.turns)
+
+
+def test_one_generate_call_per_tick():
+    policy = FakePolicy()
+    RolloutEngine(policy, show_progress=False).run("think_solve-v0", num_tasks=5, group_size=2)
+    assert policy.calls == [10, 10]  # thinkers, then solvers
+
+
+def test_batched_equals_one_at_a_time_under_greedy():
+    for env_id in ("think_solve-v0", "kuhn_poker-v0", "voting-v0"):
+        kw = {"rounds": 3} if env_id == "kuhn_poker-v0" else {}
+        a = RolloutEngine(FakePolicy(), show_progress=False).run(env_id, 3, 2, seed=5, env_kwargs=kw)
+        policy = FakePolicy()
+        b = RolloutEngine(policy, show_progress=False, max_concurrent=1).run(env_id, 3, 2, seed=5, env_kwargs=kw)
+        assert max(policy.calls) == 1
+        assert [_strip(x) for x in a] == [_strip(x) for x in b]
+
+
+def test_same_seed_same_episodes_and_groups_share_the_task():
+    branches = [BranchSpec("resample", "solver", k=2)]
+    runs = [RolloutEngine(FakePolicy(sampling=True), show_progress=False).run(
+        "think_solve-v0", 4, 3, seed=seed, branches=branches) for seed in (7, 7, 8)]
+    assert [_strip(e) for e in runs[0]] == [_strip(e) for e in runs[1]]
+    assert [_strip(e) for e in runs[0]] != [_strip(e) for e in runs[2]]
+    episodes = runs[0]
+    for g in range(4):
+        group = [e for e in episodes if e.group_id == g]
+        assert len({e.task_id for e in group}) == 1 and group[0].task_id is not None
+        assert len({e.seed for e in group}) == 1
+        assert len({_prompt(e.turns[0]) for e in group}) == 1  # the same problem
+    assert len({e.turns[0].action for e in episodes}) > 1      # samples differ through the policy
+
+
+def test_role_mapping():
+    with pytest.raises(ValueError, match="solver"):
+        RolloutEngine({"thinker": FakePolicy()}, show_progress=False).run("think_solve-v0", 1)
+    thinker, solver = FakePolicy(), FakePolicy(sampling=True)
+    episodes = RolloutEngine({"thinker": thinker, "solver": solver}, show_progress=False).run("think_solve-v0", 3)
+    assert thinker.calls == [3] and solver.calls == [3]
+    assert all(_check_episode(e) is None for e in episodes)
+
+
+# ---------------------------------------------------------------------- branches
+def test_think_solve_ablate_branch_is_the_solo_counterfactual():
+    episodes = RolloutEngine(FakePolicy(sampling=True), show_progress=False).run(
+        "think_solve-v0", 6, 1, seed=11, branches=[BranchSpec("ablate", "thinker")])
+    for e in episodes:
+        _check_episode(e)
+        (b,) = e.branches
+        assert (b.kind, b.agent, b.turn_index) == ("ablate", "thinker", 0)
+        (solver,) = b.turns
+        assert solver.agent == "solver" and not solver.replayed
+        assert _prompt(solver).startswith("You are the Solver. Solve the problem on your own.")
+        assert "Message from the Thinker" not in _prompt(solver)
+        assert b.tokens_generated == solver.num_tokens
+        # By hand: the env before the thinker spoke, ablate("thinker"), the same solver action.
+        by_hand = replay({**e.transcript, "actions": e.transcript["actions"][:e.turns[0].step_index]})
+        by_hand = by_hand.ablate("thinker")
+        assert by_hand.agent_selection == "solver"
+        assert by_hand.observe("solver")["text"] == _prompt(solver)
+        by_hand.step(solver.action)
+        assert by_hand.done and by_hand.team_rewards() == b.team_rewards
+        assert replay(b.transcript).team_rewards() == b.team_rewards
+        assert b.rewards == {a: b.team_rewards["team"] for a in ("thinker", "solver")}
+
+
+@pytest.mark.parametrize("mode", ["text", "discrete"])
+def test_voting_ablate_branch_equals_team_reward_without(mode):
+    policy = FakePolicy(sampling=True, junk=0.1)
+    episodes = RolloutEngine(policy, show_progress=False).run(
+        "voting-v0", 8, 1, seed=2, env_kwargs={"action_mode": mode, "num_candidates": 3},
+        branches=[BranchSpec("ablate", "voter")])
+    seen = set()
+    for e in episodes:
+        _check_episode(e)
+        assert [b.agent for b in e.branches] == ["voter_0", "voter_1", "voter_2"]
+        for b in e.branches:
+            without = e.final_infos[b.agent]["team_reward_without"][b.agent]
+            if e.turns[b.turn_index].invalid:  # the env's recount keeps the spoiled-ballot penalty; the branch's
+                without -= -1.0                # voter abstained before voting, so it spoiled nothing
+            else:
+                seen.add("valid")
+            assert b.team_rewards["team"] == without
+            assert all(t.replayed for t in b.turns) and b.tokens_generated == 0
+            assert b.agent not in {t.agent for t in b.turns}
+            seen.add(without != e.team_rewards["team"])
+    assert seen == {True, False, "valid"} or mode == "text"  # some ballots mattered
+
+
+def test_resample_branches_replay_others_where_their_view_is_unchanged():
+    # voting: the others' ballots are replayed (their prompts never depend on another ballot).
+    episodes = RolloutEngine(FakePolicy(sampling=True), show_progress=False).run(
+        "voting-v0", 3, 1, seed=4, branches=[BranchSpec("resample", "voter_0", k=3)])
+    for e in episodes:
+        _check_episode(e)
+        assert [b.sample_index for b in e.branches] == [0, 1, 2]
+        for b in e.branches:
+            first, *rest = b.turns
+            assert first.agent == "voter_0" and not first.replayed and first.num_tokens > 0
+            assert [(t.agent, t.action, t.replayed) for t in rest] == [(t.agent, t.action, True) for t in e.turns[1:]]
+            assert b.tokens_generated == first.num_tokens
+    # think_solve: a new thought changes the solver's prompt, so the solver answers anew.
+    episodes = RolloutEngine(FakePolicy(sampling=True), show_progress=False).run(
+        "think_solve-v0", 4, 1, seed=4, branches=[BranchSpec("resample", "thinker", k=2)])
+    for e in episodes:
+        _check_episode(e)
+        for b in e.branches:
+            thought, solver = b.turns
+            assert solver.replayed == (thought.action == e.turns[0].action)
+            assert solver.replayed == (solver.obs_digest == e.turns[1].obs_digest)
+    # kuhn poker, several turns each: every branch point of player_1, replay only where the view is unchanged.
+    episodes = RolloutEngine(FakePolicy(sampling=True), show_progress=False).run(
+        "kuhn_poker-v0", 3, 1, seed=4, env_kwargs={"rounds": 3}, branches=[BranchSpec("resample", "player_1", k=2)])
+    for e in episodes:
+        _check_episode(e)
+        points = [t.turn_index for t in e.turns if t.agent == "player_1"]
+        assert sorted({b.turn_index for b in e.branches}) == points
+        for b in e.branches:
+            assert b.turns[0].agent == "player_1" and b.turns[0].step_index == e.turns[b.turn_index].step_index
+            for t in b.turns:
+                if t.replayed:
+                    assert any(r.obs_digest == t.obs_digest and r.action == t.action
+                               for r in e.turns[b.turn_index:])
+
+
+def test_branch_spec_parse():
+    assert BranchSpec.parse("ablate:thinker, resample:solver:4") == [BranchSpec("ablate", "thinker"),
+                                                                     BranchSpec("resample", "solver", 4)]
+    for bad in ("swap:thinker", "resample:solver:x", "ablate"):
+        with pytest.raises(ValueError):
+            BranchSpec.parse(bad)
+    with pytest.raises(ValueError, match="neither an agent"):
+        RolloutEngine(FakePolicy(), show_progress=False).run("think_solve-v0", 1, branches=[BranchSpec("ablate", "x")])
+
+
+# ---------------------------------------------------------------------- JSONL
+def test_jsonl_round_trip_and_corrupt_lines(tmp_path):
+    episodes = RolloutEngine(FakePolicy(sampling=True), show_progress=False).run(
+        "think_solve-v0", 2, 2, branches=BranchSpec.parse("ablate:thinker,resample:solver:2"))
+    path = tmp_path / "eps.jsonl"
+    assert write_jsonl(path, episodes) == 4
+    back = read_jsonl(path)
+    assert [e.to_json() for e in back] == [e.to_json() for e in episodes]
+    assert back[0].branches[0].turns[0].prompt_ids == episodes[0].branches[0].turns[0].prompt_ids
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:2] + ['{"env_id": "think_solve-v0", "bro'] + lines[3:]) + "\n")
+    with pytest.raises(ValueError, match=":3:"):
+        read_jsonl(path)
+    path.write_text("\n".join(lines[:3] + ['{"turns": []}']) + "\n")
+    with pytest.raises(ValueError, match=":4:"):
+        read_jsonl(path)
+    path.write_text("\n".join(lines[1:]) + "\n")
+    with pytest.raises(ValueError, match=":1:"):
+        read_jsonl(path)
+    s = summarize(episodes, 1.0)
+    assert s["tokens_main"] == sum(e.tokens_generated for e in episodes)
+    assert set(s["branches"]) == {"ablate:thinker", "resample:solver"}
+
+
+# ---------------------------------------------------------------------- CLI and real backends (when installed)
+def _has(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+HAS_SCRIPTED = _has("baselines.policies.scripted")
+HAS_HF = _has("torch") and _has("transformers") and _has("baselines.policies.hf")
+
+
+@pytest.mark.skipif(not HAS_SCRIPTED, reason="baselines.policies.scripted is not there yet")
+def test_cli_random(tmp_path, capsys):
+    out = tmp_path / "random.jsonl"
+    summary = main(["--env", "think_solve-v0", "--model", "random", "--episodes", "8", "--group-size", "2",
+                    "--branches", "ablate:thinker,resample:solver:2", "--no-progress", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "invalid-move rate" in printed and "branch ablate:thinker" in printed
+    episodes = read_jsonl(out)
+    assert len(episodes) == 8 and summary["episodes"] == 8
+    assert all(len(e.branches) == 3 for e in episodes)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    if not HAS_HF:
+        pytest.skip("torch/transformers or baselines.policies.hf missing")
+    from baselines.policies.hf import TransformersPolicy
+
+    return TransformersPolicy
+
+
+def _tiny_plays(tiny, mode, env_ids, action_modes):
+    policy = tiny.from_name("tiny", device="cpu", mode=mode, max_new_tokens=4)
+    for env_id in env_ids:
+        for action_mode in action_modes:
+            episodes = RolloutEngine(policy, show_progress=False).run(
+                env_id, 1, 2, seed=1, env_kwargs={"action_mode": action_mode})
+            for e in episodes:
+                _check_episode(e)
+                assert all(t.prompt_ids for t in e.turns)
+                if mode == "choice" and action_mode == "discrete":
+                    assert all(isinstance(t.action, int) for t in e.turns)
+
+
+def test_tiny_model_plays_every_env_free_generation(tiny):
+    _tiny_plays(tiny, "generate", ENV_IDS, ("text",))
+
+
+# Choice mode scores every legal move over the whole prompt: with the byte-level tiny tokenizer, games with long
+# prompts or many moves (hanabi, negotiation, connect four) take minutes on 2 cores, so they are in the slow test.
+FAST_CHOICE = [e for e in ("kuhn_poker-v0", "leduc_holdem-v0", "think_solve-v0", "tic_tac_toe-v0", "voting-v0")
+               if e in ENV_IDS]
+
+
+def test_tiny_model_plays_in_choice_mode(tiny):
+    _tiny_plays(tiny, "choice", FAST_CHOICE, ("text", "discrete"))
+
+
+@pytest.mark.slow
+def test_tiny_model_plays_every_env_in_choice_mode(tiny):
+    _tiny_plays(tiny, "choice", [e for e in ENV_IDS if e not in FAST_CHOICE], ("text", "discrete"))
+
+
+def test_tiny_model_batched_equals_one_at_a_time_greedy(tiny):
+    policy = tiny.from_name("tiny", device="cpu", mode="generate", max_new_tokens=6, temperature=0.0)
+    runs = [RolloutEngine(policy, show_progress=False, max_concurrent=c).run(
+        "think_solve-v0", 3, 1, seed=9, branches=[BranchSpec("ablate", "thinker")]) for c in (None, 1)]
+    assert [[t.completion_ids for t in e.turns] for e in runs[0]] == [[t.completion_ids for t in e.turns]
+                                                                      for e in runs[1]]
+    for e in runs[0]:
+        _check_episode(e)
+        assert e.tokens_generated > 0 and e.branch_tokens_generated > 0
+
+
+def test_cli_tiny(tiny, tmp_path, capsys):
+    out = tmp_path / "tiny.jsonl"
+    main(["--env", "voting-v0", "--model", "tiny", "--episodes", "4", "--group-size", "2", "--max-new-tokens", "6",
+          "--branches", "ablate:voter_0", "--no-progress", "--out", str(out)])
+    assert "tokens/s" in capsys.readouterr().out
+    assert len(read_jsonl(out)) == 4
