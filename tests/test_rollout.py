@@ -175,15 +175,12 @@ def test_voting_ablate_branch_equals_team_reward_without(mode):
         assert [b.agent for b in e.branches] == ["voter_0", "voter_1", "voter_2"]
         for b in e.branches:
             without = e.final_infos[b.agent]["team_reward_without"][b.agent]
-            if e.turns[b.turn_index].invalid:  # the env's recount keeps the spoiled-ballot penalty; the branch's
-                without -= -1.0                # voter abstained before voting, so it spoiled nothing
-            else:
-                seen.add("valid")
+            seen.add("spoiled" if e.turns[b.turn_index].invalid else "valid")
             assert b.team_rewards["team"] == without
             assert all(t.replayed for t in b.turns) and b.tokens_generated == 0
             assert b.agent not in {t.agent for t in b.turns}
             seen.add(without != e.team_rewards["team"])
-    assert seen == {True, False, "valid"} or mode == "text"  # some ballots mattered
+    assert {True, False, "valid"} <= seen or mode == "text"  # some ballots mattered
 
 
 def test_resample_branches_replay_others_where_their_view_is_unchanged():

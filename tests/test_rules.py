@@ -341,3 +341,14 @@ def test_think_solve_and_voting_run_on_a_local_gsm8k_style_jsonl(tmp_path):
     voting = make("voting-v0", tasks=f"jsonl:{path}", action_mode="discrete")
     voting.reset(seed=1)
     assert len(voting.candidates) == 4 and voting.task.answer in voting.candidates
+
+
+def test_voting_leave_one_out_of_a_spoiled_ballot_drops_its_penalty():
+    env = make("voting-v0", n_voters=3, invalid_penalty=-0.5)
+    env.reset(seed=0)
+    _vote(env, [f"\\boxed{{{env.task.answer}}}", "gibberish", f"\\boxed{{{env.task.answer}}}"])
+    out = env.outcome()
+    assert out["team_reward"] == 0.5
+    assert out["team_reward_without"]["voter_1"] == 1.0          # had voter_1 abstained: no spoiled ballot
+    assert out["team_reward_without"]["voter_0"] == 0.5          # voter_2 still carries it; voter_1's penalty stays
+    assert env.ablate("voter_1").outcome()["team_reward"] == 1.0

@@ -40,8 +40,8 @@ about the true answer.
 
 Final infos (for leave-one-out credit with no extra generation). Every voter's info at the end has ``vote`` (its
 own ballot or ``None``), ``own_correct`` (its ballot alone is right), ``aggregate``, ``correct``,
-``team_reward_without`` (a dict voter -> the team reward had that voter abstained, recounted with the same tie-break
-draw), ``ground_truth`` and ``task_id``.
+``team_reward_without`` (a dict voter -> the team reward had that voter abstained: its ballot and its spoiled-ballot
+penalty, if any, removed, recounted with the same tie-break draw), ``ground_truth`` and ``task_id``.
 
 Invalid moves. ``"penalty"`` (default): the ballot is spoiled (counted as an abstention) and ``invalid_penalty``
 (default -1) is added to the team reward for each spoiled ballot. ``"retry"``: the voter is asked again up to
@@ -194,8 +194,10 @@ class raw_env(ProblemEnv):
             return ballot == self._answer_index
         return self._verify(ballot)
 
-    def _team_reward(self, aggregate: Any) -> float:
-        return self._score(self._correct(aggregate)) + len(self._spoiled) * self.invalid_penalty
+    def _team_reward(self, aggregate: Any, exclude: str | None = None) -> float:
+        """The verifier's score of ``aggregate`` plus the penalty of every spoiled ballot (but ``exclude``'s)."""
+        spoiled = len(self._spoiled - {exclude})
+        return self._score(self._correct(aggregate)) + spoiled * self.invalid_penalty
 
     def _show(self, ballot: Any) -> str | None:
         if ballot is None:
@@ -204,7 +206,7 @@ class raw_env(ProblemEnv):
 
     def _count(self) -> dict[str, Any]:
         aggregate = self._aggregate()
-        without = {v: self._team_reward(self._aggregate(exclude=v)) for v in self.possible_agents}
+        without = {v: self._team_reward(self._aggregate(exclude=v), exclude=v) for v in self.possible_agents}
         return {
             "votes": {v: self._show(self._ballots.get(v)) for v in self.possible_agents},
             "own_correct": {v: self._correct(self._ballots.get(v)) for v in self.possible_agents},
@@ -231,6 +233,7 @@ class raw_env(ProblemEnv):
     def _on_ablate(self, agent: str) -> None:
         if agent in self._ballots:
             self._ballots[agent] = None
+        self._spoiled = self._spoiled - {agent}  # an abstaining voter spoils nothing
         if self._result is not None:  # finished: recount without this voter's ballot
             r = self._result = self._count()
             self._team_return["team"] = r["team_reward"]
