@@ -270,3 +270,18 @@ def test_smollm2_answers_a_think_solve_problem():
     (g,) = pol.generate([_requests_for(env, agent)], seed=0)
     assert g.text.strip() and len(g.completion_ids) == len(g.logprobs) > 0
     env.step(g.action)  # any text is a legal thought / answer attempt
+
+
+def test_choice_scores_with_a_shared_prompt_equal_scoring_each_pair():
+    pol = TransformersPolicy.from_name("tiny", mode="choice")
+    prompts = [pol.encode_prompt("short prompt"), pol.encode_prompt("a much longer prompt " * 8)]
+    actions = [[[5, 6, 7], [8]], [[9, 10], [11, 12, 13, 14], [15]]]
+    import torch
+
+    with torch.inference_mode():
+        shared = pol._score_with_shared_prompt(prompts, actions)
+        pairs = [(p, a) for p, acts in zip(prompts, actions) for a in acts]
+        separate = sequence_logprobs(pol.model, [p for p, _ in pairs], [a for _, a in pairs], pad_id=pol.pad_id)
+    assert len(shared) == len(separate) == 5
+    for x, y in zip(shared, separate):
+        assert torch.allclose(x, y, atol=1e-4)

@@ -305,6 +305,45 @@ class TransformersPolicy(Policy):
         return gens
 
     # ------------------------------------------------------------------ choice mode
+    def _score_with_shared_prompt(self, prompts: list[list[int]], action_ids: list[list[list[int]]]
+                                  ) -> list[torch.Tensor]:
+        """Per-token log-likelihoods of every legal action of every prompt, each prompt run through the model once.
+
+        The prompts go through one left-padded forward pass that keeps the KV cache; the cache rows are then repeated
+        per action (``batch_select_indices``) and all actions are scored in a second pass, so the cost is one pass
+        over the prompts plus one over the short action strings, not one pass per (prompt, action) pair. Equal to
+        :func:`sequence_logprobs` on each pair (tested)."""
+        model, device = self.model, self.device
+        B, P = len(prompts), max(len(p) for p in prompts)
+        ids = torch.full((B, P), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((B, P), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
+            mask[i, P - len(p):] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        out, last = _forward_logits(model, ids, mask, pos, 1, use_cache=True)
+        cache = _get_cache(out)
+        owner = [i for i, acts in enumerate(action_ids) for _ in acts]
+        flat = [a for acts in action_ids for a in acts]
+        index = torch.tensor(owner, dtype=torch.long, device=device)
+        cache.batch_select_indices(index)
+        n, L = len(flat), max(len(a) for a in flat)
+        a_ids = torch.full((n, L), self.pad_id, dtype=torch.long)
+        a_mask = torch.zeros((n, L), dtype=torch.long)
+        for j, a in enumerate(flat):
+            a_ids[j, :len(a)] = torch.tensor(a, dtype=torch.long)
+            a_mask[j, :len(a)] = 1
+        a_ids, a_mask = a_ids.to(device), a_mask.to(device)
+        lengths = mask.sum(-1)[index]
+        a_pos = lengths[:, None] + torch.arange(L, device=device)[None]
+        full_mask = torch.cat([mask[index], a_mask], dim=1)
+        out2 = model(input_ids=a_ids, attention_mask=full_mask, position_ids=a_pos, use_cache=True,
+                     **{_cache_kw(model): cache})
+        logits = torch.cat([last[index], out2.logits[:, :-1]], dim=1)
+        logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, a_ids[..., None])[..., 0]
+        return [logp[j, :len(a)] for j, a in enumerate(flat)]
+
     def _choose(self, prompts: list[list[int]], legal: list[tuple[str, ...]], gen: torch.Generator
                 ) -> list[Generation]:
         tok = self.tokenizer
@@ -322,9 +361,14 @@ class TransformersPolicy(Policy):
                 owner.append(i)
             action_ids.append(ids_i)
         scores: list[torch.Tensor] = []
-        for chunk in self._chunks(len(pair_prompt)):
-            scores.extend(sequence_logprobs(self.model, [pair_prompt[j] for j in chunk],
-                                            [pair_action[j] for j in chunk], pad_id=self.pad_id))
+        for chunk in self._chunks(len(prompts)):
+            try:
+                scores.extend(self._score_with_shared_prompt([prompts[i] for i in chunk],
+                                                             [action_ids[i] for i in chunk]))
+            except (AttributeError, TypeError, NotImplementedError):  # no batch-selectable KV cache: score pairs
+                pairs = [(prompts[i], a) for i in chunk for a in action_ids[i]]
+                scores.extend(sequence_logprobs(self.model, [p for p, _ in pairs], [a for _, a in pairs],
+                                                pad_id=self.pad_id))
         gens, k = [], 0
         for i, acts in enumerate(legal):
             per_token = [s.float().cpu() for s in scores[k:k + len(acts)]]
