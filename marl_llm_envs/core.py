@@ -517,3 +517,13 @@ class TwoPlayerZeroSumEnv(TextEnv):
     def _penalize(self, agent: str) -> None:
         p = self.invalid_penalty
         self._finish({agent: p, self._other(agent): -p}, outcome="invalid_move", offender=agent)
+
+    def _turn_text(self, agent: str, example: str | None = None) -> str:
+        """The closing lines of a prompt: the game is over, or the legal moves and the reply format, or waiting."""
+        if self.done:
+            return "The game is over."
+        if agent != self.agent_selection:
+            return "Waiting for your opponent to move."
+        legal = self.legal_actions(agent)
+        return (f"Your legal moves: {', '.join(legal)}\n"
+                f"Reply with exactly one move in square brackets, for example {example or legal[0]}.")

@@ -128,14 +128,7 @@ class raw_env(TwoPlayerZeroSumEnv):
             "Board (X and O are pieces, . is empty; the bottom row is the last):",
             self._grid(),
         ]
-        if self.done:
-            lines.append("The game is over.")
-        elif agent == self.agent_selection:
-            legal = self.legal_actions(agent)
-            lines.append(f"Your legal moves: {', '.join(legal)}")
-            lines.append(f"Reply with exactly one move in square brackets, for example {legal[0]}.")
-        else:
-            lines.append("Waiting for your opponent to move.")
+        lines.append(self._turn_text(agent))
         return "\n".join(lines)
 
     def _vector(self, agent: str, out: np.ndarray) -> None:

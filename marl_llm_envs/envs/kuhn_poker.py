@@ -64,10 +64,6 @@ ACTIONS = ["check", "bet", "call", "fold"]
 CHECK, BET, CALL, FOLD = range(4)
 
 DEALS = list(itertools.permutations(range(3), 2))  # (player_0's card, player_1's card), uniformly at random
-_YOUR_TURN = {
-    facing: f"Your legal moves: [{a}], [{b}]\nReply with exactly one move in square brackets, for example [{a}]."
-    for facing, (a, b) in ((False, ("check", "bet")), (True, ("call", "fold")))
-}
 RULES = (
     "Rules: the deck has three cards, J < Q < K. Each hand both players ante 1 chip and get one card; the third card\n"
     "is not used. With no bet to answer you may [check] or [bet] (put 1 more chip in the pot). Facing a bet you may\n"
@@ -156,12 +152,7 @@ class raw_env(TwoPlayerZeroSumEnv):
         put_in = self._put_in
         last = f"Last hand: {self._last_showdown[1]}\n" if self._last_showdown is not None else ""
         betting = ", ".join(f"{'you' if a == agent else 'opponent'}: [{ACTIONS[m]}]" for a, m in self._history)
-        if self.terminations[agent]:
-            turn = "The game is over."
-        elif agent == self.agent_selection:
-            turn = _YOUR_TURN[self._facing_bet()]
-        else:
-            turn = "Waiting for your opponent to move."
+        turn = self._turn_text(agent)
         return (
             f"You are {agent} in a game of Kuhn poker (hand {min(self._hand, self.rounds - 1) + 1} of {self.rounds}).\n"
             f"{RULES}\n{last}Your card: {CARDS[self._cards[agent]]}\n"

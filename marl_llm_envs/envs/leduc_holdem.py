@@ -297,15 +297,8 @@ class raw_env(TwoPlayerZeroSumEnv):
         first = ("You act first" if self._first == agent else "Your opponent acts first") + \
             " in both betting rounds of this hand."
         public = CARDS[rank(self._public)] if self._public_shown() else "not dealt yet"
-        if self.terminations[agent]:
-            turn = "The game is over."
-        elif agent == self.agent_selection:
-            legal = self.legal_actions(agent)
-            example = legal[1] if legal[0] == "[fold]" else legal[0]
-            turn = (f"Your legal moves: {', '.join(legal)}\n"
-                    f"Reply with exactly one move in square brackets, for example {example}.")
-        else:
-            turn = "Waiting for your opponent to move."
+        legal = self.legal_actions(agent)
+        turn = self._turn_text(agent, example=legal[1] if legal and legal[0] == "[fold]" else None)
         return (
             f"You are {agent} in a game of Leduc hold'em (hand {min(self._hand, self.rounds - 1) + 1} of "
             f"{self.rounds}).\n{RULES}\n{last}{first}\nYour card: {CARDS[rank(self._cards[agent])]}\n"
