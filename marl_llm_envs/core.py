@@ -255,17 +255,25 @@ class TextEnv(AECEnv):
             obs["action_mask"] = self.action_mask(agent)
         return obs
 
-    def step(self, action: Any) -> None:
+    def _begin_step(self, action: Any) -> str | None:
+        """What every ``step`` starts with: log the input, take a dead agent's step (then return ``None``), else
+        clear the step rewards and return the acting agent."""
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._log = (self._log, None)
             self._was_dead_step(action)
-            return
+            return None
         self._log = (self._log, _loggable(action))
         self._steps += 1
         self._cumulative_rewards[agent] = 0.0
         for a in self.rewards:
             self.rewards[a] = 0.0
+        return agent
+
+    def step(self, action: Any) -> None:
+        agent = self._begin_step(action)
+        if agent is None:
+            return
         move, reason = self._interpret(agent, action)
         info = self.infos[agent]
         if reason is None:

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.prompts import chat_prompt_ids
 
 __all__ = ["TransformersPolicy", "process_logits", "sequence_logprobs"]
 
@@ -186,15 +187,7 @@ class TransformersPolicy(Policy):
     # ------------------------------------------------------------------ prompts
     def encode_prompt(self, text: str) -> list[int]:
         """The prompt token ids for an observation text (chat template when available)."""
-        tok = self.tokenizer
-        if self.use_chat_template and getattr(tok, "chat_template", None):
-            messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-            messages.append({"role": "user", "content": text})
-            rendered = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            return list(tok(rendered, add_special_tokens=False)["input_ids"])
-        if self.system_prompt:
-            text = f"{self.system_prompt}\n\n{text}"
-        return list(tok(text)["input_ids"])
+        return chat_prompt_ids(self.tokenizer, text, self.system_prompt, self.use_chat_template)
 
     def _new_generator(self, seed: int | None) -> torch.Generator:
         gen = torch.Generator(device=self.device)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.prompts import chat_prompt_ids
 
 __all__ = ["VLLMPolicy", "WeightLoaderExtension"]
 
@@ -119,15 +120,8 @@ class VLLMPolicy(Policy):
 
     # ------------------------------------------------------------------ prompts
     def encode_prompt(self, text: str) -> list[int]:
-        tok = self.tokenizer
-        if self.use_chat_template and getattr(tok, "chat_template", None):
-            messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-            messages.append({"role": "user", "content": text})
-            rendered = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            return list(tok(rendered, add_special_tokens=False)["input_ids"])
-        if self.system_prompt:
-            text = f"{self.system_prompt}\n\n{text}"
-        return list(tok(text)["input_ids"])
+        """The prompt token ids for an observation text (chat template when available)."""
+        return chat_prompt_ids(self.tokenizer, text, self.system_prompt, self.use_chat_template)
 
     def _params(self, **kw):
         return self._vllm.SamplingParams(**kw)

@@ -78,7 +78,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from marl_llm_envs.core import TEXT_MAX_LENGTH, TextEnv, _loggable, printable, short_repr
+from marl_llm_envs.core import TEXT_MAX_LENGTH, TextEnv, printable, short_repr
 
 PREFIX = "textarena/"
 INSTALL_HINT = 'TextArena games need the textarena package: pip install textarena (or pip install -e ".[bench]")'
@@ -332,16 +332,9 @@ class TextArenaEnv(TextEnv):
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> None:
-        agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
-            self._log = (self._log, None)
-            self._was_dead_step(action)
+        agent = self._begin_step(action)
+        if agent is None:
             return
-        self._log = (self._log, _loggable(action))
-        self._steps += 1
-        self._cumulative_rewards[agent] = 0.0
-        for a in self.rewards:
-            self.rewards[a] = 0.0
         pid = self._pid[agent]
         state = self._ta.state
         n_logs = len(getattr(state, "logs", ()))
