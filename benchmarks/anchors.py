@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from marl_llm_envs import list_envs, make, spec
+from marl_llm_envs.reference import reference_policies
 from marl_llm_envs.scripted import random_legal
 
 DATA = Path(__file__).resolve().parent.parent / "marl_llm_envs" / "data" / "anchors.json"
@@ -51,13 +52,12 @@ def play(env_id: str, policies: dict, games: int, seed: int = 0) -> dict:
 
 
 def hanabi_anchors(games: int) -> dict:
-    from marl_llm_envs.reference.hanabi import rule_bot
-
     anchors = {}
     for env_id in list_envs("cooperative"):
         if "hanabi" not in env_id:
             continue
         seats = spec(env_id).agents
+        rule_bot = reference_policies(env_id)["rule_bot"]
         anchors[env_id] = {
             "random": play(env_id, {a: random_legal for a in seats}, games)["team"],
             "rule_bot": play(env_id, {a: rule_bot for a in seats}, games)["team"],
@@ -67,17 +67,8 @@ def hanabi_anchors(games: int) -> dict:
 
 def poker_anchors(games: int) -> dict:
     pairs = {}
-    from marl_llm_envs.reference.kuhn import kuhn_nash
-
-    kuhn = {"random": random_legal, "kuhn_nash": kuhn_nash}
-    try:
-        from marl_llm_envs.reference.leduc import leduc_cfr
-    except ImportError:
-        leduc_cfr = None
-    games_by_env = {"kuhn_poker-v0": kuhn}
-    if leduc_cfr is not None and "leduc_holdem-v0" in list_envs():
-        games_by_env["leduc_holdem-v0"] = {"random": random_legal, "leduc_cfr": leduc_cfr}
-    for env_id, bots in games_by_env.items():
+    for env_id in ("kuhn_poker-v0", "leduc_holdem-v0"):
+        bots = {"random": random_legal, **reference_policies(env_id)}
         pairs[env_id] = {}
         for n0, p0 in bots.items():
             for n1, p1 in bots.items():

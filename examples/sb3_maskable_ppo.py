@@ -19,37 +19,9 @@ import time
 import numpy as np
 
 from marl_llm_envs import make, spec
+from marl_llm_envs.reference import reference_policies
 from marl_llm_envs.scripted import random_legal
 from marl_llm_envs.wrappers import SingleAgentEnv, frozen_policy
-
-
-def reference_bots(env_id: str) -> dict:
-    """The env's reference policies that exist in this installation, by name."""
-    bots = {}
-    try:
-        if env_id.startswith("kuhn_poker"):
-            from marl_llm_envs.reference.kuhn import kuhn_nash
-
-            bots["kuhn_nash"] = kuhn_nash
-        elif env_id.startswith("leduc"):
-            from marl_llm_envs.reference.leduc import leduc_cfr
-
-            bots["leduc_cfr"] = leduc_cfr
-        elif "hanabi" in env_id:
-            from marl_llm_envs.reference.hanabi import rule_bot
-
-            bots["rule_bot"] = rule_bot
-        elif env_id.startswith("tic_tac_toe"):
-            from marl_llm_envs.reference.board import tic_tac_toe_minimax
-
-            bots["minimax"] = tic_tac_toe_minimax
-        elif env_id.startswith("connect_four"):
-            from marl_llm_envs.reference.board import connect_four_search
-
-            bots["search"] = connect_four_search
-    except ImportError:
-        pass
-    return bots
 
 
 def evaluate(env_id: str, learner, opponent, games: int, seed: int) -> tuple[float, float]:
@@ -79,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     from sb3_contrib import MaskablePPO
 
-    bots = reference_bots(args.env)
+    bots = reference_policies(args.env)
     opponents = {"random": random_legal, **bots}
     if args.train_against not in opponents:
         raise SystemExit(f"--train-against must be one of {list(opponents)}")

@@ -3,7 +3,8 @@
     python -m marl_llm_envs.demo [--seed 0] [--mode text|discrete] [--full-prompts]
 
 think_solve-v0 is played by the privileged oracle thinker and the follower solver, then replayed as the solver-solo
-counterfactual (``ablate("thinker")``) to show the thinker's credit; the other envs by uniformly random legal moves.
+counterfactual (``ablate("thinker")``) to show the thinker's credit; the games by their reference policy in every
+seat (:func:`marl_llm_envs.reference.reference_policies`), the others by uniformly random legal moves.
 Each episode is then replayed from its transcript and checked to give the same rewards.
 """
 
@@ -15,6 +16,7 @@ import textwrap
 import numpy as np
 
 from marl_llm_envs import list_envs, make, replay, spec
+from marl_llm_envs.reference import reference_policies
 from marl_llm_envs.scripted import follower_solver, oracle_thinker, play, random_legal
 
 
@@ -26,8 +28,15 @@ def _short(text: str, width: int = 100) -> str:
 def run_episode(env_id: str, mode: str, seed: int, full_prompts: bool) -> None:
     env = make(env_id, action_mode=mode, render_mode="ansi")
     s = spec(env_id)
-    policies = {"thinker": oracle_thinker, "solver": follower_solver} if env_id == "think_solve-v0" else random_legal
-    print(f"\n=== {env_id} ({s.family}, {mode} mode, seed {seed}) agents: {', '.join(s.agents)} ===")
+    bots = reference_policies(env_id)
+    if env_id == "think_solve-v0":
+        policies, who = {"thinker": oracle_thinker, "solver": follower_solver}, "oracle thinker, follower solver"
+    elif bots:
+        name, bot = next(iter(bots.items()))
+        policies, who = bot, f"reference policy {name} in every seat"
+    else:
+        policies, who = random_legal, "uniformly random legal moves"
+    print(f"\n=== {env_id} ({s.family}, {mode} mode, seed {seed}) agents: {', '.join(s.agents)}; {who} ===")
     seen: set[str] = set()
 
     def show(agent, obs, action):

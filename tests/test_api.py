@@ -113,3 +113,23 @@ def test_specs_carry_the_measured_anchors():
     hanabi = spec("mini_hanabi-v0").anchors
     assert hanabi["rule_bot"]["mean"] > hanabi["random"]["mean"] > 0 and hanabi["random"]["games"] >= 10_000
     assert "player_0 payoff, kuhn_nash vs kuhn_nash" in spec("kuhn_poker-v0").anchors
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_game_reference_policy_plays_only_legal_moves(mode):
+    import numpy as np
+
+    from marl_llm_envs.reference import reference_policies
+
+    covered = set()
+    for env_id in ENV_IDS:
+        for name, bot in reference_policies(env_id).items():
+            env = make(env_id, action_mode=mode)
+            env.reset(seed=3)
+            rng = np.random.default_rng(0)
+            while not env.done:
+                agent = env.agent_selection
+                env.step(bot(env, agent, rng))
+                assert env.infos.get(agent, {}).get("invalid_count", 0) == 0, (env_id, name)
+            covered.add(env_id)
+    assert {"kuhn_poker-v0", "leduc_holdem-v0", "tic_tac_toe-v0", "connect_four-v0", "hanabi-v0"} <= covered
