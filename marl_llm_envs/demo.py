@@ -57,7 +57,7 @@ def run_episode(env_id: str, mode: str, seed: int, full_prompts: bool) -> None:
         n = 200
         with_thinker = solo = 0.0
         for k in range(n):
-            rng = np.random.default_rng(k)
+            rng = np.random.default_rng([seed, k, 1])  # a stream of its own, not the env seed's
             e = make(env_id, action_mode=mode)
             e.reset(seed=seed + k)
             branch = e.ablate("thinker")  # the solver-solo counterfactual, from the same start

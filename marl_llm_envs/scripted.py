@@ -65,7 +65,7 @@ def play(env, policies: dict[str, Policy] | Policy, seed: int, rng: np.random.Ge
     ``policies`` is one policy for every agent or a dict agent -> policy; ``on_turn(agent, observation, action)`` is
     called before each move (for printing or recording).
     """
-    rng = np.random.default_rng(seed) if rng is None else rng
+    rng = np.random.default_rng([seed, 1]) if rng is None else rng  # a stream apart from the env's seed
     env.reset(seed=seed)
     totals = {a: 0.0 for a in env.possible_agents}
     for agent in env.agent_iter():

@@ -177,7 +177,7 @@ def _mean_team_reward(mode, policies, episodes=300, ablate_thinker=False):
     total = 0.0
     for seed in range(episodes):
         env = make("think_solve-v0", action_mode=mode)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng([seed, 1])  # the policies' stream, apart from the env seed
         env.reset(seed=seed)
         if ablate_thinker:
             env = env.ablate("thinker")
