@@ -57,7 +57,7 @@ import itertools
 
 import numpy as np
 
-from marl_llm_envs.core import TwoPlayerZeroSumEnv
+from marl_llm_envs.envs.poker import PokerMatchEnv
 
 CARDS = "JQK"
 ACTIONS = ["check", "bet", "call", "fold"]
@@ -72,34 +72,22 @@ RULES = (
 )
 
 
-class raw_env(TwoPlayerZeroSumEnv):
+class raw_env(PokerMatchEnv):
     env_id = "kuhn_poker-v0"
     version = 0
     vector_size = 14
+    max_hand_payoff = 2.0
     metadata = {"render_modes": ["human", "ansi"], "name": "kuhn_poker_v0", "is_parallelizable": False}
     _mutable = ("_history", "_put_in", "_chips")
-
-    def __init__(self, *, rounds: int = 1, **kwargs) -> None:
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-            raise ValueError(f"rounds must be a positive int, got {rounds!r}")
-        self.rounds = rounds
-        self.reward_range = (-2.0 * rounds, 2.0 * rounds)
-        super().__init__(rounds=rounds, **kwargs)
 
     def action_names(self, agent: str) -> list[str]:
         return ACTIONS
 
     # -------------------------------------------------------------- game
-    def _start(self) -> None:
-        self._hand = 0
-        self._chips = {"player_0": 0.0, "player_1": 0.0}
-        self._last_showdown: tuple[bool, str] | None = None  # (went to showdown, summary)
-        self._deal()
-
     def _deal(self) -> None:
         p0, p1 = DEALS[int(self.np_random.integers(len(DEALS)))]
         self._cards = {"player_0": p0, "player_1": p1}
-        self._first = "player_0" if self._hand % 2 == 0 else "player_1"
+        self._first = self._first_player()
         self._history: list[tuple[str, int]] = []
         self._put_in = {"player_0": 1, "player_1": 1}
         self.agent_selection = self._first
@@ -129,22 +117,13 @@ class raw_env(TwoPlayerZeroSumEnv):
     def _end_hand(self, winner: str, showdown: bool) -> None:
         loser = self._other(winner)
         won = float(self._put_in[loser])
-        self._chips[winner] += won
-        self._chips[loser] -= won
         c = self._cards
         if showdown:
             summary = (f"Hand {self._hand + 1}: showdown, player_0 had {CARDS[c['player_0']]}, player_1 had "
                        f"{CARDS[c['player_1']]}; {winner} won {won:g} chips.")
         else:
             summary = f"Hand {self._hand + 1}: {loser} folded; {winner} won {won:g} chips (no cards shown)."
-        self._last_showdown = (showdown, summary)
-        self._hand += 1
-        rewards = {winner: won, loser: -won}
-        if self._hand >= self.rounds:
-            self._finish(rewards, chips=dict(self._chips))
-        else:
-            self._give(rewards)
-            self._deal()
+        self._close_hand(winner, won, showdown, summary)
 
     # -------------------------------------------------------------- observations
     def _text(self, agent: str) -> str:

@@ -73,7 +73,8 @@ from typing import Any
 
 import numpy as np
 
-from marl_llm_envs.core import TwoPlayerZeroSumEnv, parse_bracketed
+from marl_llm_envs.envs.poker import PokerMatchEnv
+from marl_llm_envs.text import parse_bracketed
 
 CARDS = "JQK"  # ranks; the deck has two cards of each rank: card c (0..5) has rank c // 2
 ACTIONS = ["fold", "call", "raise"]
@@ -152,35 +153,23 @@ def move_name(seq: str, move: int) -> str:
     return _NAMES[facing_bet(seq)][move]
 
 
-class raw_env(TwoPlayerZeroSumEnv):
+class raw_env(PokerMatchEnv):
     env_id = "leduc_holdem-v0"
     version = 0
     vector_size = 30
+    max_hand_payoff = float(MAX_PUT_IN)
     metadata = {"render_modes": ["human", "ansi"], "name": "leduc_holdem_v0", "is_parallelizable": False}
     _mutable = ("_betting", "_chips")
-
-    def __init__(self, *, rounds: int = 1, **kwargs) -> None:
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-            raise ValueError(f"rounds must be a positive int, got {rounds!r}")
-        self.rounds = rounds
-        self.reward_range = (-float(MAX_PUT_IN * rounds), float(MAX_PUT_IN * rounds))
-        super().__init__(rounds=rounds, **kwargs)
 
     def action_names(self, agent: str) -> list[str]:
         return ACTIONS
 
     # -------------------------------------------------------------- game
-    def _start(self) -> None:
-        self._hand = 0
-        self._chips = {"player_0": 0.0, "player_1": 0.0}
-        self._last_showdown: tuple[bool, str] | None = None  # (went to showdown, summary)
-        self._deal()
-
     def _deal(self) -> None:
         p0, p1, public = DEALS[int(self.np_random.integers(len(DEALS)))]
         self._cards = {"player_0": p0, "player_1": p1}
         self._public = public  # dealt face down now, shown once round 1 is over
-        self._first = "player_0" if self._hand % 2 == 0 else "player_1"
+        self._first = self._first_player()
         self._betting: list[str] = [""]  # one string of moves (f/c/r) per round started
         self.agent_selection = self._first
 
@@ -226,28 +215,14 @@ class raw_env(TwoPlayerZeroSumEnv):
     def _end_hand(self, winner: str | None, showdown_: bool) -> None:
         put = self.put_in()
         c = self._cards
-        if winner is None:
-            rewards = {"player_0": 0.0, "player_1": 0.0}
-            result = "equal cards, the pot is split (0 chips each)"
-        else:
-            loser = self._other(winner)
-            won = float(put[loser])
-            self._chips[winner] += won
-            self._chips[loser] -= won
-            rewards = {winner: won, loser: -won}
-            result = f"{winner} won {won:g} chips"
+        won = 0.0 if winner is None else float(put[self._other(winner)])
+        result = "equal cards, the pot is split (0 chips each)" if winner is None else f"{winner} won {won:g} chips"
         if showdown_:
             summary = (f"Hand {self._hand + 1}: showdown, player_0 had {CARDS[rank(c['player_0'])]}, player_1 had "
                        f"{CARDS[rank(c['player_1'])]}, public card {CARDS[rank(self._public)]}; {result}.")
         else:
             summary = f"Hand {self._hand + 1}: {self._other(winner)} folded; {result} (no cards shown)."
-        self._last_showdown = (showdown_, summary)
-        self._hand += 1
-        if self._hand >= self.rounds:
-            self._finish(rewards, chips=dict(self._chips))
-        else:
-            self._give(rewards)
-            self._deal()
+        self._close_hand(winner, won, showdown_, summary)
 
     # -------------------------------------------------------------- text moves
     def legal_actions(self, agent: str | None = None) -> list[str]:

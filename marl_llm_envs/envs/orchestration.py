@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from marl_llm_envs.core import TextEnv
-from marl_llm_envs.text import printable
 from marl_llm_envs.tasks import Task, TaskSource, make_task_source
+from marl_llm_envs.text import printable
 
 REWARD_SCHEMES = {"binary": (0.0, 1.0), "signed": (-1.0, 1.0)}
 LABELS = "ABCDEFGH"

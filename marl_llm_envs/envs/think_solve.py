@@ -88,8 +88,8 @@ from typing import Any
 
 import numpy as np
 
-from marl_llm_envs.text import find_boxed, printable
 from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv
+from marl_llm_envs.text import find_boxed, printable
 
 NO_HINT = "none"
 

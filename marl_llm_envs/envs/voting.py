@@ -73,9 +73,9 @@ from typing import Any, Sequence
 import numpy as np
 from pettingzoo.utils.conversions import aec_to_parallel_wrapper
 
-from marl_llm_envs.text import find_boxed, printable
 from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv
 from marl_llm_envs.tasks import answer_key
+from marl_llm_envs.text import find_boxed, printable
 
 TIE_BREAKS = ("random", "first", "none")
 ABSTAIN = "abstain"
