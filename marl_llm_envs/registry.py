@@ -42,6 +42,25 @@ class EnvSpec:
     def has_parallel(self) -> bool:
         return self.parallel_class is not None
 
+    @classmethod
+    def describe(cls, env_id: str, sample: TextEnv, parallel_class: type | None = None,
+                 kwargs: dict[str, Any] | None = None) -> "EnvSpec":
+        """The spec of ``env_id``, read from an instance made with the id's default ``kwargs``."""
+        return cls(
+            id=env_id,
+            version=sample.version,
+            family=sample.family,
+            agents=tuple(sample.possible_agents),
+            roles=dict(sample.roles),
+            teams=dict(sample.teams),
+            reward_range=sample.reward_range,
+            action_modes=tuple(sample.supported_action_modes),
+            env_class=type(sample),
+            parallel_class=parallel_class,
+            kwargs=dict(kwargs or {}),
+            anchors=_ANCHORS.get(env_id, {}),
+        )
+
     def accepted_kwargs(self) -> list[str]:
         names: list[str] = []
         for klass in self.env_class.__mro__:
@@ -65,21 +84,7 @@ def register(env_class: type[TextEnv], parallel_class: type | None = None, env_i
     env_id = env_id or env_class.env_id
     if env_class.family not in FAMILIES:
         raise ValueError(f"{env_class.__name__}.family must be one of {FAMILIES}")
-    sample = env_class(**kwargs)
-    new = EnvSpec(
-        id=env_id,
-        version=env_class.version,
-        family=env_class.family,
-        agents=tuple(sample.possible_agents),
-        roles=dict(sample.roles),
-        teams=dict(sample.teams),
-        reward_range=sample.reward_range,
-        action_modes=tuple(sample.supported_action_modes),
-        env_class=env_class,
-        parallel_class=parallel_class,
-        kwargs=dict(kwargs),
-        anchors=_ANCHORS.get(env_id, {}),
-    )
+    new = EnvSpec.describe(env_id, env_class(**kwargs), parallel_class, kwargs)
     _REGISTRY[env_id] = new
     try:
         import pettingzoo

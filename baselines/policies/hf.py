@@ -92,6 +92,19 @@ def _get_cache(out):
     return cache if cache is not None else getattr(out, "past_key_values", None)
 
 
+def _left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, ...]:
+    """Prompts as one left-padded batch: ``(ids, attention mask, position ids)``, every prompt ending at the last
+    column and positions counted from each prompt's first real token."""
+    B, L = len(prompts), max(len(p) for p in prompts)
+    ids = torch.full((B, L), pad_id, dtype=torch.long)
+    mask = torch.zeros((B, L), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, L - len(p):] = torch.tensor(list(p), dtype=torch.long)
+        mask[i, L - len(p):] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+
 def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]],
                       temperature: float = 1.0, top_p: float = 1.0, pad_id: int = 0) -> list[torch.Tensor]:
     """Per-token log-probabilities of each completion given its prompt, in one batched forward pass.
@@ -244,14 +257,8 @@ class TransformersPolicy(Policy):
         if not prompts:
             return []
         model, device, tok = self.model, self.device, self.tokenizer
-        B, L = len(prompts), max(len(p) for p in prompts)
-        ids = torch.full((B, L), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((B, L), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, L - len(p):] = torch.tensor(p, dtype=torch.long)
-            mask[i, L - len(p):] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        B = len(prompts)
+        ids, mask, pos = _left_pad(prompts, self.pad_id, device)
         out, logits = _forward_logits(model, ids, mask, pos, 1, use_cache=True)
         next_pos = mask.sum(-1)
         tokens: list[list[int]] = [[] for _ in range(B)]
@@ -307,14 +314,7 @@ class TransformersPolicy(Policy):
         over the prompts plus one over the short action strings, not one pass per (prompt, action) pair. Equal to
         :func:`sequence_logprobs` on each pair (tested)."""
         model, device = self.model, self.device
-        B, P = len(prompts), max(len(p) for p in prompts)
-        ids = torch.full((B, P), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((B, P), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, P - len(p):] = torch.tensor(p, dtype=torch.long)
-            mask[i, P - len(p):] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        ids, mask, pos = _left_pad(prompts, self.pad_id, device)
         out, last = _forward_logits(model, ids, mask, pos, 1, use_cache=True)
         cache = _get_cache(out)
         owner = [i for i, acts in enumerate(action_ids) for _ in acts]

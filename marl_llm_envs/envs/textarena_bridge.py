@@ -182,20 +182,7 @@ def textarena_spec(env_id: str):
         raise KeyError(f"{env_id!r} is not a TextArena id (they start with {PREFIX!r})")
     ta_id = env_id[len(PREFIX):]
     _check_id(ta_id)
-    sample = TextArenaEnv(ta_id=ta_id)
-    return EnvSpec(
-        id=env_id,
-        version=TextArenaEnv.version,
-        family=sample.family,
-        agents=tuple(sample.possible_agents),
-        roles=dict(sample.roles),
-        teams=dict(sample.teams),
-        reward_range=sample.reward_range,
-        action_modes=tuple(sample.supported_action_modes),
-        env_class=TextArenaEnv,
-        parallel_class=None,
-        kwargs={"ta_id": ta_id},
-    )
+    return EnvSpec.describe(env_id, TextArenaEnv(ta_id=ta_id), kwargs={"ta_id": ta_id})
 
 
 class TextArenaEnv(TextEnv):
