@@ -5,7 +5,7 @@ noisy, so read the *ratios*, not the absolute numbers):
 
 1. **Steps per second with random legal play**, the text observation built at every step: our ``kuhn_poker-v0``
    (default ``rounds=1``; plus a text-mode row with ``rounds=3``, the match length of TextArena's ``KuhnPoker-v0``),
-   ``tic_tac_toe-v0``, ``hanabi-v0`` and ``mini_hanabi-v0`` (2 players), ``leduc_holdem-v0``, ``connect_four-v0`` and
+   ``tic_tac_toe-v0``, ``hanabi-v1`` and ``mini_hanabi-v1`` (2 players), ``leduc_holdem-v0``, ``connect_four-v0`` and
    ``simple_negotiation-v0``, each in both action modes. The loop is the usual AEC loop
    (``for agent in env.agent_iter(): env.last(); env.step(a)``); ``env.last()`` builds the full observation
    (``text``, vector and, in discrete mode, the mask) every step. Discrete mode picks a random index from the action
@@ -24,7 +24,7 @@ noisy, so read the *ratios*, not the absolute numbers):
    ours (2 resources, one-for-one offers); its ratio is an anchor, not a like-for-like comparison.
 3. **PettingZoo** ``classic.tictactoe_v3``, ``connect_four_v3``, ``leduc_holdem_v4`` (needs ``rlcard``) and
    ``hanabi_v5`` (PettingZoo 1.27 runs it on OpenSpiel through Shimmy: needs ``shimmy`` and ``open_spiel``; once
-   with its default 5x5 config, the one of our ``hanabi-v0``, and once with ``mini_hanabi-v0``'s config), each with
+   with its default 5x5 config, the one of our ``hanabi-v1``, and once with ``mini_hanabi-v1``'s config), each with
    its default wrappers: the same AEC loop, random legal index from the action mask, ``env.last()`` every step.
 4. **Clone cost** (microseconds per copy), mid-game: our ``env.clone()`` for every env above (Hanabi after 10
    moves), against ``copy.deepcopy`` of the TextArena env at a similar point, and ``copy.deepcopy`` of our own env as
@@ -41,7 +41,7 @@ TextArena rows).
 
 Goals: ours >= 50x TextArena steps/s (same game; applied to every TextArena anchor, the later games' too, for
 consistency), ours >= 2x PettingZoo steps/s (same game), ``clone()`` <= 20 us for Kuhn and tic-tac-toe and <= 200 us
-for Hanabi (``hanabi-v0`` and ``mini_hanabi-v0``). The other envs' ``clone()`` costs are listed with no goal.
+for Hanabi (``hanabi-v1`` and ``mini_hanabi-v1``). The other envs' ``clone()`` costs are listed with no goal.
 
 Run (from the repository root)::
 
@@ -95,8 +95,8 @@ NOT_INSTALLED = "not installed"
 CLONE_POINTS: dict[str, tuple[int, float | None]] = {
     "kuhn_poker-v0": (1, GOAL_CLONE_US),
     "tic_tac_toe-v0": (3, GOAL_CLONE_US),
-    "hanabi-v0": (10, GOAL_CLONE_US_HANABI),
-    "mini_hanabi-v0": (3, GOAL_CLONE_US_HANABI),
+    "hanabi-v1": (10, GOAL_CLONE_US_HANABI),
+    "mini_hanabi-v1": (3, GOAL_CLONE_US_HANABI),
     "leduc_holdem-v0": (2, None),
     "connect_four-v0": (8, None),
     "simple_negotiation-v0": (5, None),
@@ -109,13 +109,13 @@ TEXTARENA_GAMES: dict[str, tuple[str, int]] = {
     "SimpleNegotiation-v0": ("simple_negotiation-v0", 5),
 }
 # PettingZoo counterparts: row label -> (classic module, env kwargs, our env id, moves before the mid-game deepcopy)
-MINI_HANABI_CONFIG = dict(HANABI_PRESETS["mini_hanabi-v0"])  # colors=2, ranks=2, hand_size=3, 3 info, 3 lives
+MINI_HANABI_CONFIG = dict(HANABI_PRESETS["mini_hanabi-v1"])  # colors=2, ranks=2, hand_size=3, 3 info, 3 lives
 PETTINGZOO_GAMES: dict[str, tuple[str, dict[str, Any], str, int]] = {
     "tictactoe_v3": ("tictactoe_v3", {}, "tic_tac_toe-v0", 3),
     "connect_four_v3": ("connect_four_v3", {}, "connect_four-v0", 8),
     "leduc_holdem_v4": ("leduc_holdem_v4", {}, "leduc_holdem-v0", 2),
-    "hanabi_v5": ("hanabi_v5", {}, "hanabi-v0", 10),
-    "hanabi_v5 (mini_hanabi config)": ("hanabi_v5", MINI_HANABI_CONFIG, "mini_hanabi-v0", 3),
+    "hanabi_v5": ("hanabi_v5", {}, "hanabi-v1", 10),
+    "hanabi_v5 (mini_hanabi config)": ("hanabi_v5", MINI_HANABI_CONFIG, "mini_hanabi-v1", 3),
 }
 # what each PettingZoo game needs beyond pettingzoo itself (named in the "not installed" rows)
 PETTINGZOO_NEEDS = {"leduc_holdem_v4": "pip install rlcard", "hanabi_v5": "pip install shimmy open_spiel"}
@@ -451,7 +451,7 @@ def run(budget: float, log: Callable[[str], None]) -> tuple[list[dict[str, Any]]
     rows: list[dict[str, Any]] = []
     extra = budget * EXTRA_BUDGET_FRACTION
     first_games = ("kuhn_poker-v0", "tic_tac_toe-v0")
-    later_games = ("hanabi-v0", "mini_hanabi-v0", "leduc_holdem-v0", "connect_four-v0", "simple_negotiation-v0")
+    later_games = ("hanabi-v1", "mini_hanabi-v1", "leduc_holdem-v0", "connect_four-v0", "simple_negotiation-v0")
 
     def step_row(env: str, impl: str, make_player: Callable[[], Callable[[int], int]] | None,
                  seconds: float = budget, error: str = NOT_INSTALLED) -> dict[str, Any]:

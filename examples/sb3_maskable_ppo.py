@@ -2,7 +2,7 @@
 
     pip install -e ".[sb3]"
     python examples/sb3_maskable_ppo.py --env kuhn_poker-v0 --timesteps 50000
-    python examples/sb3_maskable_ppo.py --env mini_hanabi-v0 --timesteps 100000 --train-against rule_bot
+    python examples/sb3_maskable_ppo.py --env mini_hanabi-v1 --timesteps 100000 --train-against rule_bot
 
 The learner plays a random seat each game (both seats of a zero-sum game are trained) against ``--train-against``
 (uniform random legal moves by default, or the env's reference bot). Evaluation plays ``--eval-games`` games per

@@ -110,7 +110,7 @@ def test_reset_rejects_a_non_integer_seed():
 
 
 def test_specs_carry_the_measured_anchors():
-    hanabi = spec("mini_hanabi-v0").anchors
+    hanabi = spec("mini_hanabi-v1").anchors
     assert hanabi["rule_bot"]["mean"] > hanabi["random"]["mean"] > 0 and hanabi["random"]["games"] >= 10_000
     assert "player_0 payoff, kuhn_nash vs kuhn_nash" in spec("kuhn_poker-v0").anchors
 
@@ -132,4 +132,4 @@ def test_every_game_reference_policy_plays_only_legal_moves(mode):
                 env.step(bot(env, agent, rng))
                 assert env.infos.get(agent, {}).get("invalid_count", 0) == 0, (env_id, name)
             covered.add(env_id)
-    assert {"kuhn_poker-v0", "leduc_holdem-v0", "tic_tac_toe-v0", "connect_four-v0", "hanabi-v0"} <= covered
+    assert {"kuhn_poker-v0", "leduc_holdem-v0", "tic_tac_toe-v0", "connect_four-v0", "hanabi-v1"} <= covered

@@ -52,7 +52,7 @@ def _expected_legal(env, agent):
 
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4, 5])
 def test_deck_composition_follows_hle(ranks):
-    env = make("hanabi-v0", colors=3, ranks=ranks, hand_size=2)
+    env = make("hanabi-v1", colors=3, ranks=ranks, hand_size=2)
     env.reset(seed=0)
     expected = {1: [3], 2: [3, 1], 3: [3, 2, 1], 4: [3, 2, 2, 1], 5: [3, 2, 2, 2, 1]}[ranks]
     counts = np.bincount(env._deck, minlength=3 * ranks).reshape(3, ranks)
@@ -61,12 +61,12 @@ def test_deck_composition_follows_hle(ranks):
 
 
 def test_full_game_sizes_match_hle():
-    env = make("hanabi-v0")
+    env = make("hanabi-v1")
     assert env.deck_size == 50 and env.vector_size == 658 and len(env.action_names("player_0")) == 20
     assert env.action_names("player_0")[:11] == [*(f"discard {i}" for i in range(5)), *(f"play {i}" for i in range(5)),
                                                  "hint player_1 red"]
     assert env.action_names("player_0")[-1] == "hint player_1 5"
-    three = make("hanabi-v0", players=3)
+    three = make("hanabi-v1", players=3)
     names = three.action_names("player_2")
     assert names[10:12] == ["hint player_0 red", "hint player_0 yellow"] and names[15] == "hint player_1 red"
     assert names[20] == "hint player_0 1" and names[25] == "hint player_1 1"
@@ -80,11 +80,11 @@ def test_full_game_sizes_match_hle():
 ])
 def test_bad_parameters_raise_clear_errors(bad, match):
     with pytest.raises(ValueError, match=match):
-        make("hanabi-v0", **bad)
+        make("hanabi-v1", **bad)
 
 
 def test_presets_have_their_ids_maxima_and_replay():
-    expected = {"mini_hanabi-v0": (4, 4), "simple_hanabi-v0": (6, 4), "hanabi_small-v0": (10, 10), "hanabi-v0": (25, 25)}
+    expected = {"mini_hanabi-v1": (4, 4), "simple_hanabi-v1": (6, 4), "hanabi_small-v1": (10, 10), "hanabi-v1": (25, 25)}
     for env_id, (nominal, attainable) in expected.items():
         env = make(env_id, action_mode="discrete")
         assert env.env_id == env_id and env.max_score == nominal and env.attainable_max_score == attainable
@@ -92,22 +92,22 @@ def test_presets_have_their_ids_maxima_and_replay():
         t = json.loads(json.dumps(env.transcript()))
         assert t["env_id"] == env_id
         assert replay(t).team_rewards() == env.team_rewards()
-    custom = make("hanabi-v0", colors=3, ranks=3)
+    custom = make("hanabi-v1", colors=3, ranks=3)
     custom.reset(seed=0)
-    assert custom.env_id == "hanabi-v0" and custom.max_score == 9
+    assert custom.env_id == "hanabi-v1" and custom.max_score == 9
     assert replay(custom.transcript()).colors == 3
-    assert make("hanabi-v0", **hanabi.PRESETS["mini_hanabi-v0"]).env_id == "mini_hanabi-v0"
+    assert make("hanabi-v1", **hanabi.PRESETS["mini_hanabi-v1"]).env_id == "mini_hanabi-v1"
 
 
 # ---------------------------------------------------------------- moves
 
 
-@pytest.mark.parametrize("env_id,players", [("mini_hanabi-v0", 2), ("hanabi-v0", 2), ("hanabi-v0", 3),
-                                            ("hanabi_small-v0", 4), ("simple_hanabi-v0", 2)])
+@pytest.mark.parametrize("env_id,players", [("mini_hanabi-v1", 2), ("hanabi-v1", 2), ("hanabi-v1", 3),
+                                            ("hanabi_small-v1", 4), ("simple_hanabi-v1", 2)])
 def test_legal_moves_are_exactly_hles_list(env_id, players):
     rng = np.random.default_rng(0)
     kwargs = {"players": players} if players != 2 else {}
-    if env_id == "hanabi_small-v0":
+    if env_id == "hanabi_small-v1":
         kwargs["hand_size"] = 2
     for seed in range(15):
         env = make(env_id, action_mode="discrete", **kwargs)
@@ -120,7 +120,7 @@ def test_legal_moves_are_exactly_hles_list(env_id, players):
 
 
 def test_hint_that_touches_nothing_is_illegal():
-    env = make("mini_hanabi-v0", action_mode="discrete")
+    env = make("mini_hanabi-v1", action_mode="discrete")
     env.reset(seed=0)
     _set_hand(env, 1, [_card(env, 0, 1)] * 3)   # player_1 holds only red 1s
     for name in ("hint player_1 yellow", "hint player_1 2"):
@@ -130,7 +130,7 @@ def test_hint_that_touches_nothing_is_illegal():
 
 
 def test_hint_reveals_and_rules_out_and_costs_a_token():
-    env = make("mini_hanabi-v0", action_mode="discrete")
+    env = make("mini_hanabi-v1", action_mode="discrete")
     env.reset(seed=0)
     _set_hand(env, 1, [_card(env, 0, 1), _card(env, 1, 2), _card(env, 0, 2)])
     env.step(_index(env, "player_0", "hint player_1 red"))
@@ -143,7 +143,7 @@ def test_hint_reveals_and_rules_out_and_costs_a_token():
 
 
 def test_text_moves_are_case_tolerant():
-    env = make("mini_hanabi-v0")
+    env = make("mini_hanabi-v1")
     env.reset(seed=0)
     env.step("I will tell them. [HINT Player_1 Red]")
     assert env._info == 2 and env.infos["player_0"]["invalid_action"] is None
@@ -152,7 +152,7 @@ def test_text_moves_are_case_tolerant():
 
 
 def test_discard_is_illegal_while_information_tokens_are_full():
-    env = make("hanabi-v0", action_mode="discrete")
+    env = make("hanabi-v1", action_mode="discrete")
     env.reset(seed=3)
     assert env._info == 8 and not any(i in env._legal_ids("player_0") for i in range(5))
     env.step(env._legal_ids("player_0")[-1])        # a hint
@@ -164,7 +164,7 @@ def test_discard_is_illegal_while_information_tokens_are_full():
 
 @pytest.mark.parametrize("info_before,info_after", [(1, 2), (3, 3)])
 def test_completing_a_stack_returns_a_token_up_to_the_max(info_before, info_after):
-    env = make("mini_hanabi-v0", action_mode="discrete")
+    env = make("mini_hanabi-v1", action_mode="discrete")
     env.reset(seed=0)
     env._fireworks = [1, 0]
     env._info = info_before
@@ -175,7 +175,7 @@ def test_completing_a_stack_returns_a_token_up_to_the_max(info_before, info_afte
 
 
 def test_playing_a_middle_rank_returns_no_token():
-    env = make("hanabi-v0", action_mode="discrete")
+    env = make("hanabi-v1", action_mode="discrete")
     env.reset(seed=0)
     env._fireworks = [1, 0, 0, 0, 0]
     env._info = 4
@@ -185,7 +185,7 @@ def test_playing_a_middle_rank_returns_no_token():
 
 
 def test_misplay_costs_a_life_and_discards_the_card():
-    env = make("mini_hanabi-v0", action_mode="discrete")
+    env = make("mini_hanabi-v1", action_mode="discrete")
     env.reset(seed=0)
     _set_hand(env, 0, [_card(env, 1, 2), _card(env, 0, 1), _card(env, 0, 1)])
     env.step(_index(env, "player_0", "play 0"))
@@ -193,7 +193,7 @@ def test_misplay_costs_a_life_and_discards_the_card():
 
 
 def test_losing_the_last_life_scores_zero():
-    env = make("hanabi_small-v0", action_mode="discrete")    # one life
+    env = make("hanabi_small-v1", action_mode="discrete")    # one life
     env.reset(seed=0)
     _set_hand(env, 0, [_card(env, 0, 1), _card(env, 0, 1)])
     _set_hand(env, 1, [_card(env, 1, 1), _card(env, 1, 3)])
@@ -208,7 +208,7 @@ def test_losing_the_last_life_scores_zero():
 
 
 def test_all_stacks_complete_ends_the_game():
-    env = make("mini_hanabi-v0", action_mode="discrete")
+    env = make("mini_hanabi-v1", action_mode="discrete")
     env.reset(seed=0)
     env._fireworks = [2, 1]
     _set_hand(env, 0, [_card(env, 1, 2), _card(env, 0, 1), _card(env, 0, 1)])
@@ -217,8 +217,8 @@ def test_all_stacks_complete_ends_the_game():
     assert env.infos["player_1"]["score"] == 4
 
 
-@pytest.mark.parametrize("env_id,players", [("mini_hanabi-v0", 2), ("simple_hanabi-v0", 2), ("hanabi-v0", 3),
-                                            ("hanabi-v0", 5), ("hanabi_small-v0", 2)])
+@pytest.mark.parametrize("env_id,players", [("mini_hanabi-v1", 2), ("simple_hanabi-v1", 2), ("hanabi-v1", 3),
+                                            ("hanabi-v1", 5), ("hanabi_small-v1", 2)])
 def test_each_player_gets_exactly_one_more_turn_after_the_last_card_is_drawn(env_id, players):
     rng = np.random.default_rng(1)
     checked = 0
@@ -242,7 +242,7 @@ def test_each_player_gets_exactly_one_more_turn_after_the_last_card_is_drawn(env
 
 
 def test_deck_empty_at_the_deal_gives_everyone_one_turn():
-    env = make("hanabi-v0", colors=1, ranks=2, hand_size=2, action_mode="discrete")   # 4 cards, two hands of 2
+    env = make("hanabi-v1", colors=1, ranks=2, hand_size=2, action_mode="discrete")   # 4 cards, two hands of 2
     env.reset(seed=0)
     assert env._pos == len(env._deck) and "this is your last turn" in env.observe("player_0")["text"]
     env.step(env._legal_ids("player_0")[-1])
@@ -258,7 +258,7 @@ def test_deck_empty_at_the_deal_gives_everyone_one_turn():
 def test_rewards_are_score_changes_and_team_reward_is_the_score(mode):
     rng = np.random.default_rng(2)
     for seed in range(20):
-        env = make("hanabi_small-v0" if seed % 2 else "hanabi-v0", action_mode=mode)
+        env = make("hanabi_small-v1" if seed % 2 else "hanabi-v1", action_mode=mode)
         env.reset(seed=seed)
         total = 0.0
         while not env.done:
@@ -270,7 +270,7 @@ def test_rewards_are_score_changes_and_team_reward_is_the_score(mode):
 
 
 def test_invalid_move_penalty_ends_the_game_as_a_loss():
-    env = make("hanabi_small-v0", invalid_penalty=-0.5)
+    env = make("hanabi_small-v1", invalid_penalty=-0.5)
     env.reset(seed=0)
     _set_hand(env, 0, [_card(env, 0, 1), _card(env, 0, 1)])
     env.step("[play 0]")
@@ -282,7 +282,7 @@ def test_invalid_move_penalty_ends_the_game_as_a_loss():
 
 
 def test_ablated_player_discards_its_oldest_card_or_gives_the_first_legal_hint():
-    env = make("mini_hanabi-v0", action_mode="discrete")
+    env = make("mini_hanabi-v1", action_mode="discrete")
     env.reset(seed=0)
     branch = env.ablate("player_1")
     branch.step(_index(branch, "player_0", "hint player_1 red"))     # player_1 (ablated) can discard
@@ -338,13 +338,13 @@ def test_observation_vector_is_binary_and_in_the_space():
 
 def test_manual_shows_the_exact_prompt():
     doc = hanabi.__doc__
-    block = doc[doc.index("The prompt (``mini_hanabi-v0``"):].split("::\n\n", 1)[1]
+    block = doc[doc.index("The prompt (``mini_hanabi-v1``"):].split("::\n\n", 1)[1]
     lines = []
     for line in block.split("\n"):
         if line and not line.startswith("    "):
             break
         lines.append(line[4:])
-    env = make("mini_hanabi-v0")
+    env = make("mini_hanabi-v1")
     env.reset(seed=0)
     assert env.observe("player_0")["text"] == "\n".join(lines).strip("\n")
     for section in ("Observation", "Actions", "Rewards", "Invalid moves", "Ablation", "Version history"):
@@ -358,7 +358,7 @@ def test_rule_bot_beats_random_on_mini_hanabi():
     def mean_score(policy):
         scores = []
         for seed in range(300):
-            env = make("mini_hanabi-v0", action_mode="discrete")
+            env = make("mini_hanabi-v1", action_mode="discrete")
             play(env, policy, seed=seed)
             scores.append(env.team_rewards()["team"])
         return float(np.mean(scores))
@@ -373,7 +373,7 @@ def test_rule_bot_plays_legal_text_moves_and_never_misplays_a_known_card():
         play(env, rule_bot, seed=0)
         assert env.done and env.infos.get("player_0", {}).get("invalid_count", 0) == 0
     for seed in range(30):
-        env = make("hanabi-v0", action_mode="discrete")
+        env = make("hanabi-v1", action_mode="discrete")
         play(env, rule_bot, seed=seed)
         assert env.team_rewards()["team"] >= 0.0
 
@@ -440,7 +440,7 @@ def _optimum(env):
 
 
 def test_simple_hanabi_never_scores_more_than_4_of_6():
-    env = make("simple_hanabi-v0")
+    env = make("simple_hanabi-v1")
     assert env.max_score == 6 and env.attainable_max_score == 4
     assert env.deck_size - env.players * env.hand_size == 2
     best = []
@@ -449,14 +449,14 @@ def test_simple_hanabi_never_scores_more_than_4_of_6():
         best.append(_optimum(env))
     assert max(best) == 4, best
     # a search over the other small preset agrees with its bound too
-    mini = make("mini_hanabi-v0")
+    mini = make("mini_hanabi-v1")
     for seed in range(100):
         mini.reset(seed=seed)
         assert _optimum(mini) <= mini.attainable_max_score == 4
 
 
-@pytest.mark.parametrize("env_id,players", [("simple_hanabi-v0", 2), ("mini_hanabi-v0", 2), ("hanabi-v0", 2),
-                                            ("hanabi-v0", 4), ("hanabi_small-v0", 3)])
+@pytest.mark.parametrize("env_id,players", [("simple_hanabi-v1", 2), ("mini_hanabi-v1", 2), ("hanabi-v1", 2),
+                                            ("hanabi-v1", 4), ("hanabi_small-v1", 3)])
 def test_play_and_discard_moves_never_exceed_deck_plus_players(env_id, players):
     rng = np.random.default_rng(5)
     for seed in range(30):

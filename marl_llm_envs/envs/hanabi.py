@@ -1,6 +1,6 @@
 """Hanabi: the cooperative card game, with the rules of DeepMind's Hanabi Learning Environment (HLE), in pure Python.
 
-| Import             | ``make("hanabi-v0")``, ``make("mini_hanabi-v0")``, ``make("simple_hanabi-v0")``, ``make("hanabi_small-v0")`` |
+| Import             | ``make("hanabi-v1")``, ``make("mini_hanabi-v1")``, ``make("simple_hanabi-v1")``, ``make("hanabi_small-v1")`` |
 |--------------------|---------------------------------------------------------------------|
 | Family             | cooperative (one team, ``team``)                                     |
 | Agents             | ``player_0`` ... ``player_{players-1}`` (role = seat); ``player_0`` moves first |
@@ -10,16 +10,16 @@
 | Kwargs             | ``players=2``, ``colors``, ``ranks``, ``hand_size``, ``max_information_tokens``, ``max_life_tokens``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 
 Presets (one class, registered four times; every parameter can be overridden, e.g.
-``make("hanabi-v0", colors=3, ranks=3)``; ``players`` defaults to 2):
+``make("hanabi-v1", colors=3, ranks=3)``; ``players`` defaults to 2):
 
 | id                 | colors | ranks | hand | info | lives | max_score | attainable_max_score (2 players) |
 |--------------------|--------|-------|------|------|-------|-----------|------------------------|
-| ``mini_hanabi-v0``   | 2 | 2 | 3 | 3 | 3 | 4  | 4  (MARSHAL's Mini)    |
-| ``simple_hanabi-v0`` | 3 | 2 | 5 | 8 | 3 | 6  | 4  (MARSHAL's Simple)  |
-| ``hanabi_small-v0``  | 2 | 5 | 2 | 3 | 1 | 10 | 10 (HLE's Hanabi-Small) |
-| ``hanabi-v0``        | 5 | 5 | 5 | 8 | 3 | 25 | 25 (HLE's full game)   |
+| ``mini_hanabi-v1``   | 2 | 2 | 3 | 3 | 3 | 4  | 4  (MARSHAL's Mini)    |
+| ``simple_hanabi-v1`` | 3 | 2 | 5 | 8 | 3 | 6  | 4  (MARSHAL's Simple)  |
+| ``hanabi_small-v1``  | 2 | 5 | 2 | 3 | 1 | 10 | 10 (HLE's Hanabi-Small) |
+| ``hanabi-v1``        | 5 | 5 | 5 | 8 | 3 | 25 | 25 (HLE's full game)   |
 
-An instance's ``env_id`` is the preset its card/token parameters match (``players`` aside), else ``hanabi-v0``;
+An instance's ``env_id`` is the preset its card/token parameters match (``players`` aside), else ``hanabi-v1``;
 its transcript records every parameter, so :func:`replay` rebuilds it exactly either way. ``max_score`` is the
 nominal maximum, colors x ranks. ``attainable_max_score`` is ``min(max_score, D + players)`` with D = the cards left
 in the deck after the deal: every play or discard draws one card while the deck lasts, and once the last card is
@@ -80,7 +80,7 @@ Ablation. The null action is "pass the turn as cheaply as the rules allow": an a
 card (slot 0) when discarding is legal, otherwise gives the first legal hint in the action list, otherwise plays
 slot 0. Its past moves are not undone.
 
-The prompt (``mini_hanabi-v0``, seed 0, player_0, first move)::
+The prompt (``mini_hanabi-v1``, seed 0, player_0, first move)::
 
     You are player_0 in a game of Hanabi with 2 players (player_0, player_1). It is a cooperative game: the whole
     team shares one score.
@@ -115,7 +115,12 @@ The prompt (``mini_hanabi-v0``, seed 0, player_0, first move)::
     [hint player_1 1]
     Reply with exactly one move in square brackets, for example [play 0].
 
-Version history. v0: first version.
+Version history.
+
+* v1: the numeric observation's last-action "information token gained" bit is set only for a play that completed a
+  firework, as HLE's encoder sets it (v0 also set it after every discard that returned a token). Prompts and rules
+  are unchanged.
+* v0: first version.
 """
 
 from __future__ import annotations
@@ -132,10 +137,10 @@ DISCARD, PLAY, HINT_COLOR, HINT_RANK = range(4)
 MOVE_TYPES = ("discard", "play", "hint colour", "hint rank")
 
 PRESETS: dict[str, dict[str, int]] = {
-    "mini_hanabi-v0": dict(colors=2, ranks=2, hand_size=3, max_information_tokens=3, max_life_tokens=3),
-    "simple_hanabi-v0": dict(colors=3, ranks=2, hand_size=5, max_information_tokens=8, max_life_tokens=3),
-    "hanabi_small-v0": dict(colors=2, ranks=5, hand_size=2, max_information_tokens=3, max_life_tokens=1),
-    "hanabi-v0": dict(colors=5, ranks=5, hand_size=5, max_information_tokens=8, max_life_tokens=3),
+    "mini_hanabi-v1": dict(colors=2, ranks=2, hand_size=3, max_information_tokens=3, max_life_tokens=3),
+    "simple_hanabi-v1": dict(colors=3, ranks=2, hand_size=5, max_information_tokens=8, max_life_tokens=3),
+    "hanabi_small-v1": dict(colors=2, ranks=5, hand_size=2, max_information_tokens=3, max_life_tokens=1),
+    "hanabi-v1": dict(colors=5, ranks=5, hand_size=5, max_information_tokens=8, max_life_tokens=3),
 }
 
 
@@ -174,10 +179,10 @@ def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
 
 
 class raw_env(TextEnv):
-    env_id = "hanabi-v0"
-    version = 0
+    env_id = "hanabi-v1"
+    version = 1
     family = "cooperative"
-    metadata = {"render_modes": ["human", "ansi"], "name": "hanabi_v0", "is_parallelizable": False}
+    metadata = {"render_modes": ["human", "ansi"], "name": "hanabi_v1", "is_parallelizable": False}
     _mutable = ("_hands", "_know", "_fireworks", "_discards", "_moves")
 
     def __init__(self, *, players: int = 2, colors: int = 5, ranks: int = 5, hand_size: int = 5,
@@ -196,7 +201,7 @@ class raw_env(TextEnv):
         self.players, self.colors, self.ranks, self.hand_size = P, C, R, H
         self.max_information_tokens, self.max_life_tokens = info, lives
         params = dict(colors=C, ranks=R, hand_size=H, max_information_tokens=info, max_life_tokens=lives)
-        self.env_id = next((k for k, v in PRESETS.items() if v == params), "hanabi-v0")
+        self.env_id = next((k for k, v in PRESETS.items() if v == params), "hanabi-v1")
         self.max_score = C * R
         self.attainable_max_score = min(self.max_score, self.deck_size - P * H + P)
         self.possible_agents = [f"player_{i}" for i in range(P)]
@@ -585,7 +590,9 @@ class raw_env(TextEnv):
                 out[o["la_slot"] + slot] = 1.0
                 out[o["la_card"] + card] = 1.0
                 out[o["la_scored"]] = 1.0 if scored else 0.0
-                out[o["la_token"]] = 1.0 if token else 0.0
+                # HLE's encoder: "information token gained" only for a play that completed a firework (a discard
+                # also returns a token, but HLE leaves this bit unset for it).
+                out[o["la_token"]] = 1.0 if token and kind == PLAY else 0.0
         per = CR + C + R
         for k in range(P):
             q = (p + k) % P
