@@ -12,8 +12,18 @@ Indices. ``Turn.turn_index`` is the turn's position in its list (``Episode.turns
 ``Turn.step_index`` is the position of its ``env.step`` input in the transcript (``transcript["actions"]``) of the
 episode or branch it belongs to, so ``replay`` of the first ``step_index`` actions rebuilds the state the agent saw.
 
-JSONL. :func:`write_jsonl` writes a header line ``{"schema": "marl_llm_episodes", "schema_version": 1}`` then one
+Groups. The ``group_size`` samples of one task share ``(run_id, group_id)`` (:attr:`Episode.group_key`): ``group_id``
+is the task's index in its :meth:`~baselines.rollout.RolloutEngine.run` call and ``run_id`` names the call (the
+trainer passes ``"step-17"``; by default a digest of the env, its kwargs and the seeds), so groups of different calls
+never merge. Credit methods form groups by ``group_key``, never by list order.
+
+What a trainer must know to read the log-probabilities: ``Turn.legal_actions`` (the moves offered; choice mode's
+probabilities in ``Turn.extra`` are aligned with them; empty for free-text turns) and ``Episode.policies`` (per role:
+the policy's name, version and sampling settings, see :meth:`~baselines.policies.base.Policy.settings`).
+
+JSONL. :func:`write_jsonl` writes a header line ``{"schema": "marl_llm_episodes", "schema_version": 2}`` then one
 episode per line; :func:`read_jsonl` checks the header and raises ``ValueError`` naming the line of a corrupt entry.
+Version 1 files (no ``run_id``, ``policies`` or ``legal_actions``) are still read, with those fields empty.
 """
 
 from __future__ import annotations
@@ -25,7 +35,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 SCHEMA = "marl_llm_episodes"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 __all__ = ["Branch", "Episode", "SCHEMA_VERSION", "Turn", "json_safe", "read_jsonl", "write_jsonl"]
 
@@ -69,6 +80,7 @@ class Turn:
     turn_index: int = 0             # position in Episode.turns / Branch.turns
     step_index: int = 0             # position of this step in the transcript's actions
     obs_digest: str = ""            # sha1 of the observation text and legal actions (replay-eligibility check)
+    legal_actions: list[str] = field(default_factory=list)  # the moves offered ([] = a free-text turn)
     replayed: bool = False          # branches only: the recorded action of the main episode was reused (no new tokens)
     extra: dict[str, Any] = field(default_factory=dict)  # the policy's Generation.extra (JSON-safe)
 
@@ -100,7 +112,8 @@ class Branch:
     sample_index: int = 0
     team_rewards: dict[str, float] = field(default_factory=dict)  # the branch env's team_rewards() at the end
     rewards: dict[str, float] = field(default_factory=dict)       # per agent: main-episode rewards before the branch
-    #                                                               point + the branch's rewards after it
+    #                                                               point + the branch's rewards after it (including
+    #                                                               those the ablation itself handed out)
     tokens_generated: int = 0
     turns: list[Turn] = field(default_factory=list)
     transcript: dict[str, Any] = field(default_factory=dict)       # the branch env's transcript (ablations included)
@@ -138,6 +151,13 @@ class Episode:
     wall_time_s: float = 0.0        # from this episode's reset to its end
     branches: list[Branch] = field(default_factory=list)
     final_infos: dict[str, Any] = field(default_factory=dict)    # infos of every agent when the episode ended
+    run_id: str = ""                # names the run() call; (run_id, group_id) is the group (see the module docstring)
+    policies: dict[str, Any] = field(default_factory=dict)       # role -> the policy's Policy.settings()
+
+    @property
+    def group_key(self) -> tuple[str, int]:
+        """The GRPO group this episode belongs to: the samples of one task in one ``run`` call."""
+        return (self.run_id, self.group_id)
 
     @property
     def num_tokens(self) -> int:
@@ -200,9 +220,9 @@ def read_jsonl(path: str | Path) -> list[Episode]:
             if lineno == 1:
                 if not isinstance(d, dict) or d.get("schema") != SCHEMA:
                     raise ValueError(f"{path}:1: not an episodes file (no {SCHEMA!r} header)")
-                if d.get("schema_version") != SCHEMA_VERSION:
+                if d.get("schema_version") not in READABLE_VERSIONS:
                     raise ValueError(f"{path}:1: schema_version {d.get('schema_version')!r} is not supported "
-                                     f"(this code reads version {SCHEMA_VERSION})")
+                                     f"(this code reads versions {list(READABLE_VERSIONS)})")
                 continue
             try:
                 episodes.append(Episode.from_json(d))

@@ -6,10 +6,17 @@ counterfactual branches (ablate / resample) for credit assignment.
     episodes = engine.run("think_solve-v0", num_tasks=16, group_size=4, seed=0,
                           branches=[BranchSpec("ablate", "thinker"), BranchSpec("resample", "solver", k=4)])
 
-Groups. Task ``i`` (``group_id = i``) resets its envs with seed ``seed + i``, so the ``group_size`` samples of a group
-see the same problem / deal (a GRPO group); they differ only through policy sampling. Each ``generate`` call gets a
-seed derived from ``(seed, phase, tick, policy)``, so a run is reproducible (same seeds -> same episodes on CPU).
-With greedy decoding the episodes do not depend on how many envs are batched together.
+Groups. Task ``i`` (``group_id = i``) resets its envs with seed ``seed + i`` (or ``seeds[i]``), so the
+``group_size`` samples of a group see the same problem / deal (a GRPO group); they differ only through policy
+sampling. ``run_id`` names the call (default: a digest of the env id, kwargs, seeds and group size), and
+``Episode.group_key = (run_id, group_id)`` identifies the group across calls. Each ``generate`` call gets a seed
+derived from ``(seed, phase, tick, policy)``, so a run is reproducible (same seeds -> same episodes on CPU). With
+greedy decoding the episodes do not depend on how many envs are batched together.
+
+Fresh seeds per training step. ``run(seed=1)`` task 0 is ``run(seed=0)`` task 1: consecutive calls must not reuse
+seeds. :func:`training_seeds` gives step ``k`` the seeds ``base + k * num_tasks + i`` (disjoint across steps for a
+fixed ``num_tasks``); pass them as ``run(..., seeds=training_seeds(base, k, n), run_id=f"step-{k}")``. Keep evaluation
+seeds in a range training never reaches (the leaderboard's protocols use seeds from ``2**40`` on).
 
 A tick. Every live env's agent to move is gathered (an agent that is already terminated is stepped with ``None``), a
 :class:`~baselines.policies.base.Request` is built from ``env.observe(agent)["text"]`` and ``env.legal_actions(agent)``
@@ -37,6 +44,8 @@ policy. Voting consequence: voters never see each other's ballots, so the ablate
 its vote replays every other ballot, and its team reward equals the main episode's
 ``infos["team_reward_without"]["voter_i"]`` (the count with that ballot removed after the others voted).
 Branch tokens are counted apart (``Episode.branch_tokens_generated``) so each credit method's cost is visible.
+Rewards that ``ablate`` hands out itself (the null move ends the episode: think_solve's solver, the last voter) are
+part of the branch: ``Branch.rewards`` agrees with ``Branch.team_rewards``.
 """
 
 from __future__ import annotations
@@ -57,7 +66,7 @@ from baselines.policies.base import Generation, Policy, Request
 from marl_llm_envs import make
 from marl_llm_envs.text import parse_bracketed
 
-__all__ = ["BranchSpec", "RolloutEngine", "main", "summarize"]
+__all__ = ["BranchSpec", "RolloutEngine", "main", "summarize", "training_seeds"]
 
 BRANCH_KINDS = ("ablate", "resample")
 
@@ -117,6 +126,22 @@ class BranchSpec:
         return by_role
 
 
+def training_seeds(base_seed: int, step: int, num_tasks: int) -> list[int]:
+    """The env seeds of training step ``step``: ``base_seed + step * num_tasks + i`` for ``i < num_tasks``.
+
+    For a fixed ``num_tasks`` the steps' seed ranges are consecutive and disjoint, so no task repeats across steps."""
+    for name, value in (("base_seed", base_seed), ("step", step), ("num_tasks", num_tasks)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    start = int(base_seed) + int(step) * int(num_tasks)
+    return list(range(start, start + int(num_tasks)))
+
+
+def _run_id(env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[int], group_size: int) -> str:
+    key = json.dumps([env_id, json_safe(env_kwargs), [int(x) for x in seeds], group_size], sort_keys=True)
+    return hashlib.sha1(key.encode()).hexdigest()[:12]
+
+
 def _digest(text: str, legal: Sequence[str]) -> str:
     h = hashlib.sha1(text.encode("utf-8", "surrogatepass"))
     h.update(b"\x00")
@@ -155,7 +180,8 @@ class _Job:
     def __init__(self, env, *, seed: int | None = None, group_id: int = 0, sample_index: int = 0,
                  step_index: int = 0, base_rewards: dict[str, float] | None = None,
                  replay: dict[tuple[str, int], Turn] | None = None, force_first: bool = False,
-                 watch: frozenset[str] = frozenset(), branch: Branch | None = None) -> None:
+                 watch: frozenset[str] = frozenset(), branch: Branch | None = None,
+                 start_rewards: dict[str, float] | None = None) -> None:
         self.env = env
         self.seed = seed                   # main jobs: reset with this seed when started
         self.group_id = group_id
@@ -166,6 +192,7 @@ class _Job:
         self.force_first = force_first
         self.watch = watch
         self.branch = branch
+        self.start_rewards = dict(start_rewards or {})  # handed out before the first step (by ablate)
         self.turns: list[Turn] = []
         self.rewards: dict[str, float] = {}
         self.last_turn: dict[str, Turn] = {}
@@ -183,9 +210,11 @@ class _Job:
         if self.seed is not None:
             self.env.reset(seed=self.seed)
         self.rewards = {a: 0.0 for a in self.env.possible_agents}
+        self.credit(self.start_rewards)
 
-    def credit(self) -> None:
-        for agent, r in self.env.rewards.items():
+    def credit(self, rewards: Mapping[str, float] | None = None) -> None:
+        """Add step rewards (default: the env's last step's) to the agents' returns and their latest turns."""
+        for agent, r in (self.env.rewards if rewards is None else rewards).items():
             r = float(r)
             if r == 0.0:
                 continue
@@ -260,8 +289,10 @@ class RolloutEngine:
     # ------------------------------------------------------------------ run
     def run(self, env_id: str, num_tasks: int, group_size: int = 1, seed: int = 0,
             env_kwargs: dict[str, Any] | None = None,
-            branches: Iterable[BranchSpec] | None = None) -> list[Episode]:
-        """Play ``num_tasks`` x ``group_size`` episodes (task ``i`` uses env seed ``seed + i``) and their branches.
+            branches: Iterable[BranchSpec] | None = None, *, seeds: Sequence[int] | None = None,
+            run_id: str | None = None) -> list[Episode]:
+        """Play ``num_tasks`` x ``group_size`` episodes (task ``i`` uses env seed ``seed + i``, or ``seeds[i]``) and
+        their branches. ``run_id`` names the call in ``Episode.run_id`` (see the module docstring).
 
         Returns the episodes ordered by (group_id, sample_index)."""
         if isinstance(num_tasks, bool) or not isinstance(num_tasks, int) or num_tasks < 0:
@@ -270,7 +301,21 @@ class RolloutEngine:
             raise ValueError(f"group_size must be a positive int, got {group_size!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        if seeds is None:
+            seeds = [int(seed) + i for i in range(num_tasks)]
+        else:
+            seeds = list(seeds)
+            if len(seeds) != num_tasks:
+                raise ValueError(f"seeds has {len(seeds)} entries but num_tasks is {num_tasks}")
+            for s_ in seeds:
+                if isinstance(s_, bool) or not isinstance(s_, (int, np.integer)) or s_ < 0:
+                    raise ValueError(f"seeds must be non-negative ints, got {s_!r}")
+            seeds = [int(s_) for s_ in seeds]
+        if run_id is not None and not isinstance(run_id, str):
+            raise ValueError(f"run_id must be a str, got {run_id!r}")
         env_kwargs = dict(env_kwargs or {})
+        if run_id is None:
+            run_id = _run_id(env_id, env_kwargs, seeds, group_size)
         branches = list(branches or [])
         for b in branches:
             if not isinstance(b, BranchSpec):
@@ -280,13 +325,13 @@ class RolloutEngine:
         watch = frozenset(a for b in branches for a in b.agents(proto))
 
         t_start = time.perf_counter()
-        jobs = [_Job(make(env_id, **env_kwargs), seed=int(seed) + i, group_id=i,
-                     sample_index=j, watch=watch)
+        jobs = [_Job(make(env_id, **env_kwargs), seed=seeds[i], group_id=i, sample_index=j, watch=watch)
                 for i in range(num_tasks) for j in range(group_size)]
         self._play(jobs, seed=int(seed), phase=0, desc=f"{env_id} episodes")
         t_main = time.perf_counter() - t_start
 
-        episodes = [self._episode(job, env_id, env_kwargs) for job in jobs]
+        policies = self._settings(proto)
+        episodes = [self._episode(job, env_id, env_kwargs, run_id, policies) for job in jobs]
         t_branch = 0.0
         if branches:
             t0 = time.perf_counter()
@@ -334,16 +379,25 @@ class RolloutEngine:
                 occ[t.agent] += 1
         out = []
         if spec_.kind == "ablate":
+            before = {a: float(r) for a, r in clone.rewards.items()}
             env = clone.ablate(agent)
+            # What ablate() handed out itself (its null move may end the episode) belongs to the branch.
+            handed = {a: float(r) - before.get(a, 0.0) for a, r in env.rewards.items()}
             out.append(_Job(env, step_index=recorded.step_index, base_rewards=rewards_before, replay=replay,
-                            branch=Branch("ablate", agent, turn_index, 0)))
+                            branch=Branch("ablate", agent, turn_index, 0), start_rewards=handed))
         else:
             for s in range(spec_.k):
                 out.append(_Job(clone.clone(), step_index=recorded.step_index, base_rewards=rewards_before,
                                 replay=replay, force_first=True, branch=Branch("resample", agent, turn_index, s)))
         return out
 
-    def _episode(self, job: _Job, env_id: str, env_kwargs: dict[str, Any]) -> Episode:
+    def _settings(self, env) -> dict[str, Any]:
+        """Role -> the settings of the policy that plays it (recorded in every Episode)."""
+        roles = sorted(set(env.roles[a] for a in env.possible_agents))
+        return {role: json_safe(self._policy_for(role).settings()) for role in roles}
+
+    def _episode(self, job: _Job, env_id: str, env_kwargs: dict[str, Any], run_id: str,
+                 policies: dict[str, Any]) -> Episode:
         env = job.env
         task_id = None
         for info in job.final_infos.values():
@@ -355,7 +409,7 @@ class RolloutEngine:
             task_id=task_id, group_id=job.group_id, sample_index=job.sample_index, turns=job.turns,
             rewards=dict(job.rewards), team_rewards={k: float(v) for k, v in env.team_rewards().items()},
             transcript=json_safe(env.transcript()), tokens_generated=job.tokens, branch_tokens_generated=0,
-            wall_time_s=job.wall, branches=[], final_infos=job.final_infos)
+            wall_time_s=job.wall, branches=[], final_infos=job.final_infos, run_id=run_id, policies=policies)
 
     # ------------------------------------------------------------------ the batched loop
     def _play(self, jobs: list[_Job], seed: int, phase: int, desc: str) -> None:
@@ -451,6 +505,7 @@ class RolloutEngine:
         turn.turn_index = len(job.turns)
         turn.step_index = job.step_index
         turn.obs_digest = digest
+        turn.legal_actions = list(request.legal_actions)
         turn.reward = job.before_first.pop(agent, 0.0)
         job.turns.append(turn)
         job.last_turn[agent] = turn

@@ -41,14 +41,31 @@ class Generation:
         return len(self.completion_ids)
 
 
+SETTINGS = ("mode", "temperature", "top_p", "max_new_tokens")
+
+
 class Policy(abc.ABC):
-    """A policy backend. ``generate`` must return one :class:`Generation` per request, in order."""
+    """A policy backend. ``generate`` must return one :class:`Generation` per request, in order.
+
+    ``version`` counts weight updates (a trainer increments it after each update), so an episode records which
+    weights sampled it."""
 
     name: str = "policy"
+    version: int = 0
 
     @abc.abstractmethod
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
         """Act on a batch of turns. ``seed`` makes sampling reproducible (same seed, same outputs on CPU)."""
+
+    def settings(self) -> dict[str, Any]:
+        """What a trainer needs to interpret the recorded log-probabilities: name, version and the sampling settings
+        the backend has (``mode``, ``temperature``, ``top_p``, ``max_new_tokens``). JSON-safe."""
+        out: dict[str, Any] = {"name": str(self.name), "version": int(self.version), "backend": type(self).__name__}
+        for key in SETTINGS:
+            value = getattr(self, key, None)
+            if isinstance(value, (str, int, float, bool)):
+                out[key] = value
+        return out
 
     def close(self) -> None:
         """Release resources (GPU memory, engines)."""

@@ -1,0 +1,153 @@
+"""What the rollout engine records for credit methods and trainers: branch rewards that agree with the branch env,
+legal actions and policy settings, group keys unique across calls, fresh seeds per step, old files still read."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from baselines.episode import SCHEMA_VERSION, read_jsonl, write_jsonl
+from baselines.policies.base import Generation, Policy
+from baselines.policies.scripted import RandomPolicy
+from baselines.rollout import BranchSpec, RolloutEngine, training_seeds
+from marl_llm_envs import make
+
+
+def returns_by_replay(transcript: dict) -> dict[str, float]:
+    """Every agent's return in the episode a transcript describes, by stepping a fresh env through it and summing
+    the step rewards (and the rewards each ablation hands out) - independent of the engine's bookkeeping."""
+    env = make(transcript["env_id"], **transcript["kwargs"])
+    env.reset(seed=transcript["seed"])
+    total = {a: 0.0 for a in env.possible_agents}
+    ablations = sorted((int(i), a) for i, a in transcript["ablations"])
+
+    def ablate(env, agent):
+        before = dict(env.rewards)
+        env = env.ablate(agent)
+        for a, r in env.rewards.items():
+            total[a] += r - before.get(a, 0.0)
+        return env
+
+    k = 0
+    for i, action in enumerate(transcript["actions"]):
+        while k < len(ablations) and ablations[k][0] == i:
+            env, k = ablate(env, ablations[k][1]), k + 1
+        dead = env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
+        env.step(action["float"] if isinstance(action, dict) and "float" in action else action)
+        if not dead:
+            for a, r in env.rewards.items():
+                total[a] += r
+    while k < len(ablations):
+        env, k = ablate(env, ablations[k][1]), k + 1
+    return total
+
+
+CASES = [
+    ("think_solve-v0", {}, [BranchSpec("ablate", "solver"), BranchSpec("ablate", "thinker")]),
+    ("think_solve-v0", {"action_mode": "discrete"}, [BranchSpec("ablate", "solver"),
+                                                     BranchSpec("resample", "thinker", k=2)]),
+    ("voting-v0", {"action_mode": "discrete"}, [BranchSpec("ablate", "voter")]),
+    ("kuhn_poker-v0", {"rounds": 3, "action_mode": "discrete"}, [BranchSpec("ablate", "player_1"),
+                                                                 BranchSpec("resample", "player_0", k=2)]),
+]
+
+
+@pytest.mark.parametrize("env_id,kwargs,branches", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_branch_rewards_are_the_branch_envs_own_returns(env_id, kwargs, branches):
+    episodes = RolloutEngine(RandomPolicy(seed=1), show_progress=False).run(
+        env_id, num_tasks=4, group_size=2, seed=11, env_kwargs=kwargs, branches=branches)
+    n = 0
+    for e in episodes:
+        assert e.rewards == pytest.approx(returns_by_replay(e.transcript))
+        for b in e.branches:
+            n += 1
+            assert b.rewards == pytest.approx(returns_by_replay(b.transcript)), (b.kind, b.agent, b.turn_index)
+            env = make(env_id, **kwargs)
+            for agent, r in b.rewards.items():
+                # team members share the team's outcome; the branch's team reward is that outcome
+                assert r == pytest.approx(b.team_rewards[env.teams[agent]])
+    assert n > 0
+
+
+def test_a_terminal_ablation_hands_its_rewards_to_the_branch():
+    # think_solve's solver ablated: the null answer ends the episode inside ablate() and scores as wrong.
+    episodes = RolloutEngine(RandomPolicy(seed=0), show_progress=False).run(
+        "think_solve-v0", num_tasks=2, env_kwargs={"reward_scheme": "signed"}, branches=[BranchSpec("ablate", "solver")])
+    for e in episodes:
+        (b,) = e.branches
+        assert b.team_rewards == {"team": -1.0}
+        assert b.rewards == {"thinker": -1.0, "solver": -1.0}
+        assert b.turns == []
+
+
+def test_turns_record_the_legal_actions_offered_and_episodes_the_policy_settings():
+    episodes = RolloutEngine(RandomPolicy(seed=0), show_progress=False).run(
+        "kuhn_poker-v0", num_tasks=2, env_kwargs={"action_mode": "discrete"})
+    first = episodes[0].turns[0]
+    assert first.legal_actions == ["[check]", "[bet]"]
+    assert episodes[0].policies == {"player_0": {"name": "random", "version": 0, "backend": "RandomPolicy"},
+                                    "player_1": {"name": "random", "version": 0, "backend": "RandomPolicy"}}
+    text = RolloutEngine(RandomPolicy(seed=0), show_progress=False).run("think_solve-v0", num_tasks=1)
+    assert [t.legal_actions for t in text[0].turns] == [[], []]   # free-text turns
+
+
+def test_policy_settings_name_the_sampling_settings():
+    class Sampler(Policy):
+        name = "sampler"
+        mode, temperature, top_p, max_new_tokens = "generate", 0.7, 0.9, 64
+
+        def generate(self, requests, seed=None):
+            return [Generation(action="\\boxed{1}") for _ in requests]
+
+    policy = Sampler()
+    policy.version = 3
+    assert policy.settings() == {"name": "sampler", "version": 3, "backend": "Sampler", "mode": "generate",
+                                 "temperature": 0.7, "top_p": 0.9, "max_new_tokens": 64}
+    (e,) = RolloutEngine(policy, show_progress=False).run("think_solve-v0", 1)
+    assert e.policies["solver"]["temperature"] == 0.7 and e.policies["thinker"]["version"] == 3
+
+
+def test_group_keys_are_unique_across_calls_and_seeds_fresh_per_step():
+    engine = RolloutEngine(RandomPolicy(seed=0), show_progress=False)
+    a = engine.run("think_solve-v0", num_tasks=2, group_size=2, seed=0)
+    b = engine.run("think_solve-v0", num_tasks=2, group_size=2, seed=1)
+    assert a[0].group_id == b[0].group_id == 0
+    assert {e.group_key for e in a}.isdisjoint({e.group_key for e in b})
+    again = engine.run("think_solve-v0", num_tasks=2, group_size=2, seed=0)
+    assert [e.group_key for e in again] == [e.group_key for e in a]   # a run_id is a function of the call
+
+    steps = [training_seeds(100, k, 3) for k in range(4)]
+    assert steps[0] == [100, 101, 102] and steps[1] == [103, 104, 105]
+    flat = [s for step in steps for s in step]
+    assert len(set(flat)) == len(flat)
+    episodes = engine.run("think_solve-v0", 3, 2, seeds=steps[2], run_id="step-2")
+    assert [e.seed for e in episodes] == [106, 106, 107, 107, 108, 108]
+    assert {e.run_id for e in episodes} == {"step-2"}
+    with pytest.raises(ValueError, match="seeds has 2 entries but num_tasks is 3"):
+        engine.run("think_solve-v0", 3, seeds=[1, 2])
+    with pytest.raises(ValueError, match="step must be a non-negative int"):
+        training_seeds(0, -1, 3)
+
+
+def test_episode_files_of_schema_version_1_still_read(tmp_path):
+    episodes = RolloutEngine(RandomPolicy(seed=0), show_progress=False).run("think_solve-v0", 2)
+    path = tmp_path / "new.jsonl"
+    write_jsonl(path, episodes)
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0]) == {"schema": "marl_llm_episodes", "schema_version": SCHEMA_VERSION}
+    old = [json.dumps({"schema": "marl_llm_episodes", "schema_version": 1})]
+    for line in lines[1:]:
+        d = json.loads(line)
+        del d["run_id"], d["policies"]
+        for t in d["turns"]:
+            del t["legal_actions"]
+        old.append(json.dumps(d))
+    (tmp_path / "old.jsonl").write_text("\n".join(old) + "\n")
+    back = read_jsonl(tmp_path / "old.jsonl")
+    assert [e.rewards for e in back] == [e.rewards for e in episodes]
+    assert back[0].run_id == "" and back[0].turns[0].legal_actions == []
+    (tmp_path / "future.jsonl").write_text(json.dumps({"schema": "marl_llm_episodes", "schema_version": 99}) + "\n")
+    with pytest.raises(ValueError, match="schema_version 99 is not supported"):
+        read_jsonl(tmp_path / "future.jsonl")
