@@ -1,0 +1,74 @@
+"""Credit-assignment methods: given one team reward, which agent and which turn earned it?
+
+    from baselines.credit import make_credit, list_credits
+    method = make_credit("ccpo_v2")                      # or "package.module:MyMethod" for your own
+    episodes = engine.run("think_solve-v0", num_tasks=16, group_size=4, branches=method.branches("think_solve-v0"))
+    advantages = method.advantages(episodes)             # advantages[i][k] for episodes[i].turns[k]
+
+The contract (the trainer, the leaderboard and your code call exactly these):
+
+* ``make_credit(name, **options)``: a registered name (``list_credits()``) or ``"package.module:ClassName"``;
+  unknown names and options raise ``ValueError`` listing what exists.
+* ``method.advantages(episodes) -> list[list[float]]``: one call = one training batch; for every episode, in the
+  order given, one advantage per entry of ``episode.turns`` (the trainer spreads a turn's advantage over its
+  completion tokens). Groups (the G samples of one task) are formed by ``Episode.group_key``, never by list order.
+  A method with ``per_token = True`` returns, per turn, one value per completion token instead (``marshal`` with
+  ``variant="roll"``).
+* ``method.branches(env_id) -> list[BranchSpec]``: the counterfactual branches the rollout engine must play for it
+  (raises ``ValueError`` when the env cannot make them, before any rollout).
+* ``method.state_dict()`` / ``method.load_state_dict(state)``: JSON-safe running statistics, so a resumed run gives
+  the same next advantages.
+* ``method.diagnostics(episodes) -> dict[str, float]`` (optional): numbers worth logging.
+* Bad input (an episode with no turns, a missing branch, a NaN reward) raises ``ValueError`` naming the episode
+  (position, env, seed, group, sample) and what is missing; never a silent zero.
+
+The methods (each module's docstring states its equation and cites its source):
+
+=============  ===============================================================================================
+``broadcast``  GRPO on the shared outcome: ``(R - mean_g R) / (std_g R + 1e-6)`` on every turn
+``none``       the raw return ``R`` (no baseline; a control)
+``rae``        SPIRAL: ``R - b[env, role]``, ``b`` an EMA (0.95) read before its update
+``marshal``    MARSHAL: turn-level return-to-go minus the mean over the role's turns in the batch
+``coma``       COMA-style: ``R`` minus the mean outcome of K resamples of the agent's action, others fixed
+``loo``        leave-one-out: ``R - R_without_agent`` (voting's recount, or the agent's ablate branch)
+``ccpo_v1``    CCPO's history-aware shaping of ``R_joint - R_solo`` (think_solve)
+``ccpo_v2``    CCPO's event bonus: thinker ``+0.2`` when it helped, ``-0.2`` when it hurt (think_solve)
+``dr_mas``     Dr. MAS: GRPO normalization per role within the group, over the role's turns
+=============  ===============================================================================================
+
+Writing your own. A method is one small class; register it with ``@register("name")`` (or load it with
+``make_credit("package.module:ClassName")``). Dr. MAS's agent-wise normalization, the whole of
+``baselines/credit/dr_mas.py`` less its docstring, is a complete example::
+
+    @register("dr_mas")
+    class DrMAS(CreditMethod):
+        def __init__(self, by: str = "role", std: str | None = "population", eps: float = 1e-6) -> None:
+            if by not in ("role", "agent"):
+                raise ValueError(f"by={by!r} is not one of ['role', 'agent']")
+            self.by, self.std, self.eps = by, check_std(std), check_positive("eps", eps)
+
+        def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
+            episodes = check_batch(episodes, self.name)
+            value: dict[tuple[int, int], float] = {}
+            for members in groups(episodes).values():
+                steps: dict[str, list[tuple[int, int]]] = {}          # Y_k: (episode, turn) of role (or agent) k
+                for i in members:
+                    for k, t in enumerate(episodes[i].turns):
+                        steps.setdefault(t.role if self.by == "role" else t.agent, []).append((i, k))
+                for cells in steps.values():
+                    returns = [outcome(episodes[i], i, episodes[i].turns[k].agent) for i, k in cells]
+                    value.update(zip(cells, normalize(returns, self.std, self.eps)))
+            return fill(episodes, lambda i, k, t: value[(i, k)])
+
+The helpers it uses live in :mod:`baselines.credit.base`: ``check_batch`` (validation with clear errors),
+``groups`` (indices by group key), ``outcome`` (an agent's return), ``normalize`` (GRPO's normalization),
+``find_branches`` / ``branch_outcome`` (counterfactual outcomes) and ``fill`` (per-turn lists).
+
+Command line: ``python -m baselines.credit --episodes episodes.jsonl --method ccpo_v2`` prints per-role advantage
+statistics and the method's diagnostics for a file written by ``python -m baselines.rollout``.
+"""
+
+from baselines.credit.base import CreditMethod, list_credits, make_credit, register
+from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas  # noqa: F401,E402  (registration)
+
+__all__ = ["CreditMethod", "list_credits", "make_credit", "register"]

@@ -1,0 +1,48 @@
+"""``broadcast``: GRPO's group-relative advantage on the shared outcome, and ``none``: the raw return (a control).
+
+broadcast (GRPO, Shao et al. 2024, arXiv 2402.03300, Sec. 4.1.2 "outcome supervision"; MAGRPO's shared team
+reward, Liu et al. 2025, "LLM Collaboration With Multi-Agent Reinforcement Learning"): for agent ``a`` in episode
+``i`` of group ``g`` (the G samples of one task),
+
+    A_i = (R_i - mean_g R) / (std_g R + eps),        R_i = episode_i.rewards[a],  eps = 1e-6,
+
+on every turn of ``a``. In a team game every member has the team reward, so this is the textbook GRPO advantage of
+the team outcome, broadcast to every agent and turn ([1, 0, 0, 1] -> [+1, -1, -1, +1]); in a zero-sum game each seat
+is normalized over its own returns. An agent that exists only in some episodes of a group is normalized over those.
+``std``: ``"population"`` (default), ``"sample"`` (TRL, verl) or ``None`` (Dr. GRPO: mean-centring only).
+
+none: ``A = R`` on every turn of the agent (REINFORCE with no baseline; the leaderboard's control).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from baselines.credit.base import CreditMethod, check_batch, check_positive, check_std, fill, groups, normalize, \
+    outcome, register
+from baselines.episode import Episode
+
+
+@register("broadcast")
+class Broadcast(CreditMethod):
+    def __init__(self, std: str | None = "population", eps: float = 1e-6) -> None:
+        self.std = check_std(std)
+        self.eps = check_positive("eps", eps)
+
+    def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
+        episodes = check_batch(episodes, self.name)
+        value: dict[tuple[int, str], float] = {}
+        for members in groups(episodes).values():
+            agents = dict.fromkeys(t.agent for i in members for t in episodes[i].turns)
+            for agent in agents:
+                having = [i for i in members if any(t.agent == agent for t in episodes[i].turns)]
+                scores = normalize([outcome(episodes[i], i, agent) for i in having], self.std, self.eps)
+                value.update({(i, agent): a for i, a in zip(having, scores)})
+        return fill(episodes, lambda i, k, t: value[(i, t.agent)])
+
+
+@register("none")
+class NoBaseline(CreditMethod):
+    def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
+        episodes = check_batch(episodes, self.name)
+        return fill(episodes, lambda i, k, t: outcome(episodes[i], i, t.agent))
