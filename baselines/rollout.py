@@ -181,8 +181,9 @@ class _Job:
                  step_index: int = 0, base_rewards: dict[str, float] | None = None,
                  replay: dict[tuple[str, int], Turn] | None = None, force_first: bool = False,
                  watch: frozenset[str] = frozenset(), branch: Branch | None = None,
-                 start_rewards: dict[str, float] | None = None) -> None:
+                 start_rewards: dict[str, float] | None = None, key: tuple[int, ...] = ()) -> None:
         self.env = env
+        self.key = key                     # Request.key prefix: (env seed, sample index[, branch id...])
         self.seed = seed                   # main jobs: reset with this seed when started
         self.group_id = group_id
         self.sample_index = sample_index
@@ -325,7 +326,8 @@ class RolloutEngine:
         watch = frozenset(a for b in branches for a in b.agents(proto))
 
         t_start = time.perf_counter()
-        jobs = [_Job(make(env_id, **env_kwargs), seed=seeds[i], group_id=i, sample_index=j, watch=watch)
+        jobs = [_Job(make(env_id, **env_kwargs), seed=seeds[i], group_id=i, sample_index=j, watch=watch,
+                     key=(seeds[i], j))
                 for i in range(num_tasks) for j in range(group_size)]
         self._play(jobs, seed=int(seed), phase=0, desc=f"{env_id} episodes")
         t_main = time.perf_counter() - t_start
@@ -342,7 +344,8 @@ class RolloutEngine:
                     for turn_index, agent, clone, rewards_before in job.snapshots:
                         if agent not in agents:
                             continue
-                        for new in self._branch_jobs(spec_, episode, turn_index, agent, clone, rewards_before):
+                        for new in self._branch_jobs(spec_, episode, turn_index, agent, clone, rewards_before,
+                                                     job.key):
                             branch_jobs.append((episode, new))
             self._play([bj for _, bj in branch_jobs], seed=int(seed), phase=1, desc=f"{env_id} branches")
             for episode, bj in branch_jobs:
@@ -369,7 +372,7 @@ class RolloutEngine:
         return episodes
 
     def _branch_jobs(self, spec_: BranchSpec, episode: Episode, turn_index: int, agent: str, clone,
-                     rewards_before: dict[str, float]) -> list[_Job]:
+                     rewards_before: dict[str, float], key: tuple[int, ...] = ()) -> list[_Job]:
         recorded = episode.turns[turn_index]
         replay = None
         if spec_.replay_others:
@@ -384,11 +387,13 @@ class RolloutEngine:
             # What ablate() handed out itself (its null move may end the episode) belongs to the branch.
             handed = {a: float(r) - before.get(a, 0.0) for a, r in env.rewards.items()}
             out.append(_Job(env, step_index=recorded.step_index, base_rewards=rewards_before, replay=replay,
-                            branch=Branch("ablate", agent, turn_index, 0), start_rewards=handed))
+                            branch=Branch("ablate", agent, turn_index, 0), start_rewards=handed,
+                            key=(*key, 1, turn_index, 0)))
         else:
             for s in range(spec_.k):
                 out.append(_Job(clone.clone(), step_index=recorded.step_index, base_rewards=rewards_before,
-                                replay=replay, force_first=True, branch=Branch("resample", agent, turn_index, s)))
+                                replay=replay, force_first=True, branch=Branch("resample", agent, turn_index, s),
+                                key=(*key, 2, turn_index, s)))
         return out
 
     def _settings(self, env) -> dict[str, Any]:
@@ -454,7 +459,8 @@ class RolloutEngine:
                     agent = env.agent_selection
                     text = env.observe(agent)["text"]
                     legal = tuple(env.legal_actions(agent))
-                    request = Request(env.env_id, agent, env.roles[agent], text, legal, env)
+                    request = Request(env.env_id, agent, env.roles[agent], text, legal, env,
+                                      key=(*job.key, job.step_index))
                     pending.append((job, agent, request, _digest(text, legal)))
                 active = still
                 if not pending:

@@ -22,7 +22,9 @@ class Request:
     role: str
     text: str                          # the observation text (the env's prompt for this agent)
     legal_actions: tuple[str, ...] = ()  # text moves such as "[bet]"; () = free text (see the prompt for the format)
-    env: Any = field(default=None, compare=False, repr=False)  # the live env, for scripted policies only; read-only
+    env: Any = field(default=None, compare=False, repr=False)  # the live env, for scripted and MLP policies; read-only
+    key: tuple[int, ...] = ()          # identifies the decision (episode, sample, branch, step) independently of how
+    #                                    requests are batched, for policies that seed their sampling per request
 
 
 @dataclass

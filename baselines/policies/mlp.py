@@ -1,0 +1,128 @@
+"""A small torch MLP policy on the numeric observation, with the action mask (the micro tier: discrete mode, CPU).
+
+:class:`MLPPolicy` reads ``env.observe(agent)["observation"]`` and ``env.action_mask(agent)`` from the request's live
+env (the same information the agent sees in its text), appends a one-hot of the agent's role, and samples an action
+index from ``softmax(logits / temperature)`` over the legal actions (argmax at ``temperature=0``). Each request's
+sampling is seeded from ``(call seed, Request.key)``, so a decision does not depend on how requests are batched (a
+sharded data-parallel rollout plays the same episodes as one process).
+
+``Generation``: ``action`` = the index, ``completion_ids = [index]``, ``logprobs = [log pi(index)]`` under the sampling
+distribution, ``extra = {"obs": [...], "mask": [...], "role_index": r, "mode": "mlp"}``: what a trainer needs to
+score the decision again (:meth:`MLPPolicy.logprobs`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from baselines.policies.base import Generation, Policy, Request
+
+__all__ = ["MLP", "MLPPolicy"]
+
+
+class MLP(nn.Module):
+    """``obs (+ role one-hot) -> hidden -> hidden -> logits over the largest action space of the env``."""
+
+    def __init__(self, in_size: int, out_size: int, hidden: int = 64) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(in_size, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                                 nn.Linear(hidden, out_size))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class MLPPolicy(Policy):
+    """An :class:`MLP` behind the policy protocol (discrete mode only)."""
+
+    def __init__(self, module: nn.Module, roles: Sequence[str], action_size: int, temperature: float = 1.0,
+                 name: str = "mlp") -> None:
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        self.module = module
+        self.roles = list(roles)
+        self.action_size = int(action_size)
+        self.temperature = float(temperature)
+        self.mode = "mlp"
+        self.name = name
+
+    @classmethod
+    def for_env(cls, env, roles: Sequence[str] | None = None, hidden: int = 64, seed: int = 0,
+                temperature: float = 1.0, name: str = "mlp") -> "MLPPolicy":
+        """An MLP sized for ``env`` (its vector size, its roles, its largest action list), initialised from ``seed``."""
+        if getattr(env, "action_mode", "") != "discrete":
+            raise ValueError(f"an MLP policy plays discrete mode; {env.env_id} is in {env.action_mode!r} mode "
+                             "(use --action-mode discrete)")
+        roles = list(roles or sorted(set(env.roles.values())))
+        size = max(len(env.action_names(a)) for a in env.possible_agents)
+        with torch.random.fork_rng(devices=[]):   # the global torch RNG is left as it was
+            torch.manual_seed(int(seed))
+            module = MLP(env.vector_size + len(roles), size, hidden)
+        return cls(module, roles, size, temperature, name)
+
+    def features(self, obs: Sequence[float], role_index: int) -> np.ndarray:
+        x = np.zeros(len(obs) + len(self.roles), np.float32)
+        x[:len(obs)] = obs
+        x[len(obs) + role_index] = 1.0
+        return x
+
+    def log_policy(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities of the legal actions (illegal ones get a large negative logit, never -inf)."""
+        logits = self.module(x).float()
+        t = self.temperature if self.temperature > 0 else 1.0
+        logits = (logits / t).masked_fill(mask <= 0, -1e9)
+        return torch.log_softmax(logits, dim=-1)
+
+    def logprobs(self, extras: Sequence[dict[str, Any]], actions: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(log pi(action), entropy)`` for recorded decisions (differentiable when grad is enabled)."""
+        device = next(self.module.parameters()).device
+        x = torch.tensor(np.stack([self.features(e["obs"], e["role_index"]) for e in extras]), device=device)
+        mask = torch.zeros(len(extras), self.action_size, device=device)
+        for i, e in enumerate(extras):
+            mask[i, :len(e["mask"])] = torch.tensor(e["mask"], dtype=torch.float32)
+        logp = self.log_policy(x, mask)
+        picked = logp.gather(-1, torch.tensor(list(actions), device=device)[:, None])[:, 0]
+        p = logp.exp() * (mask > 0)
+        entropy = -(p * torch.where(mask > 0, logp, torch.zeros_like(logp))).sum(-1)
+        return picked, entropy
+
+    def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
+        if not requests:
+            return []
+        extras = []
+        for r in requests:
+            if r.env is None:
+                raise ValueError(f"{self.name} needs request.env (the live env) for {r.env_id}/{r.agent}")
+            if r.role not in self.roles:
+                raise ValueError(f"{self.name} plays roles {self.roles}, not {r.role!r}")
+            obs = r.env.observe(r.agent)
+            if "action_mask" not in obs:
+                raise ValueError(f"{self.name} plays discrete mode; {r.env_id} is in text mode")
+            extras.append({"obs": [float(v) for v in obs["observation"]],
+                           "mask": [int(v) for v in obs["action_mask"]], "role_index": self.roles.index(r.role)})
+        with torch.no_grad():
+            device = next(self.module.parameters()).device
+            x = torch.tensor(np.stack([self.features(e["obs"], e["role_index"]) for e in extras]), device=device)
+            mask = torch.zeros(len(extras), self.action_size, device=device)
+            for i, e in enumerate(extras):
+                mask[i, :len(e["mask"])] = torch.tensor(e["mask"], dtype=torch.float32)
+            logp = self.log_policy(x, mask).cpu().numpy().astype(np.float64)
+        out = []
+        base = 0 if seed is None else int(seed)
+        for i, (r, e) in enumerate(zip(requests, extras)):
+            legal = np.flatnonzero(np.asarray(e["mask"]) > 0)
+            if legal.size == 0:
+                raise ValueError(f"{r.env_id}/{r.agent}: no legal action")
+            if self.temperature <= 0:
+                a = int(legal[np.argmax(logp[i, legal])])
+            else:
+                p = np.exp(logp[i, legal])
+                rng = np.random.default_rng([base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i])
+                a = int(legal[rng.choice(legal.size, p=p / p.sum())])
+            out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[float(logp[i, a])],
+                                  extra={**e, "mode": "mlp"}))
+        return out

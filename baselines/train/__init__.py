@@ -1,0 +1,15 @@
+"""The trainer: rollout -> credit -> clipped policy-gradient update, for LLM teams and small MLP policies.
+
+    python -m baselines.train --env think_solve-v0 --credit ccpo_v2 --model tiny --steps 20 --out runs/x
+    python -m baselines.train --env voting-v0 --action-mode discrete --credit loo --model mlp --steps 200 --out runs/v
+
+:class:`~baselines.train.config.TrainConfig` holds every hyperparameter (``python -m baselines.train --help``);
+:func:`~baselines.train.loop.train` runs it. See :mod:`baselines.train.loop` (the loop and data parallel),
+:mod:`baselines.train.loss` (the loss), :mod:`baselines.train.learners` (which weights are trained) and
+:mod:`baselines.train.checkpoint` (atomic checkpoints, exact resume).
+"""
+
+from baselines.train.config import TrainConfig
+from baselines.train.loop import train
+
+__all__ = ["TrainConfig", "train"]

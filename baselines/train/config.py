@@ -1,0 +1,206 @@
+"""The trainer's configuration: one dataclass, every hyperparameter with its help text; the CLI is generated from it.
+
+``TrainConfig.from_args(argv)`` parses ``--field-name VALUE`` for every field (booleans are ``--flag`` /
+``--no-flag``; dict fields take JSON), and ``check()`` validates everything that can be known before a rollout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+AGGREGATIONS = ("token-mean", "seq-mean")
+ADAPTERS = ("none", "shared", "per_role")
+MODES = ("generate", "choice")
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help, **kw})
+    return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass
+class TrainConfig:
+    # ---- what is played
+    env: str = _f("think_solve-v0", "env id, e.g. think_solve-v0, voting-v0, kuhn_poker-v0")
+    env_kwargs: dict = _f({}, "JSON dict of env kwargs, e.g. '{\"n_voters\": 3}'")
+    action_mode: str = _f("", "the env's action mode: text or discrete (default: text for LLMs, discrete for mlp)")
+    # ---- who plays it, and which weights are trained
+    model: str = _f("tiny", "one model for every role ('tiny', 'smollm2-135m', a local path, or 'mlp' for a small "
+                            "MLP on the numeric observation), or one per role: 'thinker=smollm2-135m,solver=tiny'")
+    mode: str = _f("generate", "LLM decisions: 'generate' (free text) or 'choice' (score each legal move)")
+    adapters: str = _f("none", "LoRA (peft): 'none' (train the full weights), 'shared' (one adapter for every role "
+                               "of a model) or 'per_role' (one adapter per role on a shared base)")
+    lora_r: int = _f(8, "LoRA rank")
+    lora_alpha: float = _f(16.0, "LoRA alpha")
+    frozen: str = _f("", "comma-separated roles whose policy plays but is not trained (e.g. 'solver')")
+    partners: str = _f("", "roles played by a scripted bot: 'player_1=reference' (the env's reference bot) or "
+                           "'player_1=random'")
+    alternate_every: int = _f(0, "train one role at a time, switching every N steps (CCPO's schedule); 0 = all "
+                                 "roles every step")
+    # ---- credit
+    credit: str = _f("broadcast", "credit method: a name from baselines.credit.list_credits() or module:Class")
+    credit_options: dict = _f({}, "JSON dict of credit-method options, e.g. '{\"std\": \"sample\"}'")
+    # ---- budget and batch
+    steps: int = _f(20, "training steps (one rollout batch and one update each)")
+    tasks_per_step: int = _f(8, "tasks (GRPO groups) per step")
+    group_size: int = _f(4, "samples per task (G)")
+    seed: int = _f(0, "base seed: env seeds of step k are training_seeds(seed, k, tasks_per_step); model init too")
+    # ---- sampling
+    temperature: float = _f(1.0, "sampling temperature of the rollout policies")
+    top_p: float = _f(1.0, "top-p of the rollout policies")
+    max_new_tokens: int = _f(32, "completion length limit (generate mode)")
+    # ---- the update
+    lr: float = _f(0.0, "AdamW learning rate; 0 = by what is trained: 3e-3 for an MLP, 1e-4 for LoRA adapters, "
+                        "1e-5 for full LLM weights")
+    weight_decay: float = _f(0.0, "AdamW weight decay")
+    clip_low: float = _f(0.2, "PPO ratio clip below 1 (ratio >= 1 - clip_low)")
+    clip_high: float = _f(0.28, "PPO ratio clip above 1 (ratio <= 1 + clip_high; DAPO's clip-higher)")
+    kl_coef: float = _f(0.0, "coefficient of the k3 KL estimator to a frozen copy of the initial policy (0 = off)")
+    entropy_coef: float = _f(0.0, "entropy bonus coefficient (mlp and choice mode; 0 = off)")
+    aggregation: str = _f("token-mean", "loss aggregation: 'token-mean' (every trained token of the batch weighs "
+                                        "the same) or 'seq-mean' (every turn weighs the same)")
+    ppo_epochs: int = _f(1, "optimizer passes over each batch")
+    micro_batch_tokens: int = _f(4096, "gradient accumulation: at most this many prompt+completion tokens per forward")
+    grad_clip: float = _f(1.0, "max gradient norm (0 = no clipping)")
+    # ---- hardware
+    device: str = _f("cpu", "cpu or cuda")
+    dtype: str = _f("float32", "training dtype: float32, or bfloat16 (autocast; logits in float32 for the loss)")
+    compile: bool = _f(False, "torch.compile the training forward")
+    # ---- output
+    out: str = _f("runs/run", "output folder: config.json, metrics.jsonl, checkpoints/, tensorboard/")
+    save_every: int = _f(10, "write a checkpoint every N steps (and at the end)")
+    keep_checkpoints: int = _f(2, "how many recent checkpoints to keep")
+    resume: bool = _f(False, "continue the run in --out from its latest checkpoint")
+    tensorboard: bool = _f(True, "also log to TensorBoard when it is installed")
+    wandb: str = _f("", "W&B project to log to (needs wandb installed); empty = off")
+    progress: bool = _f(True, "show a progress bar")
+
+    # ------------------------------------------------------------------ parsing
+    @classmethod
+    def parser(cls) -> argparse.ArgumentParser:
+        p = argparse.ArgumentParser(prog="python -m baselines.train",
+                                    description="Train a team of LLM agents (or small MLP policies) with a credit "
+                                                "method: rollout -> credit -> clipped policy-gradient update.")
+        for f in dataclasses.fields(cls):
+            name = "--" + f.name.replace("_", "-")
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            help_ = f"{f.metadata['help']} (default: {json.dumps(default)})"
+            if f.type in ("bool", bool):
+                p.add_argument(name, action=argparse.BooleanOptionalAction, default=default, help=help_)
+            elif f.type in ("dict", dict):
+                p.add_argument(name, type=_json_dict(f.name), default=default, help=help_, metavar="JSON")
+            else:
+                kind = {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
+                p.add_argument(name, type=kind, default=default, help=help_)
+        return p
+
+    @classmethod
+    def from_args(cls, argv: Sequence[str] | None = None) -> "TrainConfig":
+        ns = cls.parser().parse_args(argv)
+        return cls(**vars(ns))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def hash(self) -> str:
+        """A digest of everything that changes the result (not where it is written or how it is shown)."""
+        d = {k: v for k, v in self.to_dict().items()
+             if k not in ("out", "resume", "progress", "tensorboard", "wandb", "save_every", "keep_checkpoints",
+                          "steps")}   # --resume --steps N extends a run
+        return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+    # ------------------------------------------------------------------ derived
+    def learning_rate(self, model_name: str) -> float:
+        if self.lr > 0:
+            return self.lr
+        if model_name == "mlp":
+            return 3e-3
+        return 1e-4 if self.adapters != "none" else 1e-5
+
+    def model_by_role(self, roles: Sequence[str]) -> dict[str, str]:
+        """``--model`` as role -> model name (every role of the env), or a clear error."""
+        spec = self.model.strip()
+        if not spec:
+            raise ValueError("--model is empty")
+        if "=" not in spec:
+            return {r: spec for r in roles}
+        out: dict[str, str] = {}
+        for part in (p.strip() for p in spec.split(",") if p.strip()):
+            role, sep, name = part.partition("=")
+            if not sep or not role or not name:
+                raise ValueError(f"--model part {part!r} is not ROLE=MODEL")
+            if role not in roles:
+                raise ValueError(f"--model names role {role!r}, which {self.env} does not have; its roles: "
+                                 f"{', '.join(roles)}")
+            out[role] = name
+        missing = [r for r in roles if r not in out and r not in self.partner_by_role(roles)]
+        if missing:
+            raise ValueError(f"--model gives no model for role(s) {missing} of {self.env}")
+        return out
+
+    def partner_by_role(self, roles: Sequence[str]) -> dict[str, str]:
+        out = {}
+        for part in (p.strip() for p in self.partners.split(",") if p.strip()):
+            role, sep, kind = part.partition("=")
+            if not sep or kind not in ("reference", "random"):
+                raise ValueError(f"--partners part {part!r} is not ROLE=reference or ROLE=random")
+            if role not in roles:
+                raise ValueError(f"--partners names role {role!r}, which {self.env} does not have; its roles: "
+                                 f"{', '.join(roles)}")
+            out[role] = kind
+        return out
+
+    def frozen_roles(self, roles: Sequence[str]) -> list[str]:
+        out = [r.strip() for r in self.frozen.split(",") if r.strip()]
+        for r in out:
+            if r not in roles:
+                raise ValueError(f"--frozen names role {r!r}, which {self.env} does not have; its roles: "
+                                 f"{', '.join(roles)}")
+        return out
+
+    def check(self) -> None:
+        """Everything that can be checked before a rollout (the rest is checked when the team is built)."""
+        def positive(name: str, value: float) -> None:
+            if not value > 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value!r}")
+        for name in ("steps", "tasks_per_step", "group_size", "max_new_tokens", "micro_batch_tokens",
+                     "ppo_epochs", "save_every", "keep_checkpoints", "lora_r", "lora_alpha"):
+            positive(name, getattr(self, name))
+        for name in ("lr", "clip_low", "clip_high", "kl_coef", "entropy_coef", "weight_decay", "grad_clip", "alternate_every",
+                     "temperature", "seed"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)!r}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"--top-p must be in (0, 1], got {self.top_p!r}")
+        if self.clip_low >= 1:
+            raise ValueError(f"--clip-low must be < 1, got {self.clip_low!r}")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"--aggregation must be one of {list(AGGREGATIONS)}, got {self.aggregation!r}")
+        if self.adapters not in ADAPTERS:
+            raise ValueError(f"--adapters must be one of {list(ADAPTERS)}, got {self.adapters!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"--mode must be one of {list(MODES)}, got {self.mode!r}")
+        if self.action_mode not in ("", "text", "discrete"):
+            raise ValueError(f"--action-mode must be text or discrete, got {self.action_mode!r}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"--dtype must be float32 or bfloat16, got {self.dtype!r}")
+        if "action_mode" in self.env_kwargs:
+            raise ValueError("give the action mode with --action-mode, not in --env-kwargs")
+
+
+def _json_dict(name: str):
+    def parse(text: str) -> dict:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise argparse.ArgumentTypeError(f"--{name.replace('_', '-')} is not valid JSON: {e}") from None
+        if not isinstance(value, dict):
+            raise argparse.ArgumentTypeError(f"--{name.replace('_', '-')} must be a JSON object")
+        return value
+    return parse

@@ -1,0 +1,299 @@
+"""What is trained: a *learner* owns one set of weights (a model, its LoRA adapters, or an MLP), the roles it plays,
+its optimizer, and scores recorded decisions again (differentiably) for the update.
+
+Which weights, as a choice and not a fork of the code (:func:`build_team`):
+
+* one shared model for every role (``--model tiny``; SPIRAL, MARSHAL);
+* one LoRA adapter per role on a shared base (``--adapters per_role``; peft, the batch split by role) or one shared
+  adapter (``--adapters shared``);
+* separate models per role, possibly of different sizes (``--model thinker=smollm2-135m,solver=tiny``);
+* frozen roles (``--frozen solver``: played, never updated) and scripted partners (``--partners
+  player_1=reference``);
+* a small MLP on the numeric observation (``--model mlp``, discrete mode): the micro tier.
+
+Scoring a decision again. Free generation: the completion tokens' log-probabilities under ``softmax(logits / T)``
+(:func:`~baselines.policies.hf.sequence_logprobs`), without the top-p cut, so every sampled token has a finite
+log-probability. Choice mode: ``log softmax(loglik / T)[chosen]`` over the legal moves, each move's log-likelihood the
+sum of its tokens' (one "token" per decision). MLP: ``log softmax(logits / T)`` over the legal actions.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+from baselines.policies.base import Generation, Policy, Request
+
+__all__ = ["Learner", "Sample", "build_team"]
+
+
+@dataclass
+class Sample:
+    """One trained decision: a turn of a main episode, with its advantage per scored token."""
+
+    role: str
+    kind: str                      # "generate", "choice" or "mlp"
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    sampler_lp: list[float]        # the behaviour log-probabilities recorded at sampling time (one per scored token)
+    adv: list[float]               # one per scored token
+    legal: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    weight: float = 0.0            # aggregation weight of each of its tokens (see baselines.train.loss)
+
+    @property
+    def n(self) -> int:
+        return len(self.sampler_lp)
+
+    @property
+    def cost(self) -> int:
+        """Tokens one forward pass over this sample reads (for micro-batching by a token budget)."""
+        if self.kind == "choice":
+            return (len(self.prompt_ids) + 8) * max(1, len(self.legal))
+        if self.kind == "mlp":
+            return 1
+        return len(self.prompt_ids) + len(self.completion_ids)
+
+
+class AdapterPolicy(Policy):
+    """A policy that switches the shared peft model to one adapter before generating."""
+
+    def __init__(self, inner: Policy, model, adapter: str) -> None:
+        self.inner, self.model, self.adapter = inner, model, adapter
+        self.name = f"{inner.name}+{adapter}"
+
+    def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
+        self.model.set_adapter(self.adapter)
+        return self.inner.generate(requests, seed)
+
+    def settings(self) -> dict[str, Any]:
+        return {**self.inner.settings(), "name": self.name, "version": self.version, "adapter": self.adapter}
+
+
+class Learner:
+    """One set of trained (or frozen) weights and the roles that play with them."""
+
+    def __init__(self, roles: list[str], module: nn.Module, policies: dict[str, Policy], trainable: list[str],
+                 name: str, model_name: str = "") -> None:
+        self.roles, self.module, self.policies, self.trainable, self.name = roles, module, policies, trainable, name
+        self.model_name = model_name
+        self.forward_module: nn.Module = module    # the DDP-wrapped module under data parallel
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.reference: Any = None
+
+    def parameters(self) -> list[nn.Parameter]:
+        return [p for p in self.module.parameters() if p.requires_grad]
+
+    def set_version(self, version: int) -> None:
+        for p in self.policies.values():
+            p.version = version
+            if isinstance(p, AdapterPolicy):
+                p.inner.version = version
+
+    def logprobs(self, samples: list[Sample]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """New log-probabilities of every scored token of ``samples`` (flat, in order) and, where defined, the
+        policy's entropy at each (choice and MLP decisions)."""
+        raise NotImplementedError
+
+    def ref_logprobs(self, samples: list[Sample]) -> torch.Tensor:
+        """The same under the frozen initial policy (for the KL term)."""
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.module.load_state_dict(state)
+
+
+class MLPLearner(Learner):
+    def __init__(self, roles, policy, trainable, name) -> None:
+        super().__init__(roles, policy.module, {r: policy for r in roles}, trainable, name)
+        self.policy = policy
+
+    def logprobs(self, samples):
+        lp, ent = self._score(self.policy, samples)
+        return lp, ent
+
+    def ref_logprobs(self, samples):
+        if self.reference is None:
+            self.reference = copy.deepcopy(self.policy)
+            self.reference.module = copy.deepcopy(self.policy.module).requires_grad_(False)
+        with torch.no_grad():
+            return self._score(self.reference, samples)[0]
+
+    def _score(self, policy, samples):
+        if policy is self.policy and self.forward_module is not self.module:
+            policy = copy.copy(policy)
+            policy.module = self.forward_module
+        return policy.logprobs([s.extra for s in samples], [s.completion_ids[0] for s in samples])
+
+
+class LLMLearner(Learner):
+    def __init__(self, roles, model, tokenizer, policies, trainable, name, adapters: str, temperature: float) -> None:
+        super().__init__(roles, model, policies, trainable, name)
+        self.tokenizer, self.adapters, self.temperature = tokenizer, adapters, temperature
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    def state_dict(self):
+        state = super().state_dict()
+        return {k: v for k, v in state.items() if "lora_" in k} if self.adapters != "none" else state
+
+    def load_state_dict(self, state):
+        self.module.load_state_dict(state, strict=self.adapters == "none")
+
+    def _by_adapter(self, samples: list[Sample], switch: bool = True):
+        """Runs of samples that share an adapter (per-role adapters: one run per role), in order."""
+        if self.adapters != "per_role" or not switch:
+            yield None, list(range(len(samples)))
+            return
+        for role in dict.fromkeys(s.role for s in samples):
+            yield role, [i for i, s in enumerate(samples) if s.role == role]
+
+    def logprobs(self, samples):
+        return self._score(samples, self.forward_module)
+
+    def ref_logprobs(self, samples):
+        with torch.no_grad():
+            if self.adapters != "none":
+                with self.module.disable_adapter():
+                    return self._score(samples, self.module, switch=False)[0]
+            if self.reference is None:
+                self.reference = copy.deepcopy(self.module).requires_grad_(False)
+            return self._score(samples, self.reference)[0]
+
+    def _score(self, samples, model, switch: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        from baselines.policies.hf import sequence_logprobs
+
+        t = self.temperature if self.temperature > 0 else 1.0
+        out: list[torch.Tensor | None] = [None] * len(samples)
+        ent: list[torch.Tensor | None] = [None] * len(samples)
+        for adapter, idx in self._by_adapter(samples, switch):
+            if adapter is not None:
+                self.module.set_adapter(adapter)
+                for n, p in self.module.named_parameters():   # set_adapter freezes the other adapters; keep them
+                    if "lora_" in n:                              # trainable so the optimizer state stays aligned
+                        p.requires_grad_(True)
+            gen = [i for i in idx if samples[i].kind == "generate"]
+            if gen:
+                scores = sequence_logprobs(model, [samples[i].prompt_ids for i in gen],
+                                           [samples[i].completion_ids for i in gen], temperature=t, pad_id=self.pad_id)
+                for i, s in zip(gen, scores):
+                    out[i] = s
+            choice = [i for i in idx if samples[i].kind == "choice"]
+            if choice:
+                pairs = [(samples[i].prompt_ids, self._action_ids(a)) for i in choice for a in samples[i].legal]
+                lls = sequence_logprobs(model, [p for p, _ in pairs], [a for _, a in pairs], pad_id=self.pad_id)
+                k = 0
+                for i in choice:
+                    m = len(samples[i].legal)
+                    ll = torch.stack([x.sum() for x in lls[k:k + m]])
+                    k += m
+                    logq = torch.log_softmax(ll / t, dim=0)
+                    out[i] = logq[int(samples[i].extra["choice_index"])].reshape(1)
+                    ent[i] = -(logq.exp() * logq).sum().reshape(1)
+        flat = torch.cat(out) if out else torch.zeros(0)
+        if any(e is None for e in ent):
+            return flat, None
+        return flat, torch.cat(ent)
+
+    def _action_ids(self, action: str) -> list[int]:
+        # the same tokenization as TransformersPolicy's choice mode
+        return list(self.tokenizer(action, add_special_tokens=False)["input_ids"])
+
+
+# ---------------------------------------------------------------------- the team
+@dataclass
+class Team:
+    learners: list[Learner]
+    policies: dict[str, Policy]        # role -> the policy that plays it (learners' and scripted partners')
+    trainable: list[str]               # roles whose turns are trained
+
+    def learner_of(self, role: str) -> Learner | None:
+        return next((lr for lr in self.learners if role in lr.trainable), None)
+
+
+def build_team(cfg, env, roles: list[str]) -> Team:
+    """Learners and policies for ``cfg`` on ``env`` (a made env of the right action mode), or a clear error."""
+    from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
+
+    partners = cfg.partner_by_role(roles)
+    models = cfg.model_by_role(roles)
+    frozen = cfg.frozen_roles(roles)
+    for role in partners:
+        models.pop(role, None)
+        if role in frozen:
+            raise ValueError(f"role {role!r} is a scripted partner; it cannot also be --frozen")
+    if not models:
+        raise ValueError("every role is a scripted partner: nothing would be trained")
+    shared = "=" not in cfg.model
+    groups: list[tuple[str, list[str]]] = []      # (model name, roles sharing its weights)
+    for role, name in models.items():
+        if shared and groups:
+            groups[0][1].append(role)
+        else:
+            groups.append((name, [role]))
+    policies: dict[str, Policy] = {}
+    for role, kind in partners.items():
+        if kind == "random":
+            policies[role] = RandomPolicy(seed=cfg.seed)
+        else:
+            from marl_llm_envs.reference import reference_policies
+
+            bots = reference_policies(cfg.env)
+            if not bots:
+                raise ValueError(f"{cfg.env} has no reference bot for --partners {role}=reference")
+            name, fn = next(iter(bots.items()))
+            policies[role] = ScriptedPolicy(fn, seed=cfg.seed, name=f"reference:{name}")
+    learners: list[Learner] = []
+    for n, (name, group_roles) in enumerate(groups):
+        trainable = [r for r in group_roles if r not in frozen]
+        label = f"{name}[{','.join(group_roles)}]"
+        if name == "mlp":
+            from baselines.policies.mlp import MLPPolicy
+
+            if cfg.adapters != "none":
+                raise ValueError("--adapters (LoRA) is for LLMs; an MLP trains its full weights")
+            policy = MLPPolicy.for_env(env, group_roles, seed=cfg.seed + n, temperature=cfg.temperature)
+            learner: Learner = MLPLearner(group_roles, policy, trainable, label)
+        else:
+            learner = _llm_learner(cfg, name, group_roles, trainable, label)
+        learner.module.to(cfg.device)
+        learner.model_name = name
+        learners.append(learner)
+        policies.update(learner.policies)
+    trained = [r for lr in learners for r in lr.trainable]
+    if not trained:
+        raise ValueError(f"every role is frozen or scripted ({', '.join(roles)}): nothing would be trained")
+    return Team(learners, policies, trained)
+
+
+def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: str) -> LLMLearner:
+    from baselines.models import load_model
+    from baselines.policies.hf import TransformersPolicy
+
+    model, tok = load_model(name, device=cfg.device)
+    model.requires_grad_(True)
+    settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens)
+    if cfg.adapters == "none":
+        policy = TransformersPolicy(model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
+        return LLMLearner(roles, model, tok, {r: policy for r in roles}, trainable, label, "none", cfg.temperature)
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError:
+        raise ImportError("--adapters needs peft: pip install peft") from None
+    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", lora_dropout=0.0,
+                      task_type="CAUSAL_LM")
+    names = list(roles) if cfg.adapters == "per_role" else ["shared"]
+    peft_model = get_peft_model(model, lora, adapter_name=names[0])
+    for adapter in names[1:]:
+        peft_model.add_adapter(adapter, lora)
+    for n, p in peft_model.named_parameters():
+        p.requires_grad_("lora_" in n)
+    inner = TransformersPolicy(peft_model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
+    policies = {r: AdapterPolicy(inner, peft_model, r if cfg.adapters == "per_role" else "shared") for r in roles}
+    return LLMLearner(roles, peft_model, tok, policies, trainable, label, cfg.adapters, cfg.temperature)

@@ -1,0 +1,55 @@
+"""The policy-gradient loss: token-level clipped surrogate (PPO / GRPO, DAPO's separate clip bounds), an optional
+k3 KL to a frozen reference, an optional entropy bonus.
+
+For a trained token ``t`` with advantage ``A_t``, new log-probability ``l_t``, old (behaviour) ``o_t``, reference
+``q_t``:
+
+    r_t = exp(l_t - o_t)
+    L_t = max(-A_t r_t, -A_t clip(r_t, 1 - clip_low, 1 + clip_high)) + kl_coef * (exp(q_t - l_t) - (q_t - l_t) - 1)
+          - entropy_coef * H_t
+
+and the batch loss is ``sum_t w_t L_t`` with aggregation weights ``w_t``: ``1 / N`` for ``"token-mean"`` (N = trained
+tokens of the batch: every token weighs the same, as DAPO) or ``1 / (S * n_s)`` for ``"seq-mean"`` (S = trained
+turns, n_s = tokens of turn s: every turn weighs the same, as GRPO's paper). The weights are computed over the whole
+batch before it is split into micro-batches, so gradient accumulation gives the same gradient as one pass.
+Log-ratios are clamped to [-20, 20] before ``exp`` so one stale token cannot turn the loss into inf or NaN.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["aggregation_weights", "policy_loss"]
+
+
+def aggregation_weights(lengths: list[int], aggregation: str) -> list[float]:
+    """The per-token weight of each sequence (all its tokens share it) for the whole batch."""
+    n_tokens, n_seqs = sum(lengths), sum(1 for n in lengths if n > 0)
+    if aggregation == "token-mean":
+        return [1.0 / n_tokens if n_tokens else 0.0 for _ in lengths]
+    if aggregation == "seq-mean":
+        return [1.0 / (n_seqs * n) if n else 0.0 for n in lengths]
+    raise ValueError(f"aggregation={aggregation!r} is not 'token-mean' or 'seq-mean'")
+
+
+def policy_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, adv: torch.Tensor, weights: torch.Tensor, *,
+                clip_low: float, clip_high: float, ref_lp: torch.Tensor | None = None, kl_coef: float = 0.0,
+                entropy: torch.Tensor | None = None, entropy_coef: float = 0.0) -> tuple[torch.Tensor, dict]:
+    """The weighted loss of a micro-batch of tokens (1-D tensors of equal length) and its statistics (weighted
+    sums, so micro-batches add up: ``clipped``, ``kl``, ``ratio_max``)."""
+    log_ratio = (new_lp - old_lp).clamp(-20.0, 20.0)
+    ratio = torch.exp(log_ratio)
+    unclipped = -adv * ratio
+    clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    per_token = torch.maximum(unclipped, clipped)
+    with torch.no_grad():
+        stats = {"clipped": float(((clipped > unclipped).float() * weights).sum()),
+                 "ratio_max": float(ratio.max()) if ratio.numel() else 1.0}
+    if kl_coef > 0 and ref_lp is not None:
+        d = (ref_lp - new_lp).clamp(-20.0, 20.0)
+        k3 = torch.exp(d) - d - 1.0
+        per_token = per_token + kl_coef * k3
+        stats["kl"] = float((k3.detach() * weights).sum())
+    if entropy_coef > 0 and entropy is not None:
+        per_token = per_token - entropy_coef * entropy
+    return (per_token * weights).sum(), stats

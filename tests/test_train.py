@@ -1,0 +1,199 @@
+"""The trainer: the loss and its clip bounds, one update moves a decision's log-probability the right way (free
+generation, choice mode, per-role LoRA), the MLP tier learns, kill -9 and resume, data parallel, bad configs."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from baselines.rollout import RolloutEngine
+from baselines.train import TrainConfig, train
+from baselines.train.learners import build_team
+from baselines.train.loop import KILL_ENV, _Dist, _samples, _update
+from baselines.train.loss import aggregation_weights, policy_loss
+from marl_llm_envs import make
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------------- the loss
+def test_clip_bounds_cut_the_gradient_outside_the_trust_region():
+    old = torch.zeros(4)
+    new = torch.log(torch.tensor([1.5, 1.1, 0.5, 0.9])).requires_grad_(True)
+    adv = torch.tensor([1.0, 1.0, -1.0, -1.0])
+    w = torch.full((4,), 0.25)
+    loss, stats = policy_loss(new, old, adv, w, clip_low=0.2, clip_high=0.28)
+    loss.backward()
+    # token 0: ratio 1.5 > 1.28 with A > 0 -> clipped at 1.28, no gradient; token 2: ratio 0.5 < 0.8 with A < 0 ->
+    # clipped at 0.8, no gradient; tokens 1 and 3 inside: d/dl (-A r) = -A r.
+    assert loss.item() == pytest.approx(0.25 * (-1.28 - 1.1 + 0.8 + 0.9))
+    assert new.grad.tolist() == pytest.approx([0.0, -0.25 * 1.1, 0.0, 0.25 * 0.9])
+    assert stats["clipped"] == pytest.approx(0.5)
+
+
+def test_k3_kl_and_finite_loss_for_a_token_outside_the_nucleus():
+    new = torch.tensor([-1.0, -2.0])
+    d = torch.tensor([0.5, -0.5])        # ref - new
+    _, stats = policy_loss(new, new.clone(), torch.zeros(2), torch.full((2,), 0.5), clip_low=0.2, clip_high=0.2,
+                           ref_lp=new + d, kl_coef=0.1)
+    assert stats["kl"] == pytest.approx(float(0.5 * (torch.exp(d) - d - 1).sum()))
+    old = torch.tensor([-math.inf, -1.0])   # a sampler's -inf (outside its top-p nucleus) never reaches exp()
+    loss, _ = policy_loss(torch.tensor([-3.0, -1.0]), old, torch.ones(2), torch.ones(2), clip_low=0.2, clip_high=0.2)
+    assert math.isfinite(loss.item())
+
+
+def test_aggregation_weights_token_mean_and_seq_mean():
+    assert aggregation_weights([2, 6], "token-mean") == [0.125, 0.125]
+    assert aggregation_weights([2, 6], "seq-mean") == [0.25, 1 / 12]
+
+
+# ---------------------------------------------------------------------- one update, the right direction
+def _one_update(cfg: TrainConfig, env_id: str, kwargs: dict, sign: dict[str, float], roles_now=None):
+    env = make(env_id, **kwargs)
+    roles = sorted(set(env.roles.values()))
+    team = build_team(cfg, env, roles)
+    for learner in team.learners:
+        learner.optimizer = torch.optim.AdamW(learner.parameters(), lr=cfg.learning_rate(learner.model_name))
+    episodes = RolloutEngine(team.policies, show_progress=False).run(env_id, 2, 2, seed=3, env_kwargs=kwargs)
+    adv = [[sign.get(t.role, 0.0) for t in e.turns] for e in episodes]
+    roles_now = set(roles_now or team.trainable)
+    samples = _samples(team, episodes, adv, roles_now)
+    total = {lr.name: [s.n for s in samples if s.role in lr.trainable] for lr in team.learners}
+    learner = team.learners[0]
+    params = {n: p.detach().clone() for n, p in learner.module.named_parameters()}
+    with torch.no_grad():
+        before = learner.logprobs(samples)[0].clone()
+    stats = _update(team, cfg, _Dist(cfg), samples, total, roles_now)
+    with torch.no_grad():
+        after = learner.logprobs(samples)[0]
+    return team, samples, before, after, stats, params
+
+
+def test_a_positive_advantage_raises_the_turns_logprob_in_free_generation():
+    cfg = TrainConfig(env="think_solve-v0", model="tiny", max_new_tokens=6, lr=1e-3)
+    _, samples, before, after, stats, _ = _one_update(cfg, "think_solve-v0", {}, {"thinker": 1.0, "solver": 1.0})
+    assert samples and all(s.kind == "generate" for s in samples)
+    assert float(after.sum()) > float(before.sum())
+    assert stats["recompute_gap_max"] < 1e-3          # float32: the recompute matches the sampler
+
+
+def test_a_negative_advantage_lowers_a_choice_mode_decision():
+    cfg = TrainConfig(env="kuhn_poker-v0", model="tiny", mode="choice", lr=1e-3)
+    _, samples, before, after, _, _ = _one_update(cfg, "kuhn_poker-v0", {}, {"player_0": -1.0, "player_1": -1.0})
+    assert samples and all(s.kind == "choice" and s.n == 1 for s in samples)
+    assert float(after.sum()) < float(before.sum())
+
+
+def test_per_role_lora_updates_only_the_trained_roles_adapter():
+    pytest.importorskip("peft")
+    cfg = TrainConfig(env="think_solve-v0", model="tiny", adapters="per_role", lora_r=4, max_new_tokens=4, lr=1e-2)
+    team, samples, before, after, _, params = _one_update(cfg, "think_solve-v0", {}, {"thinker": 1.0, "solver": 1.0},
+                                                          roles_now={"thinker"})
+    assert {s.role for s in samples} == {"thinker"}
+    assert float(after.sum()) > float(before.sum())
+    changed = {n for n, p in team.learners[0].module.named_parameters() if not torch.equal(p, params[n])}
+    assert changed and all(".thinker." in n for n in changed)     # neither the solver's adapter nor the base moved
+
+
+# ---------------------------------------------------------------------- runs
+def _run(tmp_path: Path, *args: str, env: dict | None = None, name="run") -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "baselines.train", "--out", str(tmp_path / name), "--no-progress", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+def _metrics(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _comparable(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+
+
+MLP_ARGS = ["--env", "voting-v0", "--action-mode", "discrete", "--credit", "loo", "--model", "mlp",
+            "--tasks-per-step", "4", "--group-size", "2"]
+
+
+def test_kill_minus_nine_and_resume_ends_with_the_same_metrics(tmp_path):
+    args = [*MLP_ARGS, "--steps", "5", "--save-every", "2"]
+    whole = _run(tmp_path, *args, name="whole")
+    assert whole.returncode == 0, whole.stderr
+    killed = _run(tmp_path, *args, name="killed", env={KILL_ENV: "3"})   # dies after step 3, checkpoint at 2
+    assert killed.returncode == -9
+    assert len(_metrics(tmp_path / "killed" / "metrics.jsonl")) == 3
+    again = _run(tmp_path, *args, name="killed")
+    assert "already holds a run" in again.stderr and again.returncode == 2
+    resumed = _run(tmp_path, *args, "--resume", name="killed")
+    assert resumed.returncode == 0, resumed.stderr
+    assert _comparable(_metrics(tmp_path / "killed" / "metrics.jsonl")) == _comparable(
+        _metrics(tmp_path / "whole" / "metrics.jsonl"))
+    assert (tmp_path / "killed" / "checkpoints" / "latest").read_text() == "step-0000005"
+
+
+def test_two_process_data_parallel_matches_one_process(tmp_path):
+    pytest.importorskip("accelerate")
+    args = [*MLP_ARGS, "--steps", "2", "--ppo-epochs", "2"]
+    one = _run(tmp_path, *args, name="one")
+    assert one.returncode == 0, one.stderr
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "baselines.train",
+           "--out", str(tmp_path / "two"), "--no-progress", *args]
+    two = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert two.returncode == 0, two.stderr[-3000:]
+    a, b = _metrics(tmp_path / "one" / "metrics.jsonl"), _metrics(tmp_path / "two" / "metrics.jsonl")
+    for x, y in zip(a, b):
+        assert x["reward/team/team"] == y["reward/team/team"]          # the same episodes
+        assert x["grad_norm"] == pytest.approx(y["grad_norm"], rel=1e-4)
+    wa = torch.load(tmp_path / "one" / "checkpoints" / "step-0000002" / "state.pt", weights_only=False)
+    wb = torch.load(tmp_path / "two" / "checkpoints" / "step-0000002" / "state.pt", weights_only=False)
+    for k, v in wa["learners"][0]["model"].items():
+        assert torch.allclose(v, wb["learners"][0]["model"][k].reshape(v.shape), atol=1e-6), k
+
+
+def test_the_mlp_tier_learns_to_vote_with_its_clues(tmp_path):
+    # voting-v0 discrete: each voter sees a private clue naming the true label with probability 0.7; following it
+    # is the learnable strategy (random ballots score about 0.25).
+    result = _run(tmp_path, *MLP_ARGS[:-4], "--credit", "broadcast", "--tasks-per-step", "16", "--group-size", "4",
+                  "--steps", "60", "--ppo-epochs", "4", "--save-every", "60")
+    assert result.returncode == 0, result.stderr
+    rewards = [r["reward/team/team"] for r in _metrics(tmp_path / "run" / "metrics.jsonl")]
+    first, last = float(np.mean(rewards[:10])), float(np.mean(rewards[-10:]))
+    assert last > first + 0.2, (first, last)
+
+
+# ---------------------------------------------------------------------- bad configs fail before any rollout
+@pytest.mark.parametrize("overrides,message", [
+    (dict(model="thinkr=tiny,solver=tiny"), "names role 'thinkr'"),
+    (dict(model="thinker=tiny"), r"no model for role\(s\) \['solver'\]"),
+    (dict(env="voting-v0", credit="ccpo_v1"), "needs a 'thinker' role"),
+    (dict(steps=0), "--steps must be > 0"),
+    (dict(tasks_per_step=0), "--tasks-per-step must be > 0"),
+    (dict(model="mlp", action_mode="text"), "an MLP policy plays discrete mode"),
+    (dict(frozen="thinker,solver"), "nothing would be trained"),
+    (dict(partners="judge=reference"), "names role 'judge'"),
+    (dict(credit="grpo"), "unknown credit method 'grpo'"),
+    (dict(aggregation="sum"), "--aggregation must be one of"),
+    (dict(env_kwargs={"n_voters": 3}), "has no kwarg|unexpected|n_voters"),
+])
+def test_bad_configs_fail_before_any_rollout(tmp_path, overrides, message):
+    cfg = TrainConfig(**{"env": "think_solve-v0", "model": "tiny", "out": str(tmp_path / "r"), "progress": False,
+                         **overrides})
+    with pytest.raises(ValueError, match=message):
+        train(cfg)
+    assert not (tmp_path / "r" / "metrics.jsonl").exists()
+
+
+def test_the_cli_is_generated_from_the_config():
+    cfg = TrainConfig.from_args(["--env", "voting-v0", "--credit-options", '{"std": "sample"}', "--no-tensorboard",
+                                 "--clip-high", "0.3"])
+    assert (cfg.env, cfg.credit_options, cfg.tensorboard, cfg.clip_high) == ("voting-v0", {"std": "sample"}, False, 0.3)
+    help_text = TrainConfig.parser().format_help()
+    assert "--micro-batch-tokens" in help_text and "DAPO" in help_text
