@@ -18,7 +18,7 @@ from baselines.rollout import RolloutEngine
 from baselines.train import TrainConfig, train
 from baselines.train.learners import build_team
 from baselines.train.loop import KILL_ENV, _Dist, _samples, _update
-from baselines.train.loss import aggregation_weights, policy_loss
+from baselines.train.loss import policy_loss, token_weight
 from marl_llm_envs import make
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,8 +51,9 @@ def test_k3_kl_and_finite_loss_for_a_token_outside_the_nucleus():
 
 
 def test_aggregation_weights_token_mean_and_seq_mean():
-    assert aggregation_weights([2, 6], "token-mean") == [0.125, 0.125]
-    assert aggregation_weights([2, 6], "seq-mean") == [0.25, 1 / 12]
+    # two turns of 2 and 6 tokens: token-mean weighs every token 1/8; seq-mean every turn 1/2, spread on its tokens
+    assert [token_weight(n, [2, 6], "token-mean") for n in (2, 6)] == [0.125, 0.125]
+    assert [token_weight(n, [2, 6], "seq-mean") for n in (2, 6)] == [0.25, 1 / 12]
 
 
 # ---------------------------------------------------------------------- one update, the right direction
@@ -181,7 +182,8 @@ def test_the_mlp_tier_learns_to_vote_with_its_clues(tmp_path):
     (dict(partners="judge=reference"), "names role 'judge'"),
     (dict(credit="grpo"), "unknown credit method 'grpo'"),
     (dict(aggregation="sum"), "--aggregation must be one of"),
-    (dict(env_kwargs={"n_voters": 3}), "has no kwarg|unexpected|n_voters"),
+    (dict(env_kwargs={"n_voters": 3}), "--env-kwargs: think_solve-v0 got an unknown keyword argument 'n_voters'"),
+    (dict(env="textarena/KuhnPoker-v0", credit="loo"), "has no null action"),
 ])
 def test_bad_configs_fail_before_any_rollout(tmp_path, overrides, message):
     cfg = TrainConfig(**{"env": "think_solve-v0", "model": "tiny", "out": str(tmp_path / "r"), "progress": False,

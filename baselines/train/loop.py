@@ -28,7 +28,7 @@ from baselines.rollout import RolloutEngine, training_seeds
 from baselines.train import checkpoint
 from baselines.train.config import TrainConfig
 from baselines.train.learners import Sample, Team, build_team
-from baselines.train.loss import aggregation_weights, policy_loss
+from baselines.train.loss import policy_loss, token_weight
 from marl_llm_envs import make, spec
 
 __all__ = ["train"]
@@ -129,25 +129,19 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
     stats: dict[str, float] = {"clip_frac": 0.0, "kl": 0.0, "ratio_max": 1.0, "entropy": 0.0, "recompute_gap_max": 0.0,
                                "recompute_gap_mean": 0.0, "trained_tokens": 0.0, "grad_norm": 0.0}
     gaps: list[float] = []
-    for li, learner in enumerate(team.learners):
+    for learner in team.learners:
         if not set(learner.trainable) & roles_now:
             continue
         mine = [s for s in local if s.role in learner.trainable and s.role in roles_now]
-        weights = aggregation_weights(total[learner.name], cfg.aggregation)   # over the whole batch
-        scale = float(dist.world)
+        scale = float(dist.world)     # DDP averages the processes' gradients; the weights sum over the whole batch
         for s in mine:
-            s.weight = weights[0] if cfg.aggregation == "token-mean" else 1.0 / (len(total[learner.name]) * s.n)
+            s.weight = token_weight(s.n, total[learner.name], cfg.aggregation)
         batches = _micro_batches(mine, cfg.micro_batch_tokens)
-        # verl's recompute: the old log-probabilities come from the training model itself, before any update.
-        old, ref = [], []
-        with torch.no_grad():
-            for mb in batches:
-                lp, _ = learner.logprobs(mb)
-                old.append(lp.detach())
-                sampled = torch.tensor([x for s in mb for x in s.sampler_lp], dtype=torch.float32)
-                gaps.extend((lp.detach().cpu() - sampled).abs().tolist())
-                if cfg.kl_coef > 0:
-                    ref.append(learner.ref_logprobs(mb).detach())
+        # verl's recompute: the old log-probabilities come from the training model itself, before any update. The
+        # first epoch's forward passes all run before the first optimizer step, so they are that recompute: no
+        # extra pass is needed.
+        old: list[torch.Tensor | None] = [None] * len(batches)
+        ref: list[torch.Tensor | None] = [None] * len(batches)
         for _ in range(cfg.ppo_epochs):
             learner.optimizer.zero_grad(set_to_none=True)
             if not batches:   # a process with no samples still joins the gradient all-reduce
@@ -157,11 +151,19 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
                 with dist.no_sync(learner.forward_module, last=n == len(batches) - 1):
                     with _autocast(cfg):
                         new, entropy = learner.logprobs(mb)
+                    new = new.float()
+                    if old[n] is None:
+                        old[n] = new.detach()
+                        sampled = torch.tensor([x for s in mb for x in s.sampler_lp], dtype=torch.float32)
+                        finite = torch.isfinite(sampled)   # a sampler's -inf never reaches the loss; skip it here too
+                        gaps.extend((old[n].cpu() - sampled).abs()[finite].tolist())
+                        if cfg.kl_coef > 0:
+                            ref[n] = learner.ref_logprobs(mb).detach().float()
                     dev = new.device
                     adv = torch.tensor([x for s in mb for x in s.adv], dtype=torch.float32, device=dev)
                     w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
-                    loss, st = policy_loss(new.float(), old[n].to(dev), adv, w, clip_low=cfg.clip_low,
-                                           clip_high=cfg.clip_high, ref_lp=ref[n].to(dev) if ref else None,
+                    loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
+                                           clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
                                            kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=cfg.entropy_coef)
                     dist.backward(loss * scale)
                 stats["clip_frac"] += st["clipped"] / cfg.ppo_epochs
@@ -174,7 +176,6 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
             stats["grad_norm"] = max(stats["grad_norm"], float(norm))
             learner.optimizer.step()
         stats["trained_tokens"] += sum(s.n for s in mine)
-        del li
     if gaps:
         stats["recompute_gap_max"], stats["recompute_gap_mean"] = float(max(gaps)), float(np.mean(gaps))
     return stats
@@ -238,7 +239,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     uses_mlp = any(part.split("=")[-1].strip() == "mlp" for part in cfg.model.split(","))
     action_mode = cfg.action_mode or ("discrete" if uses_mlp else "text")
     env_kwargs = {**cfg.env_kwargs, "action_mode": action_mode}
-    proto = make(cfg.env, **env_kwargs)
+    try:
+        proto = make(cfg.env, **env_kwargs)
+    except TypeError as e:           # an unknown kwarg: say which flag it came from
+        raise ValueError(f"--env-kwargs: {e}") from None
     roles = sorted(set(proto.roles.values()))
     method = make_credit(cfg.credit, **cfg.credit_options)
     branches = method.branches(cfg.env)

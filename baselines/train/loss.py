@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["aggregation_weights", "policy_loss"]
+__all__ = ["policy_loss", "token_weight"]
 
 
-def aggregation_weights(lengths: list[int], aggregation: str) -> list[float]:
-    """The per-token weight of each sequence (all its tokens share it) for the whole batch."""
-    n_tokens, n_seqs = sum(lengths), sum(1 for n in lengths if n > 0)
+def token_weight(length: int, batch_lengths: list[int], aggregation: str) -> float:
+    """The aggregation weight of each token of a sequence of ``length`` scored tokens, in a batch whose sequences
+    have ``batch_lengths`` (the whole batch, over every process)."""
     if aggregation == "token-mean":
-        return [1.0 / n_tokens if n_tokens else 0.0 for _ in lengths]
+        return 1.0 / sum(batch_lengths)
     if aggregation == "seq-mean":
-        return [1.0 / (n_seqs * n) if n else 0.0 for n in lengths]
+        return 1.0 / (len(batch_lengths) * length)
     raise ValueError(f"aggregation={aggregation!r} is not 'token-mean' or 'seq-mean'")
 
 
