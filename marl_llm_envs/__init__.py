@@ -7,7 +7,7 @@ Every env is a PettingZoo ``AECEnv`` with text observations for LLMs and numeric
 rewards, roles, and ``clone()`` / ``ablate(agent)`` / ``transcript()`` + :func:`replay` for counterfactual credit.
 """
 
-from marl_llm_envs.core import TextEnv, replay
+from marl_llm_envs.core import TextEnv
 from marl_llm_envs.envs import (
     connect_four,
     hanabi,
@@ -18,7 +18,7 @@ from marl_llm_envs.envs import (
     tic_tac_toe,
     voting,
 )
-from marl_llm_envs.registry import EnvSpec, list_envs, make, make_parallel, register, spec
+from marl_llm_envs.registry import EnvSpec, list_envs, make, make_parallel, register, replay, spec
 
 __version__ = "0.1.0"
 
