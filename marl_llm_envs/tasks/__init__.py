@@ -1,6 +1,6 @@
 """Problem sources with exact verifiers for the orchestration environments.
 
-The orchestration environments (``think_solve-v0``, ``voting-v0``) need a
+The orchestration environments (``think_solve-v0``, ``voting-v0``, ``orchestrator-v0``) need a
 stream of problems with a known answer, an exact verifier for the solver's
 ``\\boxed{...}`` content, a few plausible wrong answers (for voting and for
 scripted "wrong" agents) and a fixed-length numeric encoding of each question
@@ -27,6 +27,25 @@ Sources
     Local GSM8K-style (``"... #### 72"``) or MATH-style (``\\boxed{...}``)
     datasets.  Verification uses ``math_verify`` (``pip install math-verify``)
     with a normalised string / number fallback.  Parquet needs ``pyarrow``.
+    Records with a ``parts`` field are composite problems (see below).
+
+``composite``  (:class:`CompositeTasks`)
+    Composite arithmetic for ``orchestrator-v0``: ``parts`` (2..6) arithmetic
+    sub-problems (``difficulty`` 1..5) combined by a ``+ - *`` formula, e.g.
+    "Compute a + b * c, where a = ..., b = ..., c = ...".  Each part is a full
+    task of its own (``Task.parts``); the formula is ``Task.combine``.
+
+Composite problems
+------------------
+A composite task lists its independent sub-problems in ``Task.parts`` (named
+``a``, ``b``, ... in order, each with its own answer, distractors and features)
+and, where the results combine by a formula, the formula in ``Task.combine``
+(:func:`combine_parts` evaluates it exactly). ``TaskSource.verify_part`` checks
+one part's result; ``max_parts`` and ``part_feature_size`` size the encodings.
+In a ``jsonl``/``parquet`` file, a record's ``parts`` field is a list of
+``{"question": ..., "answer": ...}`` objects (answers extracted as for the whole
+problem) and its optional ``combine`` field the formula; either every record
+has ``parts`` or none does.
 
 Spec strings accepted by :func:`make_task_source`
 -------------------------------------------------
@@ -34,6 +53,7 @@ Spec strings accepted by :func:`make_task_source`
   ``"arithmetic:difficulty=3,test_fraction=0.2"``
 * ``"knights_knaves"``, ``"knights_knaves:people=3"`` (``knights-knaves`` works too)
 * ``"countdown"``, ``"countdown:numbers=5,max_number=20"``
+* ``"composite"``, ``"composite:parts=4,difficulty=2"``
 * ``"jsonl:/path/to/file.jsonl"``, ``"parquet:/path/to/file.parquet"``
   (everything after the first colon is the path), optionally with parameters
   after a ``?``: ``"jsonl:/data/math.jsonl?question_field=problem&answer_field=solution"``,
@@ -74,6 +94,7 @@ from marl_llm_envs.tasks.arithmetic import (  # noqa: F401  (the tree helpers ar
     _tokens,
 )
 from marl_llm_envs.tasks.base import SPLITS, Task, TaskSource, split_of
+from marl_llm_envs.tasks.composite import CompositeTasks, combine_parts
 from marl_llm_envs.tasks.countdown import CountdownTasks
 from marl_llm_envs.tasks.datasets import DatasetTasks, extract_dataset_answer
 from marl_llm_envs.tasks.knights_knaves import KnightsKnavesTasks
@@ -87,6 +108,8 @@ __all__ = [
     "KnightsKnavesTasks",
     "CountdownTasks",
     "DatasetTasks",
+    "CompositeTasks",
+    "combine_parts",
     "make_task_source",
     "split_of",
     "to_printable_ascii",
@@ -110,6 +133,7 @@ _REGISTRY: dict[str, tuple[Callable[..., TaskSource], Callable]] = {
     "arithmetic": (ArithmeticTasks, ArithmeticTasks.__init__),
     "knights_knaves": (KnightsKnavesTasks, KnightsKnavesTasks.__init__),
     "countdown": (CountdownTasks, CountdownTasks.__init__),
+    "composite": (CompositeTasks, CompositeTasks.__init__),
     "jsonl": (_make_dataset("jsonl"), DatasetTasks.__init__),
     "parquet": (_make_dataset("parquet"), DatasetTasks.__init__),
 }

@@ -26,6 +26,14 @@ class Task:
             other and from the answer under the source's normalisation.
         features: fixed-length numeric encoding of the question
             (length ``source.feature_size``), values in ``[-1, 1]``.
+        parts: composite problems only: the independent sub-problems (each a
+            :class:`Task` with its own answer, distractors and features of
+            length ``source.part_feature_size``), named ``a``, ``b``, ``c``, ...
+            in order; ``()`` for a plain problem.
+        combine: composite problems only: the formula over the part names that
+            gives the answer from the parts' answers (e.g. ``"a + b * c"``; see
+            :func:`marl_llm_envs.tasks.composite.combine_parts`); ``""`` when the
+            parts do not combine by a formula.
     """
 
     task_id: str
@@ -34,6 +42,8 @@ class Task:
     source: str
     distractors: tuple[str, ...]
     features: tuple[float, ...]
+    parts: tuple["Task", ...] = ()
+    combine: str = ""
 
 
 class TaskSource(abc.ABC):
@@ -45,6 +55,8 @@ class TaskSource(abc.ABC):
 
     name: str = "abstract"
     feature_size: int = 0
+    max_parts: int = 0  # composite sources: the most parts a task can have (0: the source's tasks have no parts)
+    part_feature_size: int = 0  # composite sources: the length of each part's ``features``
 
     @abc.abstractmethod
     def sample(self, rng: np.random.Generator, split: str = "train") -> Task:
@@ -56,6 +68,16 @@ class TaskSource(abc.ABC):
 
         Never raises on arbitrary strings; returns ``False`` instead.
         """
+
+    def verify_part(self, task: Task, index: int, response: str) -> bool:
+        """Whether ``response`` answers part ``index`` of a composite ``task``; ``False`` for anything else. Never
+        raises on arbitrary strings. By default a part is verified like a problem of this source."""
+        if not isinstance(index, int) or not 0 <= index < len(task.parts):
+            return False
+        try:
+            return bool(self.verify(task.parts[index], response))
+        except Exception:
+            return False
 
     @abc.abstractmethod
     def spec(self) -> dict:

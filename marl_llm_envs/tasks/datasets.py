@@ -131,6 +131,13 @@ class DatasetTasks(TaskSource):
     ``\\boxed{...}``.  :meth:`verify` accepts a normalised string or numeric match,
     then asks ``math_verify`` (so ``"0.5"`` and ``"1/2"`` match ``\\frac{1}{2}``).
     Features: a hashed bag of words of the question (``feature_size`` = 32).
+
+    Composite files: when records have a ``parts`` field (a list of 1..8
+    ``{"question": ..., "answer": ...}`` objects) every record must have one;
+    each task then carries its parts (answers extracted as above, distractors
+    drawn from the other parts' answers of the file, the same hashed features)
+    and the optional ``combine`` field (a formula over ``a``, ``b``, ...; see
+    :mod:`marl_llm_envs.tasks.composite`), checked when the file is read.
     """
 
     feature_size = 32
@@ -169,9 +176,16 @@ class DatasetTasks(TaskSource):
         self.answer_field = self._detect(first, answer_field, "answer", _ANSWER_CANDIDATES, rows[0][0])
 
         self._items: list[tuple[str, str]] = []  # (question, answer)
+        self._parts: list[tuple[tuple[tuple[str, str], ...], str]] = []  # composite files: ((question, answer)...), combine
         self._by_split: dict[str, list[int]] = {"train": [], "test": []}
+        composite = "parts" in first
         for lineno, rec in rows:
             where = f"{self.path}: {'line' if fmt == 'jsonl' else 'row'} {lineno}"
+            if ("parts" in rec) != composite:
+                raise ValueError(f"{where}: {'no' if composite else 'a'} 'parts' field, but the first record has "
+                                 f"{'one' if composite else 'none'}; either every record has parts or none does")
+            if composite:
+                self._parts.append(self._read_parts(rec, where))
             for field in (self.question_field, self.answer_field):
                 if field not in rec or rec[field] is None:
                     raise ValueError(f"{where}: missing field {field!r}")
@@ -202,6 +216,37 @@ class DatasetTasks(TaskSource):
                 f"{self.path}: needs at least {self.num_distractors + 1} distinct answers "
                 f"to draw distractors, found {len(keys)}"
             )
+        self._part_answers = [a for parts, _ in self._parts for _, a in parts]
+        if composite:
+            self.max_parts = max(len(parts) for parts, _ in self._parts)
+            self.part_feature_size = self.feature_size
+            keys = {answer_key(a) for a in self._part_answers}
+            if len(keys) < self.num_distractors + 1:
+                raise ValueError(f"{self.path}: needs at least {self.num_distractors + 1} distinct part answers to "
+                                 f"draw the parts' distractors, found {len(keys)}")
+
+    @staticmethod
+    def _read_parts(rec: dict, where: str) -> tuple[tuple[tuple[str, str], ...], str]:
+        from marl_llm_envs.tasks.composite import PART_NAMES, check_formula
+
+        raw = rec["parts"]
+        if not isinstance(raw, (list, tuple)) or not 1 <= len(raw) <= len(PART_NAMES):
+            raise ValueError(f"{where}: 'parts' must be a list of 1..{len(PART_NAMES)} objects")
+        parts = []
+        for i, part in enumerate(raw):
+            if not isinstance(part, dict) or part.get("question") is None or part.get("answer") is None:
+                raise ValueError(f"{where}: part {i} must be an object with 'question' and 'answer'")
+            question = to_printable_ascii(str(part["question"])).strip()
+            answer = to_printable_ascii(extract_dataset_answer(part["answer"])).strip()
+            if not question or not answer:
+                raise ValueError(f"{where}: part {i} has an empty question or answer")
+            parts.append((question, answer))
+        combine = rec.get("combine") or ""
+        if combine:
+            reason = check_formula(str(combine), len(parts))
+            if reason is not None:
+                raise ValueError(f"{where}: 'combine' {str(combine)[:80]!r}: {reason}")
+        return tuple(parts), str(combine)
 
     @staticmethod
     def _detect(record: dict, field: str, default: str, candidates: Sequence[str], lineno: int) -> str:
@@ -231,7 +276,8 @@ class DatasetTasks(TaskSource):
             counts /= counts.max()
         return tuple(float(x) for x in counts)
 
-    def _distractors(self, rng: np.random.Generator, task_answer: str) -> tuple[str, ...]:
+    def _distractors(self, rng: np.random.Generator, task_answer: str, pool: Optional[Sequence[str]] = None
+                     ) -> tuple[str, ...]:
         gold_key = answer_key(task_answer)
         probe = Task("", "", task_answer, self.name, (), ())
         out: list[str] = []
@@ -246,16 +292,17 @@ class DatasetTasks(TaskSource):
                 return
             out.append(cand)
 
-        n = len(self._items)
+        pool = [a for _, a in self._items] if pool is None else pool
+        n = len(pool)
         for _ in range(8 * self.num_distractors):
             if len(out) >= self.num_distractors:
                 break
-            consider(self._items[int(rng.integers(n))][1])
+            consider(pool[int(rng.integers(n))])
         if len(out) < self.num_distractors:
             for i in rng.permutation(n):
                 if len(out) >= self.num_distractors:
                     break
-                consider(self._items[int(i)][1])
+                consider(pool[int(i)])
         if len(out) < self.num_distractors:
             raise ValueError(
                 f"{self.path}: not enough answers different from {task_answer!r} for distractors"
@@ -269,13 +316,20 @@ class DatasetTasks(TaskSource):
         i = idxs[int(rng.integers(len(idxs)))]
         question, answer = self._items[i]
         stem = os.path.splitext(os.path.basename(self.path))[0]
+        task_id = _task_id(f"{self.name}-{stem}", split, question)
+        distractors = self._distractors(rng, answer)
+        parts, combine = self._parts[i] if self._parts else ((), "")
         return Task(
-            task_id=_task_id(f"{self.name}-{stem}", split, question),
+            task_id=task_id,
             question=question,
             answer=answer,
             source=self.name,
-            distractors=self._distractors(rng, answer),
+            distractors=distractors,
             features=self._features(question),
+            parts=tuple(Task(task_id=f"{task_id}#{j}", question=q, answer=a, source=self.name,
+                             distractors=self._distractors(rng, a, self._part_answers),
+                             features=self._features(q)) for j, (q, a) in enumerate(parts)),
+            combine=combine,
         )
 
     def verify(self, task: Task, response: str) -> bool:
