@@ -13,6 +13,7 @@ from marl_llm_envs.envs import (
     hanabi,
     kuhn_poker,
     leduc_holdem,
+    orchestrator,
     simple_negotiation,
     think_solve,
     tic_tac_toe,
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 # orchestration
 register(think_solve.raw_env)
 register(voting.raw_env, voting.parallel_env)
+register(orchestrator.raw_env)
 # zero-sum self-play games
 register(kuhn_poker.raw_env)
 register(leduc_holdem.raw_env)
