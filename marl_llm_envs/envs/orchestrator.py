@@ -74,8 +74,9 @@ appears in its sub-task (ignoring case, spaces and a final period), else the fir
 verifies as (the worker solved that part), else ``None``. Discrete mode adds ``parts_correct`` (part -> the
 orchestrator's choice is right) and ``team_reward_without`` (worker -> the team reward had that worker's report been
 missing, with no generation: if the orchestrator's choice for its part was the report, the choice becomes the
-orchestrator's own notes, otherwise it is unchanged; the worker's spawn cost and spoiled-report penalty are dropped
-too). Each worker's own info also has ``own_correct`` and ``part``.
+orchestrator's own notes, otherwise it is unchanged; the worker's spoiled-report penalty, if any, is dropped, its
+spawn cost stays: it was spawned). This is exactly what ``ablate(worker)`` gives when the orchestrator falls back on
+its own notes for a part without a report, as the scripted delegator does. Each worker's own info also has ``own_correct`` and ``part``.
 
 Invalid moves. Orchestrator (a bad plan, no ``\\boxed{}`` final answer, a masked index): ``"penalty"`` (default): the
 episode ends and the answer's score is replaced by ``invalid_penalty`` (default -1). Worker (no ``\\boxed{}``, a
@@ -510,8 +511,7 @@ class raw_env(ProblemEnv):
             choice[part] = self._self_notes[part] if self._self_notes else None
         answer = None if self._orch_invalid else self._combined(choice)
         correct = answer is not None and self._verify(answer)
-        others = [w for w in self._workers if w != worker]
-        return self._reward(correct, others, self._spoiled - {worker})
+        return self._reward(correct, self._workers, self._spoiled - {worker})
 
     def _show_report(self, worker: str) -> str | None:
         report = self._reports.get(worker)
