@@ -334,3 +334,33 @@ def test_cli_tiny(tiny, tmp_path, capsys):
           "--branches", "ablate:voter_0", "--no-progress", "--out", str(out)])
     assert "tokens/s" in capsys.readouterr().out
     assert len(read_jsonl(out)) == 4
+
+
+@pytest.mark.parametrize("mode", ["text", "discrete"])
+def test_a_worker_role_branch_expands_to_the_workers_of_each_episode(mode):
+    from baselines.policies.scripted import ScriptedPolicy
+    from marl_llm_envs.reference.orchestrator import delegator
+
+    def sometimes_alone(env, agent, rng):  # delegates some parts only, so episodes spawn different workers
+        base = env.unwrapped
+        if agent == "orchestrator" and base.phase == "plan" and rng.random() < 0.4:
+            return 0 if mode == "discrete" else "[spawn: " + base.task.parts[0].question + "]"
+        return delegator(env, agent, rng)
+
+    episodes = RolloutEngine(ScriptedPolicy(sometimes_alone), show_progress=False).run(
+        "orchestrator-v0", 12, 1, seed=5, env_kwargs={"action_mode": mode}, branches=[BranchSpec("ablate", "worker")])
+    spawned_sets = set()
+    for e in episodes:
+        _check_episode(e)
+        spawned = e.final_infos["orchestrator"]["spawned"]
+        spawned_sets.add(tuple(spawned))
+        assert [b.agent for b in e.branches] == spawned  # one branch per worker of this episode, none for the others
+        for b in e.branches:
+            assert b.agent not in {t.agent for t in b.turns}
+            final = [t for t in b.turns if t.agent == "orchestrator" and not t.replayed]
+            assert final  # the orchestrator was asked again: its view changed
+            if mode == "discrete":
+                assert b.team_rewards["team"] == e.final_infos["orchestrator"]["team_reward_without"][b.agent]
+            else:
+                assert replay(b.transcript).infos["orchestrator"]["reports"][b.agent] is None
+    assert len(spawned_sets) > 1
