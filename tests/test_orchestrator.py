@@ -336,3 +336,13 @@ def test_reliable_slots_make_delegation_worth_more():
     assert good == 1.0
     sure = make("orchestrator-v0", action_mode="discrete", tasks=CompositeTasks(parts=2), self_accuracy=1.0)
     assert np.mean([_play(sure, solo, s).team_rewards()["team"] for s in range(50)]) == 1.0
+
+
+def test_readme_orchestrator_example_plays_a_full_episode(capsys):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)\n```", readme, re.S) if "orchestrator-v0" in b)
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.strip() == "{'team': 1.0} {'worker_0': True}"
