@@ -75,7 +75,9 @@ BRANCH_KINDS = ("ablate", "resample")
 class BranchSpec:
     """A counterfactual to branch at every decision point of ``agent``.
 
-    ``agent`` is an agent name (``"thinker"``, ``"voter_0"``) or a role (``"voter"``: every agent with that role).
+    ``agent`` is an agent name (``"thinker"``, ``"voter_0"``) or a role (``"voter"``: every agent with that role; in
+    an env whose agents appear at run time, such as orchestrator-v0's role ``"worker"``, the agents of that role that
+    took part in each episode).
     ``k``: the number of resamples per decision point (``kind="resample"`` only). ``replay_others``: reuse the main
     episode's recorded actions where the observation is unchanged (see the module docstring); ``False`` samples
     every later decision anew.
@@ -116,13 +118,18 @@ class BranchSpec:
                 raise ValueError(f"branch {part!r} is not KIND:AGENT or resample:AGENT:K")
         return specs
 
-    def agents(self, env) -> list[str]:
+    def agents(self, env, present: Iterable[str] | None = None) -> list[str]:
+        """The agents this spec names in ``env``; ``present``: the agents of one episode (a role then expands to
+        those of its agents that took part in it, e.g. the workers an orchestrator spawned)."""
         if self.agent in env.possible_agents:
             return [self.agent]
         by_role = [a for a in env.possible_agents if env.roles.get(a) == self.agent]
         if not by_role:
             raise ValueError(f"branch agent {self.agent!r} is neither an agent ({env.possible_agents}) nor a role "
                              f"({sorted(set(env.roles.values()))}) of {env.env_id}")
+        if present is not None:
+            present = set(present)
+            by_role = [a for a in by_role if a in present]
         return by_role
 
 
@@ -340,7 +347,7 @@ class RolloutEngine:
             branch_jobs: list[tuple[Episode, _Job]] = []
             for episode, job in zip(episodes, jobs):
                 for spec_ in branches:
-                    agents = set(spec_.agents(job.env))
+                    agents = set(spec_.agents(job.env, present={t.agent for t in episode.turns}))
                     for turn_index, agent, clone, rewards_before in job.snapshots:
                         if agent not in agents:
                             continue

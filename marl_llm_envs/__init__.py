@@ -7,24 +7,26 @@ Every env is a PettingZoo ``AECEnv`` with text observations for LLMs and numeric
 rewards, roles, and ``clone()`` / ``ablate(agent)`` / ``transcript()`` + :func:`replay` for counterfactual credit.
 """
 
-from marl_llm_envs.core import TextEnv, replay
+from marl_llm_envs.core import TextEnv
 from marl_llm_envs.envs import (
     connect_four,
     hanabi,
     kuhn_poker,
     leduc_holdem,
+    orchestrator,
     simple_negotiation,
     think_solve,
     tic_tac_toe,
     voting,
 )
-from marl_llm_envs.registry import EnvSpec, list_envs, make, make_parallel, register, spec
+from marl_llm_envs.registry import EnvSpec, list_envs, make, make_parallel, register, replay, spec
 
 __version__ = "0.1.0"
 
 # orchestration
 register(think_solve.raw_env)
 register(voting.raw_env, voting.parallel_env)
+register(orchestrator.raw_env)
 # zero-sum self-play games
 register(kuhn_poker.raw_env)
 register(leduc_holdem.raw_env)

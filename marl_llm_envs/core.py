@@ -25,12 +25,11 @@ One place for what all our text environments have in common (the games only writ
   ``ablate(agent)`` is a clone in which that agent's contribution is clamped to the game's documented null action
   (its future turns are played by the env with that null action, and the game may also undo its past contribution
   where its manual says so); ``transcript()`` is a JSON record (env id and version, kwargs, seed, every ``step`` input
-  and every ablation) and :func:`replay` rebuilds the same episode, observation for observation and reward for reward.
+  and every ablation) and :func:`marl_llm_envs.replay` (in :mod:`marl_llm_envs.registry`) rebuilds the same episode, observation for observation and reward for reward.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,7 @@ from pettingzoo import AECEnv
 from marl_llm_envs.text import CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable, short_repr
 
 __all__ = ["CHARSET", "PRINTABLE", "TEXT_MAX_LENGTH", "TextEnv", "TwoPlayerZeroSumEnv", "find_boxed", "parse_bracketed",
-           "printable", "replay", "short_repr"]
+           "printable", "short_repr"]
 
 ACTION_MODES = ("text", "discrete")
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
@@ -414,7 +413,7 @@ class TextEnv(AECEnv):
         return n
 
     def transcript(self) -> dict[str, Any]:
-        """A JSON-serialisable record that :func:`replay` turns back into the same episode."""
+        """A JSON-serialisable record that :func:`marl_llm_envs.replay` turns back into the same episode."""
         if self._seed is None:
             raise RuntimeError("call reset() before transcript()")
         actions, node = [], self._log
@@ -471,40 +470,6 @@ def _unlog(action: Any) -> Any:
     if isinstance(action, dict):
         return action.get("float", action)
     return action
-
-
-def replay(transcript: dict[str, Any] | str) -> TextEnv:
-    """Rebuild the env a transcript describes: same env id, kwargs and seed, the same step inputs and ablations.
-
-    Returns the env in the state where the transcript ended. Accepts the dict or its JSON string. A transcript
-    that does not describe a registered env (wrong id, version or kwargs) raises ``ValueError``.
-    """
-    from marl_llm_envs.registry import make, spec
-
-    if isinstance(transcript, str):
-        transcript = json.loads(transcript)
-    if not isinstance(transcript, dict) or not {"env_id", "kwargs", "seed", "actions"} <= set(transcript):
-        raise ValueError("a transcript is a dict with env_id, version, kwargs, seed, actions (and ablations)")
-    env_spec = spec(transcript["env_id"])
-    if "version" in transcript and transcript["version"] != env_spec.version:
-        raise ValueError(
-            f"transcript is for {transcript['env_id']} version {transcript['version']}, "
-            f"but this package has version {env_spec.version}"
-        )
-    env = make(transcript["env_id"], **transcript["kwargs"])
-    env.reset(seed=transcript["seed"])
-    ablations = sorted((int(i), a) for i, a in transcript.get("ablations", []))
-    k = 0
-    for i, action in enumerate(transcript["actions"]):
-        while k < len(ablations) and ablations[k][0] == i:
-            env = env.ablate(ablations[k][1])
-            k += 1
-        env.step(_unlog(action))
-    while k < len(ablations):
-        env = env.ablate(ablations[k][1])
-        k += 1
-    return env
-
 
 
 class TwoPlayerZeroSumEnv(TextEnv):

@@ -3,7 +3,8 @@
     python -m marl_llm_envs.demo [--seed 0] [--mode text|discrete] [--full-prompts]
 
 think_solve-v0 is played by the privileged oracle thinker and the follower solver, then replayed as the solver-solo
-counterfactual (``ablate("thinker")``) to show the thinker's credit; the games by their reference policy in every
+counterfactual (``ablate("thinker")``) to show the thinker's credit; orchestrator-v0 by its scripted delegator, with
+the workers' leave-one-out outcomes and the solo counterfactual (``ablate("orchestrator")``); the games by their reference policy in every
 seat (:func:`marl_llm_envs.reference.reference_policies`), the others by uniformly random legal moves.
 Each episode is then replayed from its transcript and checked to give the same rewards.
 """
@@ -68,6 +69,28 @@ def run_episode(env_id: str, mode: str, seed: int, full_prompts: bool) -> None:
             with_thinker += e.team_rewards()["team"]
         print(f"  thinker's credit over {n} problems: team reward {with_thinker / n:.2f} with the thinker, "
               f"{solo / n:.2f} with the thinker ablated")
+    if env_id == "orchestrator-v0":
+        info = env.outcome()  # the final infos (the agents have left env.agents by now)
+        workers = [f"{w} (part {info['worker_part'][w]}, report right: {info['worker_correct'][w]})"
+                   for w in info["spawned"]]
+        print(f"  workers: {', '.join(workers) or 'none'}")
+        if mode == "text":  # the scripted seats compute exactly in text mode: skills are modelled in discrete mode
+            return
+        print(f"  team reward without each worker's report: {info['team_reward_without']}")
+        n, bot = 200, bots["delegator"]
+        with_workers = alone = 0.0
+        for k in range(n):
+            rng = np.random.default_rng([seed, k, 1])
+            e = make(env_id, action_mode=mode)
+            e.reset(seed=seed + k)
+            branch = e.ablate("orchestrator")  # the solo counterfactual, from the same start
+            while not branch.done:
+                branch.step(bot(branch, branch.agent_selection, rng))
+            alone += branch.team_rewards()["team"]
+            play(e, policies, seed + k, rng=rng)
+            with_workers += e.team_rewards()["team"]
+        print(f"  the workers' credit over {n} problems: team reward {with_workers / n:.2f} with them, "
+              f"{alone / n:.2f} with the orchestrator alone")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,7 @@
-"""The env registry: ``make``, ``make_parallel``, ``list_envs``, ``spec``.
+"""The env registry: ``make``, ``make_parallel``, ``list_envs``, ``spec``, and ``replay`` (a transcript back into its env).
+
+Layers, bottom-up: ``text`` <- ``core`` <- ``envs/*`` (the games and the TextArena bridge) <- ``registry``; nothing
+below imports what is above it.
 
 Every id is also registered with PettingZoo's registry as ``marl_llm/<id>``, so
 ``pettingzoo.make("aec", "marl_llm/kuhn_poker-v0")`` works too.
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from marl_llm_envs.core import TextEnv
+from marl_llm_envs.core import TextEnv, _unlog
 
 FAMILIES = ("zero_sum", "cooperative", "orchestration")
 _ANCHORS_FILE = Path(__file__).with_name("data") / "anchors.json"
@@ -111,9 +114,7 @@ def spec(env_id: str) -> EnvSpec:
     except (KeyError, TypeError):
         # --- TextArena bridge hook: "textarena/<id>" is resolved on demand (textarena imported lazily) ---
         if isinstance(env_id, str) and env_id.startswith("textarena/"):
-            from marl_llm_envs.envs.textarena_bridge import textarena_spec
-
-            return textarena_spec(env_id)
+            return _textarena_spec(env_id)
         # --- end of the TextArena bridge hook ---
         close = difflib.get_close_matches(str(env_id), list(_REGISTRY), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -146,3 +147,45 @@ def make_parallel(env_id: str, **kwargs: Any):
                          f"Envs with a parallel env: {', '.join(sorted(with_parallel))}")
     return env_spec.parallel_class(**_check_kwargs(env_spec, kwargs))
 
+
+@functools.cache
+def _textarena_spec(env_id: str) -> EnvSpec:
+    """The spec of ``"textarena/<TextArena id>"``, built on the fly (cached); TextArena is imported only here."""
+    from marl_llm_envs.envs.textarena_bridge import PREFIX, TextArenaEnv, _check_id
+
+    if not env_id.startswith(PREFIX):
+        raise KeyError(f"{env_id!r} is not a TextArena id (they start with {PREFIX!r})")
+    ta_id = env_id[len(PREFIX):]
+    _check_id(ta_id)
+    return EnvSpec.describe(env_id, TextArenaEnv(ta_id=ta_id), kwargs={"ta_id": ta_id})
+
+
+def replay(transcript: dict[str, Any] | str) -> TextEnv:
+    """Rebuild the env a transcript describes: same env id, kwargs and seed, the same step inputs and ablations.
+
+    Returns the env in the state where the transcript ended. Accepts the dict or its JSON string. A transcript
+    that does not describe a registered env (wrong id, version or kwargs) raises ``ValueError``.
+    """
+    if isinstance(transcript, str):
+        transcript = json.loads(transcript)
+    if not isinstance(transcript, dict) or not {"env_id", "kwargs", "seed", "actions"} <= set(transcript):
+        raise ValueError("a transcript is a dict with env_id, version, kwargs, seed, actions (and ablations)")
+    env_spec = spec(transcript["env_id"])
+    if "version" in transcript and transcript["version"] != env_spec.version:
+        raise ValueError(
+            f"transcript is for {transcript['env_id']} version {transcript['version']}, "
+            f"but this package has version {env_spec.version}"
+        )
+    env = make(transcript["env_id"], **transcript["kwargs"])
+    env.reset(seed=transcript["seed"])
+    ablations = sorted((int(i), a) for i, a in transcript.get("ablations", []))
+    k = 0
+    for i, action in enumerate(transcript["actions"]):
+        while k < len(ablations) and ablations[k][0] == i:
+            env = env.ablate(ablations[k][1])
+            k += 1
+        env.step(_unlog(action))
+    while k < len(ablations):
+        env = env.ablate(ablations[k][1])
+        k += 1
+    return env

@@ -4,7 +4,7 @@ Each policy is a function ``policy(env, agent, rng) -> action`` that returns an 
 (an index in discrete mode, a string in text mode). ``rng`` is a ``numpy.random.Generator`` owned by the caller.
 
 * :func:`random_legal` plays a uniformly random legal move (in text mode, free-text turns get a random short reply
-  in the right format).
+  in the right format; orchestrator-v0's plan spawns 0..max_workers workers on parts of the problem drawn at random).
 * :func:`oracle_thinker` and :func:`follower_solver` are the think_solve-v0 pair that shows the thinker's
   contribution without an LLM: the oracle thinker is privileged (it reads the true answer through
   ``env.unwrapped.answer_index()`` / ``env.unwrapped.task``, which no observation contains) and names it; the
@@ -31,6 +31,10 @@ def random_legal(env, agent: str, rng: np.random.Generator) -> Any:
         return legal[int(rng.integers(len(legal)))]
     if base.env_id == "think_solve-v0" and agent == "thinker":
         return f"I am not sure; maybe try {int(rng.integers(-20, 100))}."
+    if base.env_id == "orchestrator-v0" and agent == "orchestrator" and base.phase == "plan":
+        parts = base.task.parts
+        picks = [parts[int(rng.integers(len(parts)))].question for _ in range(int(rng.integers(base.max_workers + 1)))]
+        return "\n".join(["My plan:", *(f"[spawn: {q}]" for q in picks)])
     return f"My answer: \\boxed{{{int(rng.integers(-20, 100))}}}"
 
 

@@ -68,7 +68,7 @@ def test_clone_copies_the_rng_state():
 @pytest.mark.parametrize("env_id,mode", ENV_MODES)
 @pytest.mark.parametrize("invalid_move", ["penalty", "retry", "random"])
 def test_replay_reproduces_observations_and_rewards_exactly(env_id, mode, invalid_move):
-    if invalid_move == "random" and mode == "text" and env_id in ("think_solve-v0", "voting-v0"):
+    if invalid_move == "random" and mode == "text" and env_id in ("think_solve-v0", "voting-v0", "orchestrator-v0"):
         pytest.skip("free-text answers have no finite move set for 'random'")
     rng = np.random.default_rng(0)
     for episode in range(25):

@@ -113,11 +113,11 @@ def test_zero_sum_rewards_sum_to_zero_and_team_members_share_the_team_reward(env
     rng = np.random.default_rng(1)
     for seed in range(40):
         env = make(env_id, action_mode=mode, invalid_move="retry")
-        totals = {a: 0.0 for a in env.possible_agents}
+        totals = {}  # the agents of this episode (orchestrator-v0's workers appear at run time)
         env.reset(seed=seed)
         for agent in env.agent_iter():
             _, reward, term, trunc, info = env.last()
-            totals[agent] += reward
+            totals[agent] = totals.get(agent, 0.0) + reward
             assert info["team"] == s.teams[agent] and info["role"] == s.roles[agent]
             env.step(None if term or trunc else (random_legal(env, agent, rng) if rng.random() > 0.1 else "??"))
         if s.family == "zero_sum":
@@ -159,7 +159,7 @@ _actions = st.one_of(
 @given(actions=st.lists(_actions, min_size=1, max_size=12), seed=st.integers(0, 2**32),
        policy=st.sampled_from(["penalty", "retry", "random"]))
 def test_arbitrary_actions_never_raise_and_leave_a_legal_state(env_id, mode, actions, seed, policy):
-    if policy == "random" and mode == "text" and env_id in ("think_solve-v0", "voting-v0"):
+    if policy == "random" and mode == "text" and env_id in ("think_solve-v0", "voting-v0", "orchestrator-v0"):
         policy = "retry"
     env = make(env_id, action_mode=mode, invalid_move=policy)
     env.reset(seed=seed)

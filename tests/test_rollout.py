@@ -334,3 +334,49 @@ def test_cli_tiny(tiny, tmp_path, capsys):
           "--branches", "ablate:voter_0", "--no-progress", "--out", str(out)])
     assert "tokens/s" in capsys.readouterr().out
     assert len(read_jsonl(out)) == 4
+
+
+@pytest.mark.parametrize("mode", ["text", "discrete"])
+def test_a_worker_role_branch_expands_to_the_workers_of_each_episode(mode):
+    from baselines.policies.scripted import ScriptedPolicy
+    from marl_llm_envs.reference.orchestrator import delegator
+
+    def sometimes_alone(env, agent, rng):  # delegates some parts only, so episodes spawn different workers
+        base = env.unwrapped
+        if agent == "orchestrator" and base.phase == "plan" and rng.random() < 0.4:
+            return 0 if mode == "discrete" else "[spawn: " + base.task.parts[0].question + "]"
+        return delegator(env, agent, rng)
+
+    episodes = RolloutEngine(ScriptedPolicy(sometimes_alone), show_progress=False).run(
+        "orchestrator-v0", 12, 1, seed=5, env_kwargs={"action_mode": mode},
+        branches=[BranchSpec("ablate", "worker"), BranchSpec("resample", "worker", k=2)])
+    spawned_sets = set()
+    for e in episodes:
+        _check_episode(e)
+        spawned = e.final_infos["orchestrator"]["spawned"]
+        spawned_sets.add(tuple(spawned))
+        ablated = [b for b in e.branches if b.kind == "ablate"]
+        resampled = [b for b in e.branches if b.kind == "resample"]
+        assert [b.agent for b in ablated] == spawned  # one branch per worker of this episode, none for the others
+        assert [b.agent for b in resampled] == [w for w in spawned for _ in range(2)]
+        for b in resampled:
+            assert b.turns[0].agent == b.agent and not b.turns[0].replayed
+            assert replay(b.transcript).team_rewards() == b.team_rewards
+        for b in ablated:
+            assert b.agent not in {t.agent for t in b.turns}
+            final = [t for t in b.turns if t.agent == "orchestrator" and not t.replayed]
+            assert final  # the orchestrator was asked again: its view changed
+            if mode == "discrete":
+                assert b.team_rewards["team"] == e.final_infos["orchestrator"]["team_reward_without"][b.agent]
+            else:
+                assert replay(b.transcript).infos["orchestrator"]["reports"][b.agent] is None
+    assert len(spawned_sets) > 1
+
+
+def test_a_role_expands_to_the_agents_present_in_the_episode():
+    env = make("orchestrator-v0")
+    spec_ = BranchSpec("ablate", "worker")
+    assert spec_.agents(env) == ["worker_0", "worker_1", "worker_2", "worker_3"]
+    assert spec_.agents(env, present={"orchestrator", "worker_2", "worker_0"}) == ["worker_0", "worker_2"]
+    assert spec_.agents(env, present={"orchestrator"}) == []
+    assert BranchSpec("ablate", "worker_3").agents(env, present={"orchestrator"}) == ["worker_3"]

@@ -173,18 +173,6 @@ def _probe(ta_id: str, num_players: int | None) -> tuple[int, tuple[str, ...]]:
     raise ValueError(f"TextArena's {ta_id} does not accept num_players={num_players}: {'; '.join(errors)}")
 
 
-@functools.cache
-def textarena_spec(env_id: str):
-    """The :class:`~marl_llm_envs.registry.EnvSpec` of ``"textarena/<TextArena id>"``, built on the fly (cached)."""
-    from marl_llm_envs.registry import EnvSpec
-
-    if not env_id.startswith(PREFIX):
-        raise KeyError(f"{env_id!r} is not a TextArena id (they start with {PREFIX!r})")
-    ta_id = env_id[len(PREFIX):]
-    _check_id(ta_id)
-    return EnvSpec.describe(env_id, TextArenaEnv(ta_id=ta_id), kwargs={"ta_id": ta_id})
-
-
 class TextArenaEnv(TextEnv):
     """A TextArena game as a marl_llm_envs env (text mode only); see the module docstring for the manual."""
 

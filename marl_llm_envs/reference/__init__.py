@@ -17,6 +17,8 @@ _REFERENCES: dict[str, list[tuple[str, str]]] = {
     "simple_hanabi": [("rule_bot", "marl_llm_envs.reference.hanabi:rule_bot")],
     "hanabi_small": [("rule_bot", "marl_llm_envs.reference.hanabi:rule_bot")],
     "hanabi": [("rule_bot", "marl_llm_envs.reference.hanabi:rule_bot")],
+    "orchestrator": [("delegator", "marl_llm_envs.reference.orchestrator:delegator"),
+                     ("solo", "marl_llm_envs.reference.orchestrator:solo")],
 }
 
 
