@@ -6,8 +6,9 @@ for members of collectives"; the baseline C3 uses for LLM teams).
 ``R`` is the agent's return (``episode.rewards[a]``) and ``R_without_a`` the team's outcome with the agent's
 contribution clamped to the env's null action (``ablate``):
 
-* voting-v0: ``final_infos[a]["team_reward_without"][a]``, the recount with that ballot (and its spoiled-ballot
-  penalty) removed; no generation needed, so ``branches()`` is empty;
+* where the env records it, ``final_infos[a]["team_reward_without"][a]``: voting-v0's recount with that ballot (and
+  its spoiled-ballot penalty) removed, orchestrator-v0's workers in discrete mode; no generation needed (for
+  voting-v0 ``branches()`` is empty);
 * elsewhere: the agent's ``ablate`` branch at that turn (``Branch.team_rewards`` of its team): the episode
   continued from just before the turn with the agent playing its null action from there on. For an agent with one
   turn this is "the episode without it"; for later turns of a multi-turn agent, "without it from here on".
