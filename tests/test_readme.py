@@ -32,3 +32,11 @@ def test_demo_runs(capsys):
     demo.main(["--mode", "discrete"])
     out = capsys.readouterr().out
     assert "thinker's credit" in out and "replaying it gives the same team rewards" in out
+
+
+def test_readme_credit_example_runs(capsys):
+    block = next(b for b in re.findall(r"```python\n(.*?)\n```", (ROOT / "README.md").read_text(), re.S)
+                 if "make_credit" in b)
+    exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "'ccpo_v1', 'ccpo_v2', 'dr_mas'" in out and "help_rate" in out
