@@ -54,13 +54,14 @@ class _Dist:
     def main(self) -> bool:
         return self.rank == 0
 
-    def gather(self, items: list) -> list:
+    def gather(self, items: list) -> list[list]:
+        """Every process's ``items``, as one list per process in rank order."""
         if self.accelerator is None:
-            return items
+            return [items]
         from accelerate.utils import gather_object
 
-        return gather_object([items])  # one list per process, in rank order
-        
+        return gather_object([items])
+
     def prepare(self, module, optimizer):
         if self.accelerator is None:
             return module, optimizer
@@ -255,6 +256,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             raise ImportError("--wandb needs wandb: pip install wandb") from None
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("--device cuda but no CUDA device is available")
+    out = Path(cfg.out)
+    ckpt_dir = out / "checkpoints"
+    metrics_path = out / "metrics.jsonl"
+    resume_from = checkpoint.latest(ckpt_dir) if cfg.resume else None
+    if cfg.resume and resume_from is None:
+        raise ValueError(f"--resume: no checkpoint in {ckpt_dir}")
+    if not cfg.resume and metrics_path.exists() and metrics_path.stat().st_size:
+        raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
     dist = _Dist(cfg)
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed % 2**32)
@@ -268,15 +277,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             if cfg.compile:
                 learner.forward_module = torch.compile(learner.forward_module)
 
-    out = Path(cfg.out)
-    ckpt_dir = out / "checkpoints"
-    metrics_path = out / "metrics.jsonl"
     start = 0
-    if cfg.resume:
-        path = checkpoint.latest(ckpt_dir)
-        if path is None:
-            raise ValueError(f"--resume: no checkpoint in {ckpt_dir}")
-        meta, tensors = checkpoint.load(path)
+    if resume_from is not None:
+        meta, tensors = checkpoint.load(resume_from)
         if meta["config_hash"] != cfg.hash():
             raise ValueError(f"--resume: the run in {out} was made with another config (hash {meta['config_hash']}, "
                              f"now {cfg.hash()}); give the same flags, or another --out")
@@ -290,9 +293,6 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         if dist.main and metrics_path.exists():        # drop the lines of steps after the checkpoint
             lines = metrics_path.read_text().splitlines()[:start]
             metrics_path.write_text("".join(line + "\n" for line in lines))
-    elif dist.main:
-        if metrics_path.exists() and metrics_path.stat().st_size:
-            raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
     if dist.main:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps({**cfg.to_dict(), "config_hash": cfg.hash(),
@@ -321,7 +321,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         seeds = _shard(training_seeds(cfg.seed, step, cfg.tasks_per_step), dist.rank, dist.world)
         local = engine.run(cfg.env, len(seeds), cfg.group_size, seed=cfg.seed * 1_000_003 + step,
                            env_kwargs=env_kwargs, branches=branches, seeds=seeds, run_id=f"step-{step}.{dist.rank}")
-        episodes = [e for shard in dist.gather(local) for e in shard] if dist.world > 1 else local
+        shards = dist.gather(local)
+        episodes = [e for shard in shards for e in shard]
+        offset = sum(len(shard) for shard in shards[:dist.rank])      # where this process's episodes start
         t1 = time.perf_counter()
         # ---- credit, on the whole batch
         advantages = method.advantages(episodes)
@@ -334,7 +336,6 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             roles_now = set(team.trainable)
         everything = _samples(team, episodes, advantages, roles_now)
         total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
-        offset = sum(len(shard) for shard in dist.gather(local)[:dist.rank]) if dist.world > 1 else 0
         mine = _samples(team, episodes[offset:offset + len(local)], advantages[offset:offset + len(local)], roles_now)
         upd = _update(team, cfg, dist, mine, total, roles_now)
         for learner in team.learners:
