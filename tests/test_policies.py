@@ -240,6 +240,25 @@ def test_choice_mode(tiny):
         assert g.extra["choice_index"] == int(np.argmax(g.extra["choice_logliks"]))
 
 
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_choice_probabilities_are_a_softmax_of_logliks_over_the_temperature(tiny, temperature):
+    model, tok = tiny
+    legal = ("[check]", "[bet]", "[call]", "[fold]")
+    pol = TransformersPolicy(model, tok, mode="choice", temperature=temperature)
+    for g in pol.generate(_requests(PROMPTS, legal=legal), seed=0):
+        # direct computation: each action's log-likelihood from a plain forward pass, then softmax(loglik / T)
+        ll = np.array([float(_fresh_logprobs(model, g.prompt_ids, tok(a, add_special_tokens=False)["input_ids"]).sum())
+                       for a in legal])
+        z = ll / temperature
+        log_q = z - z.max() - np.log(np.exp(z - z.max()).sum())
+        log_plain = ll - ll.max() - np.log(np.exp(ll - ll.max()).sum())
+        assert np.abs(log_q - log_plain).max() > 0.1  # the temperature matters on this prompt
+        assert np.allclose(g.extra["choice_logliks"], ll, atol=1e-3)  # log-likelihoods stay at temperature 1
+        assert np.allclose(np.log(g.extra["choice_probs"]), log_q, atol=1e-3)
+        assert abs(g.extra["choice_logprob"] - log_q[g.extra["choice_index"]]) < 1e-3
+        assert abs(sum(g.logprobs) - ll[g.extra["choice_index"]]) < 1e-3
+
+
 def test_tiny_model_plays_kuhn_poker_in_choice_mode(tiny):
     model, tok = tiny
     pol = TransformersPolicy(model, tok, mode="choice", temperature=1.0)
