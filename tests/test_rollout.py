@@ -12,7 +12,7 @@ import pytest
 from baselines.episode import Episode, read_jsonl, write_jsonl
 from baselines.policies.base import Generation, Policy
 from baselines.rollout import BranchSpec, RolloutEngine, main, summarize
-from marl_llm_envs import list_envs, make, replay
+from marl_llm_envs import list_envs, replay
 
 ENV_IDS = [e for e in list_envs() if not e.startswith("textarena/")]
 
