@@ -95,6 +95,61 @@ def record_episode_from(env, transcript):
     return trace, None
 
 
+def _full_state(env):
+    """Everything an agent or a trainer can read from the env now: every live agent's observation, the rewards,
+    the terminations, the infos and the team returns."""
+    views = {}
+    for a in env.agents:
+        obs = env.observe(a)
+        views[a] = (obs["text"], obs["observation"].tolist(), obs.get("action_mask", np.zeros(0)).tolist())
+    return (env.agent_selection, list(env.agents), views, dict(env.rewards), dict(env._cumulative_rewards),
+            dict(env.terminations), dict(env.truncations), json.dumps(env.infos, sort_keys=True, default=str),
+            env.team_rewards())
+
+
+@pytest.mark.parametrize("env_id,mode", ENV_MODES)
+def test_replay_of_every_prefix_gives_the_same_state_with_float_and_ablation_entries(env_id, mode):
+    """replay() itself, step by step: the transcript cut after i steps replays to the state the env was in then.
+
+    The episodes contain float inputs (logged as {"float": x}; under "retry" their error text is in the next prompt)
+    and one ablation taken mid-episode (the recorded env continues as the ablated branch)."""
+    rng = np.random.default_rng(1)
+    junk_pool = (3.5, 0.25, 1.0, "", "[nonsense]", None)
+    kinds = set()
+    for seed in range(20):  # at least two episodes, and until both kinds of entry have been replayed
+        if seed >= 2 and kinds == {"float", "ablation"}:
+            break
+        env = make(env_id, action_mode=mode, invalid_move="retry")
+        env.reset(seed=seed)
+        states, ablate_at = [], int(rng.integers(0, 3))
+        for i in range(5000):
+            if i == ablate_at:
+                try:
+                    env = env.ablate(env.possible_agents[int(rng.integers(len(env.possible_agents)))])
+                except ValueError:  # think_solve: the thinker cannot be ablated after the solver's answer
+                    pass
+            states.append(_full_state(env))
+            if not env.agents:
+                break
+            agent = env.agent_selection
+            if env.terminations[agent] or env.truncations[agent]:
+                action = None
+            elif rng.random() < 0.25:
+                action = junk_pool[int(rng.integers(len(junk_pool)))]
+            else:
+                action = random_legal(env, agent, rng)
+            env.step(action)
+        transcript = json.loads(json.dumps(env.transcript()))
+        actions, ablations = transcript["actions"], transcript["ablations"]
+        assert len(states) == len(actions) + 1
+        kinds.update("float" for a in actions if isinstance(a, dict) and "float" in a)
+        kinds.update("ablation" for _ in ablations)
+        for n, state in enumerate(states):
+            prefix = {**transcript, "actions": actions[:n], "ablations": [x for x in ablations if x[0] <= n]}
+            assert _full_state(replay(prefix)) == state, (seed, n)
+    assert kinds == {"float", "ablation"}  # both kinds of entry were replayed
+
+
 def test_reset_without_seed_records_a_concrete_seed_that_replays():
     env = make("kuhn_poker-v0", rounds=3)
     env.reset(seed=5)
@@ -208,17 +263,20 @@ def test_ablated_tic_tac_toe_player_marks_the_first_empty_cell():
 @pytest.mark.parametrize("tie_break", ["random", "first", "none"])
 def test_voting_leave_one_out_infos_equal_the_ablated_recount(mode, tie_break):
     rng = np.random.default_rng(3)
+    spoiled = 0
     for seed in range(30):
         env = make("voting-v0", action_mode=mode, tie_break=tie_break, n_voters=4)
-        record_episode(env, seed=seed, rng=rng, junk=0.1)
         env.reset(seed=seed)
-        r2 = np.random.default_rng(seed)
-        while not env.done:
-            env.step(random_legal(env, env.agent_selection, r2))
+        while not env.done:  # random ballots, one in five spoiled
+            env.step("[nonsense]" if rng.random() < 0.2 else random_legal(env, env.agent_selection, rng))
+        spoiled += len(env.outcome()["spoiled"])
         without = env.infos["voter_0"]["team_reward_without"]
         for voter in env.possible_agents:
-            assert env.ablate(voter).outcome()["team_reward"] == without[voter]
-            assert env.ablate(voter).infos[voter]["team_reward"] == without[voter]
+            branch = env.ablate(voter)
+            assert branch.outcome()["team_reward"] == without[voter]
+            assert branch.infos[voter]["team_reward"] == without[voter]
+            assert branch.outcome()["spoiled"] == [v for v in env.outcome()["spoiled"] if v != voter]
+    assert spoiled >= 5  # spoiled ballots (and their penalties) reached the checked episodes
 
 
 def test_voting_ablated_voter_abstains_when_its_turn_comes():

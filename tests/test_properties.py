@@ -97,11 +97,19 @@ def test_voters_never_see_other_ballots():
             assert "12345" not in env.observe(a)["text"]
 
 
-def test_solver_sees_the_thought_and_thinker_never_sees_the_answer_box():
-    env = make("think_solve-v0")
+@pytest.mark.parametrize("mode", ["text", "discrete"])
+def test_solver_sees_the_thought_and_thinker_never_sees_the_answer_box(mode):
+    env = make("think_solve-v0", action_mode=mode)
     env.reset(seed=0)
-    env.step("my plan: multiply first")
-    assert "my plan: multiply first" in env.observe("solver")["text"]
+    env.step("my plan: multiply first" if mode == "text" else 1)  # discrete: "I think the answer is (A)"
+    thought = "my plan: multiply first" if mode == "text" else "I think the answer is (A)"
+    assert thought in env.observe("solver")["text"]
+    before = env.observe("thinker")
+    env.step("So it is \\boxed{98765}" if mode == "text" else 3)  # the solver answers (D in discrete mode)
+    assert env.done and env.infos["solver"]["answer"] == ("98765" if mode == "text" else "D")
+    after = env.observe("thinker")
+    assert after["text"] == before["text"] and np.array_equal(after["observation"], before["observation"])
+    assert "98765" not in after["text"] and "boxed{9" not in after["text"]
 
 
 # ---------------------------------------------------------------- rewards

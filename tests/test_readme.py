@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from marl_llm_envs import replay
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -21,9 +23,19 @@ def test_readme_demo_command_runs_the_demo_module():
     assert any("-m marl_llm_envs.demo" in b for b in _bash_blocks())
 
 
-def test_readme_quick_start_runs():
+def test_readme_quick_start_runs_and_prints_what_its_comments_say(capsys):
     code = re.search(r"```python\n(.*?)\n```", (ROOT / "README.md").read_text(), re.S).group(1)
-    exec(compile(code, "README.md", "exec"), {})
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    env = scope["env"]
+    # the solver answered 42: the team scores 1 exactly when 42 is the answer
+    assert env.done and env.team_rewards() == {"team": 1.0 if env.task.answer == "42" else 0.0}
+    team_line, transcript_line = capsys.readouterr().out.splitlines()
+    assert team_line == str(env.team_rewards())                      # {'team': 0.0 or 1.0}
+    transcript = env.transcript()
+    assert transcript_line == str(transcript)
+    assert transcript["actions"][:2] == ["Multiply first, then add.", "The answer is \\boxed{42}"]
+    assert replay(transcript).team_rewards() == env.team_rewards()   # -> replay(...)
 
 
 def test_demo_runs(capsys):

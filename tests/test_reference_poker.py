@@ -168,7 +168,15 @@ def test_kuhn_nash_does_not_lose_to_random():
 
 def test_leduc_tree_and_uniform_best_responses():
     tree = leduc_tree()
-    assert len(tree.infosets) == 288 and tree.n_edges == 672
+    # Sizes by hand. A player's info set is (own rank, public rank once dealt, the betting so far). Within a round the
+    # histories where someone must act are "", c, r, cr, rr, crr (c = check/call, r = bet/raise, at most two raises),
+    # with 2, 2, 3, 3, 2, 2 legal moves (no fold without a bet to answer; no raise after the second): 6 info sets and
+    # 14 moves per own-rank/public-rank/round-1-history. Round 1: 3 own ranks. Round 2 follows the five round-1
+    # histories that end in a call or a second check (cc, rc, crc, rrc, crrc), with 3 own ranks x 3 public ranks.
+    decision_histories, moves = 6, 2 + 2 + 3 + 3 + 2 + 2
+    round_1, round_2 = 3, 5 * 3 * 3
+    assert len(tree.infosets) == (round_1 + round_2) * decision_histories == 288
+    assert tree.n_edges == (round_1 + round_2) * moves == 672
     # best responses to the uniform random policy (NashConv 4.7472, the value OpenSpiel reports)
     assert best_response_value(tree, tree.uniform(), 0) == pytest.approx(2.0875)
     assert best_response_value(tree, tree.uniform(), 1) == pytest.approx(2.659722222, abs=1e-8)

@@ -10,6 +10,7 @@ import pytest
 from marl_llm_envs import make, replay
 from marl_llm_envs.envs.tic_tac_toe import LINES
 from marl_llm_envs.scripted import follower_solver, oracle_thinker, play, random_legal
+from marl_llm_envs.tasks import Task, TaskSource
 
 CHECK, BET, CALL, FOLD = range(4)
 
@@ -59,6 +60,58 @@ def test_kuhn_checked_showdown_pays_one():
     env.step(CHECK)
     env.step(CHECK)
     assert final(env) == {"player_0": 1.0, "player_1": -1.0}
+
+
+# The five terminal histories of a Kuhn hand, worked out by hand from the manual (both ante 1; a bet or a call puts in
+# 1 more; a fold hands the pot to the other player, a showdown to the higher card; the winner gains what the loser
+# put in). Chips won by the player who acts first in the hand, (if it holds the higher card, if it holds the lower).
+KUHN_TERMINALS = {
+    ("check", "check"): (+1.0, -1.0),        # showdown, pot 1 + 1: the loser put in 1
+    ("bet", "fold"): (+1.0, +1.0),           # second folds its ante, whatever the cards
+    ("bet", "call"): (+2.0, -2.0),           # showdown, pot 2 + 2
+    ("check", "bet", "fold"): (-1.0, -1.0),  # first folds its ante, whatever the cards
+    ("check", "bet", "call"): (+2.0, -2.0),  # showdown, pot 2 + 2
+}
+# The pot the player to move sees in its prompt after each prefix of a history: (pot, its own chips in, opponent's).
+KUHN_POTS = {(): (2, 1, 1), ("check",): (2, 1, 1), ("bet",): (3, 1, 2), ("check", "bet"): (3, 1, 2)}
+
+
+def _kuhn_hand_with(first: str, cards: dict):
+    """A discrete Kuhn env at the start of a hand in which ``first`` acts first with ``cards`` (p0, p1 by seat).
+
+    player_0 acts first in hand 1 of a 1-hand match; player_1 in hand 2 of a 2-hand match, after a hand 1 in
+    which player_0 bet and player_1 folded (player_0 +1). Seeds are searched for the deal."""
+    for seed in range(1000):
+        env = make("kuhn_poker-v0", action_mode="discrete", rounds=1 if first == "player_0" else 2)
+        env.reset(seed=seed)
+        if first == "player_1":
+            env.step(BET)
+            env.step(FOLD)
+        if env._cards == cards:
+            assert env.agent_selection == first
+            return env
+    raise AssertionError("no seed deals these cards")
+
+
+@pytest.mark.parametrize("first", ["player_0", "player_1"])
+@pytest.mark.parametrize("history", list(KUHN_TERMINALS), ids="-".join)
+def test_kuhn_every_terminal_history_pays_the_pot_by_hand(first, history):
+    moves = {"check": CHECK, "bet": BET, "call": CALL, "fold": FOLD}
+    second = "player_1" if first == "player_0" else "player_0"
+    before = 0.0 if first == "player_0" else -1.0  # the first player's chips from hand 1 (see _kuhn_hand_with)
+    for first_card, second_card in itertools.permutations(range(3), 2):   # J=0 < Q=1 < K=2, both orders
+        env = _kuhn_hand_with(first, {first: first_card, second: second_card})
+        for i, move in enumerate(history):
+            mover = first if i % 2 == 0 else second
+            assert env.agent_selection == mover and not env.done
+            pot, mine, theirs = KUHN_POTS[history[:i]]
+            assert f"Pot: {pot} chips (you put in {mine}, your opponent {theirs})." in env.observe(mover)["text"]
+            env.step(moves[move])
+        won = KUHN_TERMINALS[history][0 if first_card > second_card else 1]
+        assert env.done
+        assert env.rewards == {first: won, second: -won}              # the hand's step reward
+        assert final(env) == {first: before + won, second: -(before + won)}  # the match total
+        assert env.infos[first]["chips"] == {first: before + won, second: -(before + won)}
 
 
 def test_kuhn_legal_moves_follow_the_betting():
@@ -280,6 +333,97 @@ def test_voting_tie_breaks():
     assert outcomes == {True, False}
     env, out = run("random", 5)
     assert env.clone().outcome() == out
+
+
+class _SixTimesSeven(TaskSource):
+    """One problem, always: 6 * 7 = 42 (distractors 13, 7, 48), so the ballots below can be worked out by hand."""
+
+    name = "six_times_seven"
+    feature_size = 1
+
+    def sample(self, rng, split="train"):
+        return Task("six_times_seven/train/0", "Compute the value of 6 * 7.", "42", "fixed", ("13", "7", "48"), (0.0,))
+
+    def verify(self, task, response):
+        return response.strip() == "42"
+
+    def spec(self):
+        return {"name": "six_times_seven"}
+
+
+def _ballot(b: str) -> str:
+    return {"?": "gibberish", "-": "[abstain]"}.get(b, f"\\boxed{{{b}}}")
+
+
+# Hand-counted elections on 6 * 7 = 42 (text mode, binary reward, invalid_penalty -0.5; "?" = a spoiled ballot,
+# "-" = an abstention). "first" breaks a tie by the earliest ballot of each tied answer; "none" makes a tie wrong.
+# team_reward_without[i] recounts with voter i's ballot (and its penalty) removed.
+VOTING_BY_HAND = [
+    # tie 2-2 between 7 (first cast by voter_0) and 42 (voter_1); leaving out a voter breaks the tie either way
+    ("first", "7 42 42 7", "7", 0.0, [1.0, 0.0, 0.0, 1.0]),
+    ("none", "7 42 42 7", None, 0.0, [1.0, 0.0, 0.0, 1.0]),
+    # 42 wins 3-2; leaving out a 42 ballot makes a 2-2 tie, whose first ballot is 7 (voter_1) without voter_0,
+    # and 42 (voter_0) without voter_3 or voter_4
+    ("first", "42 7 7 42 42", "42", 1.0, [0.0, 1.0, 1.0, 1.0, 1.0]),
+    ("none", "42 7 7 42 42", "42", 1.0, [0.0, 1.0, 1.0, 0.0, 0.0]),
+    # a three-way tie: the first ballot is 42; without voter_0 the first is 7; without voter_1 or voter_2, 42
+    ("first", "42 7 13", "42", 1.0, [0.0, 1.0, 1.0]),
+    ("none", "42 7 13", None, 0.0, [0.0, 0.0, 0.0]),
+    # 13 and 42 tie 2-2 (voter_2 spoils, voter_3 abstains): 13 was first; the spoiled ballot costs -0.5 unless
+    # it is its own voter who is left out (then the tie stands and nothing is spoiled: 0)
+    ("first", "13 42 ? - 42 13", "13", -0.5, [0.5, -0.5, 0.0, -0.5, -0.5, 0.5]),
+    ("none", "13 42 ? - 42 13", None, -0.5, [0.5, -0.5, 0.0, -0.5, -0.5, 0.5]),
+]
+
+
+@pytest.mark.parametrize("tie_break,ballots,aggregate,team_reward,without", VOTING_BY_HAND,
+                         ids=[f"{case[0]}:{case[1]}" for case in VOTING_BY_HAND])
+def test_voting_tie_breaks_and_leave_one_out_by_hand(tie_break, ballots, aggregate, team_reward, without):
+    ballots = ballots.split()
+    env = make("voting-v0", tasks=_SixTimesSeven(), n_voters=len(ballots), tie_break=tie_break, invalid_penalty=-0.5)
+    env.reset(seed=0)
+    out = _vote(env, [_ballot(b) for b in ballots])
+    voters = env.possible_agents
+    assert (out["aggregate"], out["team_reward"]) == (aggregate, team_reward)
+    assert out["team_reward_without"] == dict(zip(voters, without))
+    assert {v: env.infos[v]["team_reward"] for v in voters} == dict.fromkeys(voters, team_reward)
+    for voter, value in zip(voters, without):
+        assert env.ablate(voter).outcome()["team_reward"] == value
+
+
+def test_voting_random_tie_break_by_hand():
+    # "7 42 42 7": a 2-2 tie, so the aggregate is 7 or 42, drawn at reset (both happen over seeds); every
+    # leave-one-out count has a strict winner, so team_reward_without is the same as under "first": [1, 0, 0, 1].
+    seen = set()
+    for seed in range(30):
+        env = make("voting-v0", tasks=_SixTimesSeven(), n_voters=4, tie_break="random")
+        env.reset(seed=seed)
+        out = _vote(env, [_ballot(b) for b in "7 42 42 7".split()])
+        assert out["aggregate"] in ("7", "42")
+        assert out["team_reward"] == (1.0 if out["aggregate"] == "42" else 0.0)
+        assert out["team_reward_without"] == {"voter_0": 1.0, "voter_1": 0.0, "voter_2": 0.0, "voter_3": 1.0}
+        assert env.clone().outcome() == out
+        seen.add(out["aggregate"])
+    assert seen == {"7", "42"}
+
+
+def test_voting_discrete_tie_goes_to_the_first_ballot_not_the_lowest_label():
+    # find a deal with the true answer 42 under label C (candidates are shuffled by the env's RNG)
+    for seed in range(200):
+        env = make("voting-v0", tasks=_SixTimesSeven(), action_mode="discrete", n_voters=2, tie_break="first")
+        env.reset(seed=seed)
+        if env.candidates[2] == "42":
+            break
+    assert env.candidates[2] == "42"
+    C, D = 2, 3
+    out = _vote(env, [D, C])   # voter_0 votes D (wrong), voter_1 votes C (right): a 1-1 tie
+    assert out["aggregate"] == "D" and out["team_reward"] == 0.0
+    assert out["team_reward_without"] == {"voter_0": 1.0, "voter_1": 0.0}
+    none = make("voting-v0", tasks=_SixTimesSeven(), action_mode="discrete", n_voters=2, tie_break="none")
+    none.reset(seed=seed)
+    out = _vote(none, [D, C])
+    assert out["aggregate"] is None and out["team_reward"] == 0.0
+    assert out["team_reward_without"] == {"voter_0": 1.0, "voter_1": 0.0}
 
 
 def test_voting_all_abstain_is_wrong_and_spoiled_ballots_cost_the_penalty():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import os
 import re
 import string
 import subprocess
@@ -201,9 +202,53 @@ def test_split_of_is_stable_and_roughly_ten_percent():
     qs = [f"question number {i}" for i in range(4000)]
     frac = sum(split_of(q) == "test" for q in qs) / len(qs)
     assert 0.07 < frac < 0.13
-    # a fixed value: sha256-based, never Python's salted hash()
-    assert [split_of(q) for q in qs[:50]] == [split_of(q) for q in qs[:50]]
+    # fixed values, the same in every process and Python version: the first 8 bytes of sha256(question), big-endian,
+    # over 2**64, below 0.1 (worked out with hashlib alone); Python's salted hash() would differ per process
+    assert [i for i in range(200) if split_of(qs[i]) == "test"] == [9, 29, 31, 49, 53, 62, 69, 90, 107, 113, 141, 148,
+                                                                   153, 156, 157, 160, 161, 168, 173, 177, 188]
     assert split_of("abc", 0.999) == "test" and split_of("abc", 1e-9) == "train"
+
+
+_PLAY_40_SEEDS = r"""
+import hashlib, json
+import numpy as np
+from marl_llm_envs import make
+from marl_llm_envs.scripted import random_legal
+from marl_llm_envs.tasks import split_of
+
+out = {"split_of": [split_of(f"question number {i}") for i in range(200)]}
+for env_id, kw in [("think_solve-v0", {}), ("think_solve-v0", {"split": "test", "tasks": "countdown"}),
+                   ("voting-v0", {"tasks": "knights_knaves", "action_mode": "discrete"}),
+                   ("voting-v0", {"split": "test", "n_voters": 2}), ("kuhn_poker-v0", {"rounds": 3}),
+                   ("mini_hanabi-v1", {"action_mode": "discrete"})]:
+    for seed in range(40):
+        env = make(env_id, **kw)
+        env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        seen = hashlib.sha256()
+        while not env.done:
+            seen.update(env.observe(env.agent_selection)["text"].encode())
+            env.step(random_legal(env, env.agent_selection, rng))
+        task = getattr(env, "task", None)
+        out[f"{env_id} {kw} {seed}"] = {
+            "task": None if task is None else [task.task_id, task.question, task.answer, split_of(task.question)],
+            "transcript": env.transcript(), "prompts": seen.hexdigest(), "team_rewards": env.team_rewards()}
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_tasks_splits_and_transcripts_are_the_same_in_processes_with_different_hash_seeds():
+    """Python salts str hashes per process (PYTHONHASHSEED): nothing an episode depends on may use them."""
+    root = Path(__file__).resolve().parent.parent
+    runs = [subprocess.Popen([sys.executable, "-c", _PLAY_40_SEEDS], cwd=root, text=True, stdout=subprocess.PIPE,
+                             env={**os.environ, "PYTHONHASHSEED": str(h)}) for h in (1, 2)]
+    outs = [json.loads(run.communicate(timeout=300)[0]) for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert outs[0] == outs[1]
+    episodes = [v for k, v in outs[0].items() if k != "split_of"]
+    assert len(episodes) == 6 * 40
+    splits = [e["task"][3] for e in episodes if e["task"] is not None]
+    assert splits.count("test") == 80 and splits.count("train") == 80  # each env drew from the split it asked
 
 
 def test_task_ids_are_stable_and_encode_the_split():

@@ -72,14 +72,31 @@ def test_frozen_policy_respects_the_mask():
     assert policy(env, "player_1", np.random.default_rng(0)) != 0
 
 
-def test_maskable_ppo_runs_a_few_updates_on_kuhn():
+def test_maskable_ppo_updates_on_kuhn_and_the_wrappers_mask_keeps_its_moves_legal():
     pytest.importorskip("sb3_contrib")
+    import torch
     from sb3_contrib import MaskablePPO
 
     env = SingleAgentEnv("kuhn_poker-v0", agent="random")
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu", verbose=0)
+    before = [p.detach().clone() for p in model.policy.parameters()]
     model.learn(total_timesteps=128)
-    policy = frozen_policy(model)
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))  # the updates ran
+    # the model acts on the wrapper's action_masks() alone (no fallback here): it never makes an invalid move
+    for seed in range(30):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            action, _ = model.predict(obs, action_masks=env.action_masks())
+            obs, _, term, trunc, info = env.step(action)
+            assert info["invalid_count"] == 0, (seed, info["invalid_action"])
+            done = term or trunc
+    # frozen_policy hands the model the seat's own observation and mask, and plays the model's move when legal
+    policy = frozen_policy(model, deterministic=True)
     game = make("kuhn_poker-v0", action_mode="discrete")
-    game.reset(seed=0)
-    assert game.action_mask(game.agent_selection)[policy(game, game.agent_selection, np.random.default_rng(0))] == 1
+    for seed in range(10):
+        game.reset(seed=seed)
+        agent = game.agent_selection
+        mask = game.action_mask(agent).astype(bool)
+        expected, _ = model.predict(game.observe(agent)["observation"], action_masks=mask, deterministic=True)
+        assert policy(game, agent, np.random.default_rng(0)) == int(expected)
