@@ -309,7 +309,7 @@ class raw_env(PokerMatchEnv):
         return (f"Leduc hold'em hand {min(self._hand, self.rounds - 1) + 1}/{self.rounds} | player_0: "
                 f"{CARDS[rank(c['player_0'])]}  player_1: {CARDS[rank(c['player_1'])]}  public: {public} | betting: "
                 f"{betting} | first: {self._first} | chips: {self._chips['player_0']:+g} / "
-                f"{self._chips['player_1']:+g} | to move: {self.agent_selection}")
+                f"{self._chips['player_1']:+g} | {self._to_move()}")
 
 
 env = raw_env

@@ -33,7 +33,8 @@ floats): TextArena's turn counter / its ``max_turns`` (100 when the game has non
 "my previous move was invalid and I must resubmit"; "the game is over"; own player id one-hot (``n``).
 
 Actions. Free text, passed to TextArena's ``step`` unchanged (TextArena's own action wrappers, e.g. adding missing
-brackets, apply). A non-string action is sent as the empty string and recorded as invalid. ``legal_actions()`` is
+brackets, apply) up to ``TEXT_MAX_LENGTH`` characters; the rest is cut off before TextArena sees it and recorded in
+``infos[agent]["ignored_chars"]``, as in every env (TextArena's parsers are its own code; the cap bounds their work). A non-string action is sent as the empty string and recorded as invalid. ``legal_actions()`` is
 ``[]`` (free text; the prompt says what is legal).
 
 Invalid moves. TextArena's policy applies, not ours. TextArena lets a player resubmit after an invalid move (its
@@ -78,7 +79,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from marl_llm_envs.core import TEXT_MAX_LENGTH, TextEnv, printable, short_repr
+from marl_llm_envs.core import TEXT_MAX_LENGTH, TextEnv, printable, short_repr, short_text
 
 PREFIX = "textarena/"
 INSTALL_HINT = 'TextArena games need the textarena package: pip install textarena (or pip install -e ".[bench]")'
@@ -322,6 +323,7 @@ class TextArenaEnv(TextEnv):
         agent = self._begin_step(action)
         if agent is None:
             return
+        action = self._read_text(agent, action)
         pid = self._pid[agent]
         state = self._ta.state
         n_logs = len(getattr(state, "logs", ()))
@@ -348,8 +350,10 @@ class TextArenaEnv(TextEnv):
                 self.infos[agent] = {**info, "invalid_action": None}
         else:
             self._attempts[agent] += 1
-            record = {"action": short_repr(action), "reason": printable(reason, 500), "policy": "textarena",
+            record = {"action": short_text(action), "reason": printable(reason, 500), "policy": "textarena",
                       "attempt": self._attempts[agent], "final": final}
+            if "ignored_chars" in info:
+                record["ignored_chars"] = info["ignored_chars"]
             self.infos[agent] = {**info, "invalid_action": record, "invalid_count": info["invalid_count"] + 1}
 
         self._refresh()

@@ -223,7 +223,7 @@ class raw_env(ProblemEnv):
         if self.candidates:
             lines.append("candidates: " + ", ".join(f"({x}) {c}" for x, c in zip(self.labels, self.candidates)))
         lines.append(f"thinker: {self._message_text()}")
-        lines.append(f"to move: {self.agent_selection}")
+        lines.append(self._to_move())
         return "\n".join(lines)
 
 
