@@ -379,7 +379,7 @@ class TextEnv(AECEnv):
                     return None, f"expected an action index (int), got {short_repr(action, 40)}"
             index = int(action)
             if not 0 <= index < len(names):
-                return None, f"action index {index} is out of range 0..{len(names) - 1}"
+                return None, f"action index {short_repr(index, 40)} is out of range 0..{len(names) - 1}"
             if index not in self._legal_ids(agent):
                 return None, self._illegal(agent, names[index])
             return self._index_to_move(agent, index), None
@@ -521,7 +521,7 @@ def _loggable(action: Any) -> Any:
     """Make a step input JSON-safe without losing what is needed to replay it."""
     if action is None or isinstance(action, (str, bool)):
         return action
-    if isinstance(action, (int, np.integer)):
+    if isinstance(action, (int, np.integer)) and int(action).bit_length() <= 64:
         return int(action)
     if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
         return int(action)

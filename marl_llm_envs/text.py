@@ -87,20 +87,16 @@ def bracketed_tokens(text: str) -> list[str]:
     none of them ``[``, ``]`` or a newline. One scan of at most ``TEXT_MAX_LENGTH`` characters."""
     if len(text) > TEXT_MAX_LENGTH:
         text = text[:TEXT_MAX_LENGTH]
+    # A token ends at a "]" and starts at the last "[" before it, if that "[" comes after the previous "]", at most
+    # BRACKET_TOKEN_MAX + 1 characters back, with no newline in between. One pass over the "]"s; every search is
+    # bounded by the previous "]" or by the token length, so each character is looked at a bounded number of times.
     tokens = []
-    find = text.find
-    i = find("[")
-    while i >= 0:
-        # look at most BRACKET_TOKEN_MAX + 1 characters past the "[" (a bounded window), so each character of the
-        # text is looked at a bounded number of times
-        end = min(len(text), i + BRACKET_TOKEN_MAX + 2)
-        reopen = find("[", i + 1, end)
-        close = find("]", i + 1, reopen if reopen >= 0 else end)
-        if close > i + 1 and find("\n", i + 1, close) < 0:
-            tokens.append(text[i + 1:close])
-            i = find("[", close + 1)
-        else:
-            i = reopen if reopen >= 0 else find("[", end)
+    pos = 0
+    while (close := text.find("]", pos)) >= 0:
+        start = text.rfind("[", max(pos, close - BRACKET_TOKEN_MAX - 1), close)
+        if 0 <= start < close - 1 and text.find("\n", start + 1, close) < 0:
+            tokens.append(text[start + 1:close])
+        pos = close + 1
     return tokens
 
 

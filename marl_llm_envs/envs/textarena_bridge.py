@@ -34,7 +34,8 @@ floats): TextArena's turn counter / its ``max_turns`` (100 when the game has non
 
 Actions. Free text, passed to TextArena's ``step`` unchanged (TextArena's own action wrappers, e.g. adding missing
 brackets, apply) up to ``TEXT_MAX_LENGTH`` characters; the rest is cut off before TextArena sees it and recorded in
-``infos[agent]["ignored_chars"]``, as in every env (TextArena's parsers are its own code; the cap bounds their work). A non-string action is sent as the empty string and recorded as invalid. ``legal_actions()`` is
+``infos[agent]["ignored_chars"]``, as in every env (TextArena's parsers are its own code; the cap bounds their work). A non-string action, or a text on which TextArena's own code raises (TicTacToe's ``int()`` of a 30,000-digit
+cell number), is sent as the empty string instead and recorded as invalid, with the reason. ``legal_actions()`` is
 ``[]`` (free text; the prompt says what is legal).
 
 Invalid moves. TextArena's policy applies, not ours. TextArena lets a player resubmit after an invalid move (its
@@ -329,7 +330,14 @@ class TextArenaEnv(TextEnv):
         n_logs = len(getattr(state, "logs", ()))
         was_final = bool(state.game_info.get(pid, {}).get("invalid_move")) if hasattr(state, "game_info") else False
         text = action if isinstance(action, str) else ""
-        done, _step_info = self._call(self._ta.step, action=text)
+        prefix = None if isinstance(action, str) else (f"expected a text action (str), got {short_repr(action, 40)}; "
+                                                         "sent to TextArena as ''")
+        try:
+            done, _step_info = self._call(self._ta.step, action=text)
+        except Exception as exc:  # TextArena's own parsing failed on this text (e.g. int() of 30,000 digits)
+            prefix = (f"TextArena raised {type(exc).__name__} on this action ({printable(str(exc), 120)}); "
+                      "sent to TextArena as ''")
+            done, _step_info = self._call(self._ta.step, action="")
         state = self._ta.state
 
         reason, final = None, False
@@ -340,8 +348,7 @@ class TextArenaEnv(TextEnv):
         if info_now.get("invalid_move") and not was_final:
             final = True
             reason = reason or str(info_now.get("reason") or "invalid move")
-        if not isinstance(action, str):
-            prefix = f"expected a text action (str), got {short_repr(action, 40)}; sent to TextArena as ''"
+        if prefix is not None:
             reason = prefix if reason is None else f"{prefix}: {reason}"
         info = self.infos[agent]
         if reason is None:
