@@ -255,7 +255,8 @@ def _ta_negotiation_moves(env: Any, rng: random.Random) -> list[str]:
     return moves
 
 
-def _ta_legal(env_id: str, env: Any, rng: random.Random) -> list[str]:
+def textarena_legal_moves(env_id: str, env: Any, rng: random.Random) -> list[str]:
+    """Valid moves of the TextArena games benchmarked here, read from the game state (also used by anchors.py)."""
     game_state = env.state.game_state
     if env_id.startswith("KuhnPoker"):
         return [f"[{k}]" for k in game_state["current_legal_action_tree"]]
@@ -281,7 +282,7 @@ def textarena_player(env_id: str, seed: int) -> Callable[[int], int]:
         done = False
         while not done:
             _player_id, _observation = env.get_observation()
-            done, _info = env.step(action=choice(_ta_legal(env_id, env, rng)))
+            done, _info = env.step(action=choice(textarena_legal_moves(env_id, env, rng)))
             moves += 1
         env.close()
         return moves
@@ -300,7 +301,7 @@ def textarena_midgame(env_id: str, moves: int) -> Any:
         done = False
         for _ in range(moves):
             env.get_observation()
-            done, _ = env.step(action=rng.choice(_ta_legal(env_id, env, rng)))
+            done, _ = env.step(action=rng.choice(textarena_legal_moves(env_id, env, rng)))
             if done:
                 break
         if not done:

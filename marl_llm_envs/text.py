@@ -27,7 +27,6 @@ BRACKET_TOKEN_MAX = 64
 _NON_PRINTABLE = re.compile(r"[^\x20-\x7e\t\n\r\x0b\x0c]")
 # the lexemes of a \boxed{...} scan: a \boxed or \fbox command, any other escape (two characters), a brace
 _BOXED_LEXEME = re.compile(r"\\(?:boxed|fbox)|\\.|[{}]", re.S)
-_SPACE = frozenset(" \t\n\r\x0b\x0c")
 
 
 def printable(text: str, limit: int | None = None) -> str:
@@ -132,40 +131,42 @@ def find_boxed(text: str) -> str | None:
     escaped braces (``\\{``) are handled. ``None`` when there is no complete one.
 
     "Last" means the one that opens last among the complete ones (in ``\\boxed{a \\boxed{b}}`` it is ``b``). One
-    left-to-right scan over the braces and backslashes of at most ``TEXT_MAX_LENGTH`` characters, with a stack of
-    the open braces; unclosed ``\\boxed{`` cost nothing more than any other character.
+    left-to-right scan over the braces and backslashes of at most ``TEXT_MAX_LENGTH`` characters, keeping a stack
+    of the open boxes (their brace depth and start) and slicing only the winner; unclosed ``\\boxed{`` cost
+    nothing more than any other character.
     """
     text = str(text)
     if len(text) > TEXT_MAX_LENGTH:
         text = text[:TEXT_MAX_LENGTH]
     if "box" not in text:
         return None
-    open_boxes: list[tuple[int, int]] = []  # (brace depth inside the box, content start) of the open \boxed{
+    box_depth: list[int] = []
+    box_start: list[int] = []
     depth = 0
-    best_start, best = -1, None
-    pending = -1  # end of a \boxed command whose "{" may follow after spaces
+    pending = -1
+    best_start = best_end = -1
     for m in _BOXED_LEXEME.finditer(text):
-        lexeme, at = m.group(), m.start()
-        if pending >= 0 and not (lexeme == "{" and _only_space(text, pending, at)):
-            pending = -1
+        lexeme = m.group()
         if lexeme == "{":
             depth += 1
             if pending >= 0:
-                open_boxes.append((depth, at + 1))
+                at = m.start()
+                if at == pending or text[pending:at].isspace():
+                    box_depth.append(depth)
+                    box_start.append(at + 1)
                 pending = -1
         elif lexeme == "}":
+            pending = -1
             if depth == 0:
-                continue  # an unmatched closing brace: no box can contain it
-            if open_boxes and open_boxes[-1][0] == depth:
-                start = open_boxes.pop()[1]
+                continue
+            if box_depth and box_depth[-1] == depth:
+                box_depth.pop()
+                start = box_start.pop()
                 if start > best_start:
-                    best_start, best = start, text[start:at]
+                    best_start, best_end = start, m.start()
             depth -= 1
-        elif lexeme in ("\\boxed", "\\fbox"):
+        elif lexeme == "\\boxed" or lexeme == "\\fbox":
             pending = m.end()
-    return None if best is None else best.strip()
-
-
-def _only_space(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` is whitespace only (the gap between ``\\boxed`` and its ``{``)."""
-    return all(text[k] in _SPACE for k in range(start, end))
+        else:
+            pending = -1
+    return None if best_start < 0 else text[best_start:best_end].strip()

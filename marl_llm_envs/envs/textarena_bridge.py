@@ -58,6 +58,11 @@ the caller's RNGs are untouched, the same seed and actions give the same episode
 :func:`~marl_llm_envs.replay` reproduce observations and rewards exactly. A fresh TextArena env is made at every
 ``reset`` (TextArena's observation wrappers do not clear their history on reset).
 
+Anchors. ``spec("textarena/<id>").anchors`` holds random-vs-random payoffs measured by ``benchmarks/anchors.py
+--textarena`` for KuhnPoker-v0, TicTacToe-v0, ConnectFour-v0 and SimpleNegotiation-v0 (the games whose legal moves
+can be read from TextArena's state); every other id carries :data:`UNMEASURED_ANCHORS`, TextArena's reward scale
+marked ``"measured": False``. Zero-sum entries are ranked by Bradley-Terry, which needs no anchors.
+
 Clone. ``clone()`` is the base clone plus ``copy.deepcopy`` of the TextArena env (wrappers, state, game objects);
 the private RNG states are immutable snapshots and are shared. The deep copy is the cost: about 0.2-0.4 ms for
 KuhnPoker / TicTacToe / SimpleNegotiation (vs a few microseconds for our own envs' ``clone()``), more for games with
@@ -72,6 +77,7 @@ Version history. v0: first version.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import functools
 import random
@@ -87,6 +93,14 @@ INSTALL_HINT = 'TextArena games need the textarena package: pip install textaren
 PLAYER_COUNT_CANDIDATES = (2, 1) + tuple(range(3, 16))
 _INVALID_MARK = "attempted an invalid move. Reason: "
 _INVALID_END = " Please resubmit"
+UNMEASURED_ANCHORS = {
+    "measured": False,
+    "reward_scale": {"win": 1.0, "draw": 0.0, "loss": -1.0},
+    "note": "TextArena's win / draw / loss rewards (its two-player games; a few games use other values). TextArena "
+            "has no generic legal-move generator or reference bots, so benchmarks/anchors.py measures random play "
+            "only for the ids whose moves it can read (KuhnPoker-v0, TicTacToe-v0, ConnectFour-v0, "
+            "SimpleNegotiation-v0).",
+}
 
 
 def _textarena():
@@ -184,7 +198,10 @@ def textarena_spec(env_id: str):
         raise KeyError(f"{env_id!r} is not a TextArena id (they start with {PREFIX!r})")
     ta_id = env_id[len(PREFIX):]
     _check_id(ta_id)
-    return EnvSpec.describe(env_id, TextArenaEnv(ta_id=ta_id), kwargs={"ta_id": ta_id})
+    new = EnvSpec.describe(env_id, TextArenaEnv(ta_id=ta_id), kwargs={"ta_id": ta_id})
+    if not new.anchors:
+        new = dataclasses.replace(new, anchors=UNMEASURED_ANCHORS)
+    return new
 
 
 class TextArenaEnv(TextEnv):

@@ -17,6 +17,7 @@ _REFERENCES: dict[str, list[tuple[str, str]]] = {
     "simple_hanabi": [("rule_bot", "marl_llm_envs.reference.hanabi:rule_bot")],
     "hanabi_small": [("rule_bot", "marl_llm_envs.reference.hanabi:rule_bot")],
     "hanabi": [("rule_bot", "marl_llm_envs.reference.hanabi:rule_bot")],
+    "voting": [("clue_follower", "marl_llm_envs.reference.voting:clue_follower")],
 }
 
 
