@@ -592,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print(f"wall {wall:.2f} s | {summary['episodes_per_s']:.2f} episodes/s | {summary['tokens_per_s']:.1f} tokens/s")
     for key, b in summary["branches"].items():
         print(f"branch {key}: n={b['n']}, mean outcome difference (main - branch) {b['mean_main_minus_branch']:+.3f}")
-    print(f"wrote {len(episodes)} episodes to {args.out}")
+    print(f"wrote {len(episodes)} episodes to {args.out} (a header line, then one episode per line)")
     return summary
 
 
