@@ -30,12 +30,18 @@ def _at_parsed_turn(env_id: str, **kwargs):
     return env
 
 
+BOXED_ANSWER_ENVS = ("think_solve-v0", "voting-v0")  # free-text turns whose reply must hold a \boxed answer
+
+
 @pytest.mark.parametrize("pattern", sorted(HOSTILE))
 @pytest.mark.parametrize("env_id", list_envs())
 def test_hostile_reply_is_a_recorded_invalid_move(env_id, pattern):
     env = _at_parsed_turn(env_id)
     agent = env.agent_selection
+    parsed = bool(env.legal_actions()) or env_id in BOXED_ANSWER_ENVS
     env.step(HOSTILE[pattern])
+    if not parsed:  # a free-text message turn of an env added later: any text is a move; it must only not crash
+        return
     record = env.infos[agent]["invalid_action"]
     assert record is not None and record["policy"] == "penalty"
     assert len(record["action"]) <= 203 and record["action"].isprintable()

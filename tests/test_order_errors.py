@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from marl_llm_envs import list_envs, make
+from marl_llm_envs import list_envs, make, spec
+from marl_llm_envs.scripted import random_legal
 
 
 @pytest.mark.parametrize("env_id", list_envs())
@@ -23,11 +25,13 @@ def test_other_calls_before_reset_say_to_reset(call):
 
 
 def _finished(env_id: str):
-    env = make(env_id, action_mode="discrete")
+    mode = "discrete" if "discrete" in spec(env_id).action_modes else "text"
+    env = make(env_id, action_mode=mode)
     env.reset(seed=0)
-    for agent in env.agent_iter():
+    rng = np.random.default_rng(0)
+    for agent in env.agent_iter(10_000):
         _, _, terminated, truncated, _ = env.last()
-        env.step(None if terminated or truncated else int(env.action_mask(agent).argmax()))
+        env.step(None if terminated or truncated else random_legal(env, agent, rng))
     return env
 
 
