@@ -20,8 +20,8 @@ One place for what all our text environments have in common (the games only writ
   linear scan; the rest is ignored, and ``infos[agent]["ignored_chars"]`` says how many characters were (the key is
   there only after such a step, and also in the ``invalid_action`` record when the move was invalid).
 * **Call order.** Calls out of order raise ``RuntimeError`` with the wording of PettingZoo's order-enforcing
-  wrapper, without its per-step cost: ``step``, ``last``, ``observe``, ``render``, ``agent_iter``, ``ablate`` and
-  ``transcript`` before the first ``reset`` ("reset() needs to be called before step()"); ``step`` or ``last`` once
+  wrapper, without its per-step cost: ``step``, ``last``, ``observe``, ``render``, ``agent_iter``,
+  ``legal_actions``, ``action_mask``, ``ablate`` and ``transcript`` before the first ``reset`` ("reset() needs to be called before step()"); ``step`` or ``last`` once
   the episode has ended and every agent has been removed ("step() after the episode ended: call reset()"). While
   the episode is ending, each finished agent still takes its ``step(None)``, as in every PettingZoo AEC env.
 * **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it. ``reset()`` without a seed draws
@@ -221,6 +221,8 @@ class TextEnv(AECEnv):
         return [f"[{names[i]}]" for i in self._legal_ids(agent)]
 
     def action_mask(self, agent: str) -> np.ndarray:
+        if self._seed is None:
+            raise _before_reset("action_mask()")
         mask = np.zeros(len(self.action_names(agent)), np.int8)
         if agent == self.agent_selection and agent in self.agents and not self.terminations[agent]:
             mask[self._legal_ids(agent)] = 1
@@ -259,13 +261,10 @@ class TextEnv(AECEnv):
         }
 
     def observe(self, agent: str) -> dict[str, Any]:
+        if self._seed is None:
+            raise _before_reset("observe()")
         vector = np.zeros(self.vector_size, np.float32)
-        try:
-            self._vector(agent, vector)
-        except AttributeError:
-            if self._seed is None:
-                raise _before_reset("observe()") from None
-            raise
+        self._vector(agent, vector)
         text = self._text(agent)
         error = self._error.get(agent)
         if error is not None:

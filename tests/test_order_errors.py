@@ -16,10 +16,12 @@ def test_step_before_reset_says_to_reset(env_id):
         env.step("[0]")
 
 
-@pytest.mark.parametrize("call", ["last", "observe", "render", "agent_iter", "legal_actions", "transcript"])
-def test_other_calls_before_reset_say_to_reset(call):
-    env = make("kuhn_poker-v0", render_mode="ansi")
-    args = ("player_0",) if call == "observe" else ()
+@pytest.mark.parametrize("call", ["last", "observe", "render", "agent_iter", "legal_actions", "action_mask",
+                                  "transcript"])
+@pytest.mark.parametrize("env_id", list_envs())
+def test_other_calls_before_reset_say_to_reset(env_id, call):
+    env = make(env_id, render_mode="ansi")
+    args = (env.possible_agents[0],) if call in ("observe", "action_mask") else ()
     with pytest.raises(RuntimeError, match=rf"^reset\(\) needs to be called before {call}\(\)$"):
         getattr(env, call)(*args)
 
@@ -52,11 +54,13 @@ def test_reset_after_the_end_starts_a_new_episode():
     assert env.agent_selection == "player_1"
 
 
-def test_textarena_step_before_reset_says_to_reset():
+@pytest.mark.parametrize("call", ["step", "observe", "last"])
+def test_textarena_calls_before_reset_say_to_reset(call):
     pytest.importorskip("textarena")
     env = make("textarena/TicTacToe-v0")
-    with pytest.raises(RuntimeError, match=r"^reset\(\) needs to be called before step\(\)$"):
-        env.step("[4]")
+    args = {"step": ("[4]",), "observe": ("player_0",), "last": ()}[call]
+    with pytest.raises(RuntimeError, match=rf"^reset\(\) needs to be called before {call}\(\)$"):
+        getattr(env, call)(*args)
 
 
 def test_render_shows_the_final_state():
