@@ -104,8 +104,8 @@ def run_episode(env_id: str, mode: str, seed: int, prompts: str, one_line_moves:
             with_thinker += e.team_rewards()["team"]
         print(f"  thinker's credit over {n} problems: team reward {with_thinker / n:.2f} with the thinker, "
               f"{solo / n:.2f} with the thinker ablated")
-        print("  (why text and discrete differ: alone, the follower solver guesses, among the 4 candidates in discrete "
-              "mode\n  (right about 1 time in 4), a number from -20..99 in text mode (almost never right))")
+        print("  (why the modes differ: alone, the solver guesses one of 4 candidates in discrete mode, any number in "
+              "text mode)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -115,16 +115,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="action mode(s) to play (default both)")
     parser.add_argument("--verbose", action="store_true",
                         help="every agent's first prompt in every mode, one move per line")
-    parser.add_argument("--full-prompts", action="store_true", help="with --verbose: every prompt of every turn")
+    parser.add_argument("--full-prompts", action="store_true", help="as --verbose, with every prompt of every turn")
     args = parser.parse_args(argv)
     modes = ["text", "discrete"] if args.mode == "both" else [args.mode]
     for env_id in list_envs():
         for i, mode in enumerate(modes):
-            if args.verbose:
+            if args.verbose or args.full_prompts:
                 prompts = "all" if args.full_prompts else "agents"
             else:
                 prompts = "first" if i == 0 else "none"
-            run_episode(env_id, mode, args.seed, prompts, one_line_moves=args.verbose)
+            run_episode(env_id, mode, args.seed, prompts, one_line_moves=args.verbose or args.full_prompts)
 
 
 if __name__ == "__main__":

@@ -43,4 +43,4 @@ def test_demo_prompt_margin_is_kept_on_blank_lines(default_output):
 
 
 def test_demo_explains_the_thinker_credit_gap_between_modes(default_output):
-    assert "why text and discrete differ" in default_output
+    assert "why the modes differ" in default_output
