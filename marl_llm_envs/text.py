@@ -112,9 +112,9 @@ def parse_bracketed(text: str, names: dict[str, int]) -> tuple[int | None, str |
         key = token.strip().lower()
         if key in names:
             return names[key], None
-    bare = text[:TEXT_MAX_LENGTH].strip().lower()
-    if bare in names:
-        return names[bare], None
+    bare = text.strip()
+    if len(bare) <= BRACKET_TOKEN_MAX and bare.lower() in names:  # a move name fits in a bracket token
+        return names[bare.lower()], None
     return None, no_move_reason(tokens, names)
 
 
