@@ -4,8 +4,9 @@
 voting-v0 puts the clue one-hot; see the env's manual). It is not privileged: the clue is that voter's own
 information. Without a clue (``clue_accuracy=None``) it votes for a uniformly random label; in text mode, where there
 are no labelled candidates, it answers like :func:`marl_llm_envs.scripted.random_legal` (a random ``\\boxed`` number).
-With the default clues (right 70% of the time, independently per voter) three clue followers elect the true answer
-with probability 0.784 (0.7^3 + 3 * 0.7^2 * 0.3 when two agree, plus the ties broken at random).
+With the default clues (right 70% of the time, independently per voter; a wrong clue names one of the 3 wrong
+labels at random, so wrong clues rarely agree) three clue followers elect the true answer 82.7% of the time
+(``spec("voting-v0").anchors``, 10,000 games).
 """
 
 from __future__ import annotations
