@@ -432,7 +432,10 @@ class RolloutEngine:
             try:
                 from tqdm.auto import tqdm
 
-                bar = tqdm(total=len(jobs), desc=desc, unit="ep", leave=False, file=sys.stderr)
+                # no remaining-time estimate: episodes finish in bursts (every env advances each tick), so an
+                # estimate from the first finished episodes is far off
+                bar = tqdm(total=len(jobs), desc=desc, unit="ep", leave=False, file=sys.stderr,
+                           bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} episodes [{elapsed}]")
             except ImportError:  # progress bars are optional
                 bar = None
         policies = self._ordered_policies()
@@ -570,6 +573,16 @@ def summarize(episodes: Sequence[Episode], wall_s: float | None = None) -> dict[
 
 
 def _build_policy(args) -> Policy:
+    if args.no_progress:  # also silence transformers' and the hub's loading bars
+        import os
+
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except ImportError:
+            pass
     if args.model == "random":
         from baselines.policies.scripted import ScriptedPolicy
         from marl_llm_envs.scripted import random_legal
@@ -582,21 +595,35 @@ def _build_policy(args) -> Policy:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m baselines.rollout",
-                                     description="Play batched episodes with an LLM policy and write them as JSONL.")
-    parser.add_argument("--env", required=True, help="env id, e.g. think_solve-v0")
-    parser.add_argument("--model", default="tiny", help='"tiny", "smollm2-135m", "random" or a local model path')
-    parser.add_argument("--episodes", type=int, default=64, help="total episodes (tasks x group size)")
-    parser.add_argument("--group-size", type=int, default=1)
-    parser.add_argument("--mode", choices=("generate", "choice"), default="generate")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--branches", default="", help="e.g. ablate:thinker,resample:solver:4")
-    parser.add_argument("--env-kwargs", default="{}", help="JSON dict of env kwargs")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        prog="python -m baselines.rollout",
+        description="Play batched episodes with an LLM policy and write them as JSONL (one header line, then one "
+                    "episode per line; see baselines.episode).",
+        epilog="Example: python -m baselines.rollout --env think_solve-v0 --model smollm2-135m --mode choice "
+               "--env-kwargs '{\"action_mode\": \"discrete\"}' --episodes 16 --out episodes.jsonl")
+    parser.add_argument("--env", required=True, help="env id, e.g. think_solve-v0 (see marl_llm_envs.list_envs())")
+    parser.add_argument("--model", default="tiny",
+                        help='"tiny" (a randomly initialised 0.15M-parameter model for smoke tests: its replies are '
+                             'gibberish), "smollm2-135m" (SmolLM2-135M-Instruct, a real small model), "random" '
+                             "(uniformly random legal moves, no model) or a local model folder (default: %(default)s)")
+    parser.add_argument("--episodes", type=int, default=64, help="total episodes, tasks x group size (default: %(default)s)")
+    parser.add_argument("--group-size", type=int, default=1,
+                        help="samples per task, a GRPO group: same seed, same problem (default: %(default)s)")
+    parser.add_argument("--mode", choices=("generate", "choice"), default="generate",
+                        help="generate: free text, parsed by the env (format errors are invalid moves); choice: score "
+                             "each legal move and sample one (no format errors; needs legal moves, e.g. discrete "
+                             "action_mode or the games) (default: %(default)s)")
+    parser.add_argument("--device", default="cpu", help='torch device, e.g. "cpu" or "cuda" (default: %(default)s)')
+    parser.add_argument("--max-new-tokens", type=int, default=32, help="generation length limit per turn (default: %(default)s)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
+    parser.add_argument("--branches", default="",
+                        help='counterfactual branches per episode, e.g. "ablate:thinker,resample:solver:4" '
+                             "(default: none)")
+    parser.add_argument("--env-kwargs", default="{}", help='JSON dict of env kwargs, e.g. \'{"action_mode": "discrete"}\' (default: {})')
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first task; task i uses seed + i (default: %(default)s)")
     parser.add_argument("--max-concurrent", type=int, default=None, help="envs played at once (default: all)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (neither ours nor transformers' loading bars)")
     parser.add_argument("--out", required=True, help="output JSONL path")
     args = parser.parse_args(argv)
 
@@ -633,7 +660,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print(f"wall {wall:.2f} s | {summary['episodes_per_s']:.2f} episodes/s | {summary['tokens_per_s']:.1f} tokens/s")
     for key, b in summary["branches"].items():
         print(f"branch {key}: n={b['n']}, mean outcome difference (main - branch) {b['mean_main_minus_branch']:+.3f}")
-    print(f"wrote {len(episodes)} episodes to {args.out}")
+    print(f"wrote {len(episodes)} episodes to {args.out} (a header line, then one episode per line)")
     return summary
 
 

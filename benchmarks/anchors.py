@@ -1,17 +1,32 @@
 """Normalization anchors: the scores of the reference policies, measured and written into the env specs.
 
-    python benchmarks/anchors.py [--games 10000] [--only hanabi,poker,orchestrator] [--write]
+    python benchmarks/anchors.py [--games 10000] [--only cooperative orchestration zero_sum] [--textarena N] [--write]
 
-For every Hanabi preset: the mean score (and 95% CI) of uniformly random legal play and of the rule bot in
-self-play. For Kuhn and Leduc: player 0's mean payoff for each pair of reference policies (random, the Kuhn Nash
-equilibrium, the Leduc CFR strategy), seats as named. For orchestrator-v0 (discrete mode, default kwargs): the team
-reward of random play, the solo orchestrator and the scripted delegator. With ``--write`` the numbers go to
-``marl_llm_envs/data/anchors.json``, which the registry loads into ``spec(env_id).anchors``; the leaderboard
-normalizes cooperative scores with them (random = 0, attainable maximum = 1). ``--only`` measures some groups and
-``--write`` then replaces only their entries in the file.
+Every registered env gets anchors (a test checks it):
 
-Games are played on seeds 0..games-1 in discrete mode; the policies' RNG is seeded per game, so a run is
-reproducible. The table is printed in markdown with the date and machine.
+* cooperative (every Hanabi preset): the mean team score (and 95% CI) of uniformly random legal play and of the rule
+  bot in self-play;
+* orchestration: think_solve-v0 with random thinker and solver, with the privileged oracle thinker and the follower
+  solver (the attainable maximum, 1.0) and with the follower solver alone (the thinker ablated: chance level);
+  voting-v0 with random voters and with clue-following voters (default clues, right 70% of the time);
+  orchestrator-v0 (discrete mode, default kwargs) with random play, the solo orchestrator and the scripted delegator;
+* zero-sum (Kuhn, Leduc, tic-tac-toe, Connect Four, simple negotiation): player 0's mean payoff for each pair of
+  policies among random and the env's reference policies (Kuhn Nash equilibrium, Leduc CFR, tic-tac-toe minimax,
+  Connect Four alpha-beta search; the negotiation has no reference bot, so random vs random only), seats as named.
+
+TextArena ids (``textarena/<id>``, made on demand, any of TextArena's games) have no generic legal-move generator
+and no reference bots, so they cannot all be measured. ``--textarena`` measures random vs random for the four games
+whose legal moves ``benchmarks/env_throughput.py`` reads from TextArena's state (KuhnPoker-v0, TicTacToe-v0,
+ConnectFour-v0, SimpleNegotiation-v0), played through our bridge; every other TextArena id carries the reward scale
+TextArena's rules fix (win / draw / loss = +1 / 0 / -1 in its two-player games), marked as not measured
+(:data:`marl_llm_envs.envs.textarena_bridge.UNMEASURED_ANCHORS`). Zero-sum entries are ranked by Bradley-Terry on
+the same seeds, which needs no anchors; the anchors there are for reading scores.
+
+With ``--write`` the numbers go to ``marl_llm_envs/data/anchors.json``, which the registry loads into
+``spec(env_id).anchors``; the leaderboard normalizes cooperative and orchestration scores with them (random = 0,
+attainable maximum = 1). Games are played on seeds 0..games-1 in discrete mode (TextArena: text mode); the
+policies' RNG is seeded per game, so a run is reproducible. Connect Four's search takes about 0.4 s per game here,
+so its rows play at most ``SLOW_GAMES`` games. The table is printed in markdown with the date and machine.
 """
 
 from __future__ import annotations
@@ -20,6 +35,7 @@ import argparse
 import datetime
 import json
 import platform
+import random
 import time
 from pathlib import Path
 
@@ -27,19 +43,26 @@ import numpy as np
 
 from marl_llm_envs import list_envs, make, spec
 from marl_llm_envs.reference import reference_policies
-from marl_llm_envs.scripted import random_legal
+from marl_llm_envs.scripted import follower_solver, oracle_thinker, random_legal
 
 DATA = Path(__file__).resolve().parent.parent / "marl_llm_envs" / "data" / "anchors.json"
+ZERO_SUM = ("kuhn_poker-v0", "leduc_holdem-v0", "tic_tac_toe-v0", "connect_four-v0", "simple_negotiation-v0")
+SLOW_GAMES = {"connect_four-v0": 300}  # rows with a reference policy of this env play at most this many games
+TEXTARENA_IDS = ("KuhnPoker-v0", "TicTacToe-v0", "ConnectFour-v0", "SimpleNegotiation-v0")
 
 
-def play(env_id: str, policies: dict, games: int, seed: int = 0) -> dict:
-    """Mean and 95% CI of each team's return over ``games`` games (seats -> policies)."""
+def play(env_id: str, policies: dict, games: int, seed: int = 0, action_mode: str = "discrete",
+         ablate: str | None = None) -> dict:
+    """Mean and 95% CI of each team's return over ``games`` games (seats -> policies); ``ablate``: that agent is
+    ablated at the start (plays the env's null action)."""
     returns: dict[str, list[float]] = {}
     start = time.perf_counter()
     for g in range(games):
-        env = make(env_id, action_mode="discrete")
+        env = make(env_id, action_mode=action_mode)
         rng = np.random.default_rng([seed, g])
         env.reset(seed=seed + g)
+        if ablate is not None:
+            env = env.ablate(ablate)
         while not env.done:
             agent = env.agent_selection
             env.step(policies[agent](env, agent, rng))
@@ -67,68 +90,104 @@ def hanabi_anchors(games: int) -> dict:
     return anchors
 
 
-def poker_anchors(games: int) -> dict:
+def zero_sum_anchors(games: int) -> dict:
     pairs = {}
-    for env_id in ("kuhn_poker-v0", "leduc_holdem-v0"):
+    for env_id in ZERO_SUM:
         bots = {"random": random_legal, **reference_policies(env_id)}
         pairs[env_id] = {}
         for n0, p0 in bots.items():
             for n1, p1 in bots.items():
-                result = play(env_id, {"player_0": p0, "player_1": p1}, games)
+                n = games if n0 == n1 == "random" else min(games, SLOW_GAMES.get(env_id, games))
+                result = play(env_id, {"player_0": p0, "player_1": p1}, n)
                 pairs[env_id][f"{n0} vs {n1}"] = result["player_0"]
     return pairs
 
 
-def orchestrator_anchors(games: int) -> dict:
-    env_id = "orchestrator-v0"
-    seats = spec(env_id).agents
-    bots = {"random": random_legal, **reference_policies(env_id)}
-    return {env_id: {name: play(env_id, {a: bot for a in seats}, games)["team"] for name, bot in bots.items()}}
+def orchestration_anchors(games: int) -> dict:
+    voters = spec("voting-v0").agents
+    seats = spec("orchestrator-v0").agents
+    clue = reference_policies("voting-v0")["clue_follower"]
+    return {
+        "think_solve-v0": {
+            "random": play("think_solve-v0", {"thinker": random_legal, "solver": random_legal}, games)["team"],
+            "oracle_thinker + follower_solver": play(
+                "think_solve-v0", {"thinker": oracle_thinker, "solver": follower_solver}, games)["team"],
+            "follower_solver, thinker ablated": play(
+                "think_solve-v0", {"solver": follower_solver}, games, ablate="thinker")["team"],
+        },
+        "voting-v0": {
+            "random": play("voting-v0", {a: random_legal for a in voters}, games)["team"],
+            "clue_follower": play("voting-v0", {a: clue for a in voters}, games)["team"],
+        },
+        "orchestrator-v0": {name: play("orchestrator-v0", {a: bot for a in seats}, games)["team"]
+                            for name, bot in {"random": random_legal, **reference_policies("orchestrator-v0")}.items()},
+    }
 
 
-GROUPS = ("hanabi", "poker", "orchestrator")
+def textarena_anchors(games: int) -> dict:
+    """Random vs random in the TextArena games whose legal moves we can read from TextArena's state."""
+    from env_throughput import textarena_legal_moves
+
+    def random_ta(env, agent, rng, ta_id):
+        state_rng = random.Random(int(rng.integers(2**63 - 1)))
+        return state_rng.choice(textarena_legal_moves(ta_id, env._ta, state_rng))
+
+    out = {}
+    for ta_id in TEXTARENA_IDS:
+        policy = {a: (lambda env, agent, rng, t=ta_id: random_ta(env, agent, rng, t)) for a in ("player_0", "player_1")}
+        result = play(f"textarena/{ta_id}", policy, games, action_mode="text")
+        out[f"textarena/{ta_id}"] = {"random vs random": result["player_0"]}
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--games", type=int, default=10_000)
-    parser.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated groups of {GROUPS}")
-    parser.add_argument("--write", action="store_true", help=f"write {DATA.relative_to(DATA.parent.parent.parent)}")
+    parser.add_argument("--games", type=int, default=10_000, help="games per row (10000)")
+    parser.add_argument("--only", nargs="+", choices=["cooperative", "orchestration", "zero_sum"],
+                        default=["cooperative", "orchestration", "zero_sum"], help="measure only these families")
+    parser.add_argument("--textarena", type=int, default=0, metavar="GAMES",
+                        help="also measure the TextArena rows, with this many games each (needs textarena)")
+    parser.add_argument("--write", action="store_true", help=f"write {DATA.relative_to(DATA.parent.parent.parent)} "
+                        "(the rows measured now replace their old values; the other rows are kept)")
     args = parser.parse_args(argv)
-    only = [g.strip() for g in args.only.split(",") if g.strip()]
-    if not only or set(only) - set(GROUPS):
-        parser.error(f"--only takes groups of {GROUPS}, got {args.only!r}")
     print(f"# anchors  {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}  |  "
           f"{platform.platform()}  |  {args.games} games per row, seeds 0..{args.games - 1}")
-    hanabi = hanabi_anchors(args.games) if "hanabi" in only else {}
-    if hanabi:
+    measured: dict[str, dict] = {}
+    if "cooperative" in args.only:
+        hanabi = hanabi_anchors(args.games)
         print("\n| env | nominal max | attainable max | random (mean +- 95% CI) | rule bot (mean +- 95% CI) |")
         print("|---|---:|---:|---:|---:|")
-    for env_id, row in hanabi.items():
-        cls_env = make(env_id)
-        r, b = row["random"], row["rule_bot"]
-        print(f"| {env_id} | {getattr(cls_env, 'max_score', '?')} | {getattr(cls_env, 'attainable_max_score', '?')} | "
-              f"{r['mean']:.3f} +- {r['ci95']:.3f} | {b['mean']:.3f} +- {b['ci95']:.3f} |")
-    poker = poker_anchors(args.games) if "poker" in only else {}
-    if poker:
-        print("\n| env | player_0 vs player_1 | player_0 mean payoff +- 95% CI |")
-        print("|---|---|---:|")
-    for env_id, rows in poker.items():
-        for pair, r in rows.items():
-            print(f"| {env_id} | {pair} | {r['mean']:+.4f} +- {r['ci95']:.4f} |")
-    orchestration = orchestrator_anchors(args.games) if "orchestrator" in only else {}
-    for env_id, rows in orchestration.items():
-        print(f"\n| env | policy | team reward (mean +- 95% CI) |\n|---|---|---:|")
-        for name, r in rows.items():
-            print(f"| {env_id} | {name} | {r['mean']:.4f} +- {r['ci95']:.4f} |")
+        for env_id, row in hanabi.items():
+            cls_env = make(env_id)
+            r, b = row["random"], row["rule_bot"]
+            print(f"| {env_id} | {getattr(cls_env, 'max_score', '?')} | "
+                  f"{getattr(cls_env, 'attainable_max_score', '?')} | "
+                  f"{r['mean']:.3f} +- {r['ci95']:.3f} | {b['mean']:.3f} +- {b['ci95']:.3f} |")
+        measured.update(hanabi)
+    if "orchestration" in args.only:
+        orchestration = orchestration_anchors(args.games)
+        print("\n| env | policies | team reward (mean +- 95% CI) | games |")
+        print("|---|---|---:|---:|")
+        for env_id, rows in orchestration.items():
+            for name, r in rows.items():
+                print(f"| {env_id} | {name} | {r['mean']:.4f} +- {r['ci95']:.4f} | {r['games']} |")
+        measured.update(orchestration)
+    pairs = zero_sum_anchors(args.games) if "zero_sum" in args.only else {}
+    if args.textarena:
+        pairs.update(textarena_anchors(args.textarena))
+    if pairs:
+        print("\n| env | player_0 vs player_1 | player_0 mean payoff +- 95% CI | games |")
+        print("|---|---|---:|---:|")
+        for env_id, rows in pairs.items():
+            for pair, r in rows.items():
+                print(f"| {env_id} | {pair} | {r['mean']:+.4f} +- {r['ci95']:.4f} | {r['games']} |")
+        measured.update({env_id: {f"player_0 payoff, {pair}": r for pair, r in rows.items()}
+                         for env_id, rows in pairs.items()})
     if args.write:
-        data = {"measured": datetime.date.today().isoformat(), "games": args.games, "envs": {}}
-        if DATA.exists():
-            data["envs"] = json.loads(DATA.read_text())["envs"]
-        for env_id, row in {**hanabi, **orchestration}.items():
-            data["envs"][env_id] = {name: {k: v for k, v in r.items()} for name, r in row.items()}
-        for env_id, rows in poker.items():
-            data["envs"][env_id] = {f"player_0 payoff, {pair}": r for pair, r in rows.items()}
+        data = json.loads(DATA.read_text()) if DATA.exists() else {"envs": {}}
+        data["measured"] = datetime.date.today().isoformat()
+        data.pop("games", None)  # each row carries its own game count
+        data["envs"].update(measured)
         DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         print(f"\nwrote {DATA}")
 

@@ -15,7 +15,15 @@ One place for what all our text environments have in common (the games only writ
   ``max_retries`` times, then the penalty) or ``"random"`` (a uniformly random legal move from the env's RNG). Every
   invalid move is recorded in ``infos[agent]["invalid_action"]`` (``None`` after a valid move) and counted in
   ``infos[agent]["invalid_count"]``. Any input (wrong type, empty, huge, unicode, control characters) is handled by
-  this policy; ``step`` never raises on a bad action of a live agent.
+  this policy; ``step`` never raises on a bad action of a live agent. A text action is read up to
+  ``TEXT_MAX_LENGTH`` (65,536) characters, the ``max_length`` of the ``Text`` action space, and parsed in one
+  linear scan; the rest is ignored, and ``infos[agent]["ignored_chars"]`` says how many characters were (the key is
+  there only after such a step, and also in the ``invalid_action`` record when the move was invalid).
+* **Call order.** Calls out of order raise ``RuntimeError`` with the wording of PettingZoo's order-enforcing
+  wrapper, without its per-step cost: ``step``, ``last``, ``observe``, ``render``, ``agent_iter``,
+  ``legal_actions``, ``action_mask``, ``ablate`` and ``transcript`` before the first ``reset`` ("reset() needs to be called before step()"); ``step`` or ``last`` once
+  the episode has ended and every agent has been removed ("step() after the episode ended: call reset()"). While
+  the episode is ending, each finished agent still takes its ``step(None)``, as in every PettingZoo AEC env.
 * **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it. ``reset()`` without a seed draws
   the next episode's seed from the env's own RNG, so every episode has a concrete seed in its transcript. The global
   ``random`` module and NumPy's global state are never touched.
@@ -36,10 +44,11 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from marl_llm_envs.text import CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable, short_repr
+from marl_llm_envs.text import (CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable,
+                                 short_repr, short_text)
 
 __all__ = ["CHARSET", "PRINTABLE", "TEXT_MAX_LENGTH", "TextEnv", "TwoPlayerZeroSumEnv", "find_boxed", "parse_bracketed",
-           "printable", "short_repr"]
+           "printable", "short_repr", "short_text"]
 
 ACTION_MODES = ("text", "discrete")
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
@@ -175,6 +184,10 @@ class TextEnv(AECEnv):
     def _render(self) -> str:
         return self._text(self.agent_selection)
 
+    def _to_move(self) -> str:
+        """The last words of a render: whose move it is, or that the game is over."""
+        return "game over" if self.done else f"to move: {self.agent_selection}"
+
     # ------------------------------------------------------------------ public API
     @property
     def np_random(self) -> np.random.Generator:
@@ -194,6 +207,8 @@ class TextEnv(AECEnv):
 
         An empty list means the turn is free text (see the prompt for its format) or the agent cannot move now.
         """
+        if self._seed is None:
+            raise _before_reset("legal_actions()")
         agent = self.agent_selection if agent is None else agent
         if agent not in self.agents or self.terminations[agent] or self.truncations[agent]:
             return []
@@ -205,6 +220,8 @@ class TextEnv(AECEnv):
         return [f"[{names[i]}]" for i in self._legal_ids(agent)]
 
     def action_mask(self, agent: str) -> np.ndarray:
+        if self._seed is None:
+            raise _before_reset("action_mask()")
         mask = np.zeros(len(self.action_names(agent)), np.int8)
         if agent == self.agent_selection and agent in self.agents and not self.terminations[agent]:
             mask[self._legal_ids(agent)] = 1
@@ -243,6 +260,8 @@ class TextEnv(AECEnv):
         }
 
     def observe(self, agent: str) -> dict[str, Any]:
+        if self._seed is None:
+            raise _before_reset("observe()")
         vector = np.zeros(self.vector_size, np.float32)
         self._vector(agent, vector)
         text = self._text(agent)
@@ -254,11 +273,35 @@ class TextEnv(AECEnv):
             obs["action_mask"] = self.action_mask(agent)
         return obs
 
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        try:
+            return super().last(observe)
+        except (AttributeError, KeyError):
+            self._check_order("last()")
+            raise
+
+    def agent_iter(self, max_iter: int = 2**63):
+        if self._seed is None:
+            raise _before_reset("agent_iter()")
+        return super().agent_iter(max_iter)
+
+    def _check_order(self, call: str) -> None:
+        """Raise the out-of-order error for ``call`` if there is one (called only on a failing path)."""
+        if self._seed is None:
+            raise _before_reset(call) from None
+        if not self.agents:
+            raise RuntimeError(f"{call} after the episode ended: call reset()") from None
+
     def _begin_step(self, action: Any) -> str | None:
         """What every ``step`` starts with: log the input, take a dead agent's step (then return ``None``), else
         clear the step rewards and return the acting agent."""
-        agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
+        try:
+            agent = self.agent_selection
+            dead = self.terminations[agent] or self.truncations[agent]
+        except (AttributeError, KeyError):
+            self._check_order("step()")
+            raise
+        if dead:
             self._log = (self._log, None)
             self._was_dead_step(action)
             return None
@@ -269,10 +312,22 @@ class TextEnv(AECEnv):
             self.rewards[a] = 0.0
         return agent
 
+    def _read_text(self, agent: str, action: Any) -> Any:
+        """A text action cut to ``TEXT_MAX_LENGTH`` characters; ``infos[agent]["ignored_chars"]`` records the cut
+        (and is dropped again on the agent's next step without one). Anything else is returned unchanged."""
+        info = self.infos[agent]
+        if isinstance(action, str) and len(action) > TEXT_MAX_LENGTH:
+            self.infos[agent] = {**info, "ignored_chars": len(action) - TEXT_MAX_LENGTH}
+            return action[:TEXT_MAX_LENGTH]
+        if "ignored_chars" in info:
+            self.infos[agent] = {k: v for k, v in info.items() if k != "ignored_chars"}
+        return action
+
     def step(self, action: Any) -> None:
         agent = self._begin_step(action)
         if agent is None:
             return
+        action = self._read_text(agent, action)
         move, reason = self._interpret(agent, action)
         info = self.infos[agent]
         if reason is None:
@@ -283,11 +338,13 @@ class TextEnv(AECEnv):
             self._apply(agent, move)
         else:
             record = {
-                "action": short_repr(action),
+                "action": short_text(action),
                 "reason": reason,
                 "policy": self.invalid_move,
                 "attempt": self._retries[agent] + 1,
             }
+            if "ignored_chars" in info:
+                record["ignored_chars"] = info["ignored_chars"]
             self.infos[agent] = {**info, "invalid_action": record, "invalid_count": info["invalid_count"] + 1}
             if self.invalid_move == "retry" and self._retries[agent] < self.max_retries:
                 self._retries[agent] += 1
@@ -320,7 +377,7 @@ class TextEnv(AECEnv):
                     return None, f"expected an action index (int), got {short_repr(action, 40)}"
             index = int(action)
             if not 0 <= index < len(names):
-                return None, f"action index {index} is out of range 0..{len(names) - 1}"
+                return None, f"action index {short_repr(index, 40)} is out of range 0..{len(names) - 1}"
             if index not in self._legal_ids(agent):
                 return None, self._illegal(agent, names[index])
             return self._index_to_move(agent, index), None
@@ -398,7 +455,7 @@ class TextEnv(AECEnv):
         if agent not in self.possible_agents:
             raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}")
         if self._seed is None:
-            raise RuntimeError("call reset() before ablate()")
+            raise _before_reset("ablate()")
         new = self.clone()
         new._ablated = self._ablated | {agent}
         new._ablations = self._ablations + ((self._step_count_logged(), agent),)
@@ -415,7 +472,7 @@ class TextEnv(AECEnv):
     def transcript(self) -> dict[str, Any]:
         """A JSON-serialisable record that :func:`marl_llm_envs.replay` turns back into the same episode."""
         if self._seed is None:
-            raise RuntimeError("call reset() before transcript()")
+            raise _before_reset("transcript()")
         actions, node = [], self._log
         while node is not None:
             node, action = node
@@ -432,12 +489,13 @@ class TextEnv(AECEnv):
 
     # ------------------------------------------------------------------ rendering
     def render(self) -> str | None:
+        """The game's state as text (``render_mode="ansi"``: returned; ``"human"``: printed), the final state too once
+        the episode is over."""
         if self.render_mode is None:
             return None
-        if not self.agents:
-            text = "(episode over)"
-        else:
-            text = self._render()
+        if self._seed is None:
+            raise _before_reset("render()")
+        text = self._render()
         if self.render_mode == "human":
             print(text)
             return None
@@ -453,11 +511,15 @@ class TextEnv(AECEnv):
         return self.env_id
 
 
+def _before_reset(call: str) -> RuntimeError:
+    return RuntimeError(f"reset() needs to be called before {call}")
+
+
 def _loggable(action: Any) -> Any:
     """Make a step input JSON-safe without losing what is needed to replay it."""
     if action is None or isinstance(action, (str, bool)):
         return action
-    if isinstance(action, (int, np.integer)):
+    if isinstance(action, (int, np.integer)) and int(action).bit_length() <= 64:
         return int(action)
     if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
         return int(action)

@@ -9,6 +9,7 @@ Every id is also registered with PettingZoo's registry as ``marl_llm/<id>``, so
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -151,13 +152,16 @@ def make_parallel(env_id: str, **kwargs: Any):
 @functools.cache
 def _textarena_spec(env_id: str) -> EnvSpec:
     """The spec of ``"textarena/<TextArena id>"``, built on the fly (cached); TextArena is imported only here."""
-    from marl_llm_envs.envs.textarena_bridge import PREFIX, TextArenaEnv, _check_id
+    from marl_llm_envs.envs.textarena_bridge import PREFIX, UNMEASURED_ANCHORS, TextArenaEnv, _check_id
 
     if not env_id.startswith(PREFIX):
         raise KeyError(f"{env_id!r} is not a TextArena id (they start with {PREFIX!r})")
     ta_id = env_id[len(PREFIX):]
     _check_id(ta_id)
-    return EnvSpec.describe(env_id, TextArenaEnv(ta_id=ta_id), kwargs={"ta_id": ta_id})
+    new = EnvSpec.describe(env_id, TextArenaEnv(ta_id=ta_id), kwargs={"ta_id": ta_id})
+    if not new.anchors:
+        new = dataclasses.replace(new, anchors=UNMEASURED_ANCHORS)
+    return new
 
 
 def replay(transcript: dict[str, Any] | str) -> TextEnv:

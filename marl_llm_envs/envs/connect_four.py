@@ -138,7 +138,7 @@ class raw_env(TwoPlayerZeroSumEnv):
         out[2 * CELLS] = 1.0 if agent == self.agent_selection and not self.done else 0.0
 
     def _render(self) -> str:
-        return f"{self._grid()}\nto move: {self.agent_selection}"
+        return f"{self._grid()}\n{self._to_move()}"
 
 
 env = raw_env

@@ -612,7 +612,7 @@ class raw_env(TextEnv):
         hands = " | ".join(f"player_{q}: {' '.join(self._card(c) for c in h)}" for q, h in enumerate(self._hands))
         fw = " ".join(f"{COLOR_LETTERS[c]}{h}" for c, h in enumerate(self._fireworks))
         return (f"Hanabi {self.env_id} | {hands} | fireworks {fw} | info {self._info} lives {self._lives} | deck "
-                f"{len(self._deck) - self._pos} | score {self.score()} | to move: {self.agent_selection}")
+                f"{len(self._deck) - self._pos} | score {self.score()} | {self._to_move()}")
 
 
 env = raw_env

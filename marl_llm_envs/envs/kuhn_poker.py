@@ -155,7 +155,7 @@ class raw_env(PokerMatchEnv):
         betting = ", ".join(f"{a}: [{ACTIONS[m]}]" for a, m in self._history) or "(none)"
         return (f"Kuhn poker hand {min(self._hand, self.rounds - 1) + 1}/{self.rounds} | player_0: "
                 f"{CARDS[c['player_0']]}  player_1: {CARDS[c['player_1']]} | betting: {betting} | "
-                f"chips: {self._chips['player_0']:+g} / {self._chips['player_1']:+g} | to move: {self.agent_selection}")
+                f"chips: {self._chips['player_0']:+g} / {self._chips['player_1']:+g} | {self._to_move()}")
 
 
 env = raw_env

@@ -228,6 +228,8 @@ class raw_env(PokerMatchEnv):
     def legal_actions(self, agent: str | None = None) -> list[str]:
         """The legal moves as text, named by what they do now: ``["[check]", "[bet]"]`` or ``["[fold]", "[call]",
         "[raise]"]`` (the discrete index of ``[check]`` is that of call, of ``[bet]`` that of raise)."""
+        if self._seed is None:
+            return super().legal_actions(agent)  # raises the before-reset error
         agent = self.agent_selection if agent is None else agent
         if agent not in self.agents or self.terminations[agent] or self.truncations[agent]:
             return []
@@ -309,7 +311,7 @@ class raw_env(PokerMatchEnv):
         return (f"Leduc hold'em hand {min(self._hand, self.rounds - 1) + 1}/{self.rounds} | player_0: "
                 f"{CARDS[rank(c['player_0'])]}  player_1: {CARDS[rank(c['player_1'])]}  public: {public} | betting: "
                 f"{betting} | first: {self._first} | chips: {self._chips['player_0']:+g} / "
-                f"{self._chips['player_1']:+g} | to move: {self.agent_selection}")
+                f"{self._chips['player_1']:+g} | {self._to_move()}")
 
 
 env = raw_env

@@ -94,7 +94,8 @@ from typing import Any
 
 import numpy as np
 
-from marl_llm_envs.core import TwoPlayerZeroSumEnv, parse_bracketed, printable
+from marl_llm_envs.core import TwoPlayerZeroSumEnv, printable
+from marl_llm_envs.text import BRACKET_TOKEN_MAX, bracketed_tokens, no_move_reason
 
 RESOURCES = ("Wood", "Gold")
 ACCEPT, DENY, PASS = 0, 1, 2
@@ -103,7 +104,6 @@ DEFAULT_INVENTORIES = ((10, 10), (10, 10))
 DEFAULT_VALUATIONS = ((5, 15), (15, 5))
 AGENTS = ("player_0", "player_1")
 
-_BRACKETED = re.compile(r"\[([^\[\]\n]{1,64})\]")
 _OFFER = re.compile(
     r"offer\s*:?\s*(?:i\s+(?:give|offer)\s+)?(\d{1,6})\s*(wood|gold)s?\s*(?:->|=>|for)\s*(\d{1,6})\s*(wood|gold)s?\s*[.!]*"
 )
@@ -264,21 +264,22 @@ class raw_env(TwoPlayerZeroSumEnv):
             return super()._interpret(agent, action)
         index_map = self._action_index[agent]
         index, bad_offer = None, None
-        for token in reversed(_BRACKETED.findall(action)):
+        tokens = bracketed_tokens(action)
+        for token in reversed(tokens):
             key = _canonical(token)
             if key in index_map:
                 index = index_map[key]
                 break
             if bad_offer is None and key.startswith("offer"):
                 bad_offer = token
-        if index is None and len(action) <= 64:
+        if index is None and len(action) <= BRACKET_TOKEN_MAX:
             index = index_map.get(_canonical(action))
         if index is None:
             if bad_offer is not None:
                 k = self.max_offer
                 return None, (f"[{printable(bad_offer.strip(), 40)}] is not a valid offer; write [offer: A wood -> B "
                               f"gold] or [offer: A gold -> B wood] with A and B from 1 to {k}")
-            return None, parse_bracketed(action, index_map)[1] or "no move found"
+            return None, no_move_reason(tokens, index_map)
         if index not in self._legal_ids(agent):
             return None, self._illegal(agent, self._names[index])
         return index, None
@@ -409,7 +410,7 @@ class raw_env(TwoPlayerZeroSumEnv):
         return (f"simple negotiation turn {min(self._turn + 1, self.max_turns)}/{self.max_turns} | "
                 f"player_0: {inv['player_0'][0]} Wood {inv['player_0'][1]} Gold (gain {gains['player_0']:+g}) | "
                 f"player_1: {inv['player_1'][0]} Wood {inv['player_1'][1]} Gold (gain {gains['player_1']:+g}) | "
-                f"offer: {offer} | to move: {self.agent_selection}")
+                f"offer: {offer} | {self._to_move()}")
 
 
 env = raw_env

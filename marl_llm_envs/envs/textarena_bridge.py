@@ -33,7 +33,9 @@ floats): TextArena's turn counter / its ``max_turns`` (100 when the game has non
 "my previous move was invalid and I must resubmit"; "the game is over"; own player id one-hot (``n``).
 
 Actions. Free text, passed to TextArena's ``step`` unchanged (TextArena's own action wrappers, e.g. adding missing
-brackets, apply). A non-string action is sent as the empty string and recorded as invalid. ``legal_actions()`` is
+brackets, apply) up to ``TEXT_MAX_LENGTH`` characters; the rest is cut off before TextArena sees it and recorded in
+``infos[agent]["ignored_chars"]``, as in every env (TextArena's parsers are its own code; the cap bounds their work). A non-string action, or a text on which TextArena's own code raises (TicTacToe's ``int()`` of a 30,000-digit
+cell number), is sent as the empty string instead and recorded as invalid, with the reason. ``legal_actions()`` is
 ``[]`` (free text; the prompt says what is legal).
 
 Invalid moves. TextArena's policy applies, not ours. TextArena lets a player resubmit after an invalid move (its
@@ -55,6 +57,11 @@ global modules only for the duration of each call into TextArena, and restores t
 the caller's RNGs are untouched, the same seed and actions give the same episode, and ``transcript()`` /
 :func:`~marl_llm_envs.replay` reproduce observations and rewards exactly. A fresh TextArena env is made at every
 ``reset`` (TextArena's observation wrappers do not clear their history on reset).
+
+Anchors. ``spec("textarena/<id>").anchors`` holds random-vs-random payoffs measured by ``benchmarks/anchors.py
+--textarena`` for KuhnPoker-v0, TicTacToe-v0, ConnectFour-v0 and SimpleNegotiation-v0 (the games whose legal moves
+can be read from TextArena's state); every other id carries :data:`UNMEASURED_ANCHORS`, TextArena's reward scale
+marked ``"measured": False``. Zero-sum entries are ranked by Bradley-Terry, which needs no anchors.
 
 Clone. ``clone()`` is the base clone plus ``copy.deepcopy`` of the TextArena env (wrappers, state, game objects);
 the private RNG states are immutable snapshots and are shared. The deep copy is the cost: about 0.2-0.4 ms for
@@ -78,13 +85,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from marl_llm_envs.core import TEXT_MAX_LENGTH, TextEnv, printable, short_repr
+from marl_llm_envs.core import TEXT_MAX_LENGTH, TextEnv, printable, short_repr, short_text
 
 PREFIX = "textarena/"
 INSTALL_HINT = 'TextArena games need the textarena package: pip install textarena (or pip install -e ".[bench]")'
 PLAYER_COUNT_CANDIDATES = (2, 1) + tuple(range(3, 16))
 _INVALID_MARK = "attempted an invalid move. Reason: "
 _INVALID_END = " Please resubmit"
+UNMEASURED_ANCHORS = {
+    "measured": False,
+    "reward_scale": {"win": 1.0, "draw": 0.0, "loss": -1.0},
+    "note": "TextArena's win / draw / loss rewards (its two-player games; a few games use other values). TextArena "
+            "has no generic legal-move generator or reference bots, so benchmarks/anchors.py measures random play "
+            "only for the ids whose moves it can read (KuhnPoker-v0, TicTacToe-v0, ConnectFour-v0, "
+            "SimpleNegotiation-v0).",
+}
 
 
 def _textarena():
@@ -310,12 +325,20 @@ class TextArenaEnv(TextEnv):
         agent = self._begin_step(action)
         if agent is None:
             return
+        action = self._read_text(agent, action)
         pid = self._pid[agent]
         state = self._ta.state
         n_logs = len(getattr(state, "logs", ()))
         was_final = bool(state.game_info.get(pid, {}).get("invalid_move")) if hasattr(state, "game_info") else False
         text = action if isinstance(action, str) else ""
-        done, _step_info = self._call(self._ta.step, action=text)
+        prefix = None if isinstance(action, str) else (f"expected a text action (str), got {short_repr(action, 40)}; "
+                                                         "sent to TextArena as ''")
+        try:
+            done, _step_info = self._call(self._ta.step, action=text)
+        except Exception as exc:  # TextArena's own parsing failed on this text (e.g. int() of 30,000 digits)
+            prefix = (f"TextArena raised {type(exc).__name__} on this action ({printable(str(exc), 120)}); "
+                      "sent to TextArena as ''")
+            done, _step_info = self._call(self._ta.step, action="")
         state = self._ta.state
 
         reason, final = None, False
@@ -326,8 +349,7 @@ class TextArenaEnv(TextEnv):
         if info_now.get("invalid_move") and not was_final:
             final = True
             reason = reason or str(info_now.get("reason") or "invalid move")
-        if not isinstance(action, str):
-            prefix = f"expected a text action (str), got {short_repr(action, 40)}; sent to TextArena as ''"
+        if prefix is not None:
             reason = prefix if reason is None else f"{prefix}: {reason}"
         info = self.infos[agent]
         if reason is None:
@@ -336,8 +358,10 @@ class TextArenaEnv(TextEnv):
                 self.infos[agent] = {**info, "invalid_action": None}
         else:
             self._attempts[agent] += 1
-            record = {"action": short_repr(action), "reason": printable(reason, 500), "policy": "textarena",
+            record = {"action": short_text(action), "reason": printable(reason, 500), "policy": "textarena",
                       "attempt": self._attempts[agent], "final": final}
+            if "ignored_chars" in info:
+                record["ignored_chars"] = info["ignored_chars"]
             self.infos[agent] = {**info, "invalid_action": record, "invalid_count": info["invalid_count"] + 1}
 
         self._refresh()

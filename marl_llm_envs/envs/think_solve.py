@@ -10,8 +10,8 @@
 | Kwargs             | ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_thought_chars=2000``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 
 The episode. A problem is drawn from ``tasks`` (see :mod:`marl_llm_envs.tasks`: ``"arithmetic"``,
-``"arithmetic:difficulty=3"``, ``"knights_knaves"``, ``"jsonl:/path/data.jsonl"``, ``"parquet:/path/data.parquet"``
-or a ``TaskSource``) on the fixed ``split`` ("train" or "test"), using the env's RNG, so the same seed gives the same
+``"arithmetic:difficulty=3"``, ``"knights_knaves"``, ``"countdown"``, ``"jsonl:/path/data.jsonl"``,
+``"parquet:/path/data.parquet"`` or a ``TaskSource``) on the fixed ``split`` ("train" or "test"), using the env's RNG, so the same seed gives the same
 problem (a GRPO group shares a seed). The thinker sees the problem and writes a message; the solver sees the problem
 and the message and gives the final answer, which the task's verifier scores. Both agents get the same team reward.
 
@@ -223,7 +223,7 @@ class raw_env(ProblemEnv):
         if self.candidates:
             lines.append("candidates: " + ", ".join(f"({x}) {c}" for x, c in zip(self.labels, self.candidates)))
         lines.append(f"thinker: {self._message_text()}")
-        lines.append(f"to move: {self.agent_selection}")
+        lines.append(self._to_move())
         return "\n".join(lines)
 
 

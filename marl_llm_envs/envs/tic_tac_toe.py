@@ -113,7 +113,7 @@ class raw_env(TwoPlayerZeroSumEnv):
         out[18] = 1.0 if agent == self.agent_selection and not self.done else 0.0
 
     def _render(self) -> str:
-        return f"{self._grid()}\nto move: {self.agent_selection}"
+        return f"{self._grid()}\n{self._to_move()}"
 
 
 env = raw_env

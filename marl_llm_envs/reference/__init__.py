@@ -19,6 +19,7 @@ _REFERENCES: dict[str, list[tuple[str, str]]] = {
     "hanabi": [("rule_bot", "marl_llm_envs.reference.hanabi:rule_bot")],
     "orchestrator": [("delegator", "marl_llm_envs.reference.orchestrator:delegator"),
                      ("solo", "marl_llm_envs.reference.orchestrator:solo")],
+    "voting": [("clue_follower", "marl_llm_envs.reference.voting:clue_follower")],
 }
 
 

@@ -15,6 +15,10 @@ _FRAC_RE = re.compile(r"^([+-]?)\\[dt]?frac\{([+-]?\d+)\}\{([+-]?\d+)\}$")
 _SLASH_RE = re.compile(r"^([+-]?\d+)/([+-]?\d+)$")
 
 
+_TEXT_COMMANDS = ("\\text{", "\\textbf{", "\\mathrm{", "\\mbox{")
+_MAX_EXPONENT = 1000  # "1e999999999" would build a billion-digit integer: larger exponents are not read as numbers
+
+
 def _strip_wrappers(text: str) -> str:
     """Remove the usual decorations around a final answer (``$``, ``\\boxed{}``, trailing period)."""
     s = str(text).strip()
@@ -27,12 +31,11 @@ def _strip_wrappers(text: str) -> str:
             s = s[2:-2]
         if s.startswith("\\[") and s.endswith("\\]"):
             s = s[2:-2]
-        boxed = extract_boxed(s)
-        if boxed is not None and s.startswith(("\\boxed", "\\fbox")) and s.endswith("}"):
-            s = boxed
-        text_m = re.fullmatch(r"\\(?:text|textbf|mathrm|mbox)\{(.*)\}", s, flags=re.S)
-        if text_m:
-            s = text_m.group(1)
+        if s.startswith(("\\boxed", "\\fbox")) and s.endswith("}"):
+            boxed = extract_boxed(s)
+            s = s if boxed is None else boxed
+        if s.startswith(_TEXT_COMMANDS) and s.endswith("}"):
+            s = s[s.index("{") + 1:-1]
         s = s.strip().rstrip(".").strip()
         if s == prev:
             break
@@ -51,6 +54,9 @@ def _parse_number(text: str) -> Optional[Fraction]:
     if m:
         s = m.group(1) + m.group(2).replace(",", "") + (m.group(3) or "")
     if _NUMBER_RE.match(s):
+        mantissa, e, exponent = s.lower().partition("e")
+        if e and abs(int(exponent)) > _MAX_EXPONENT:
+            return None
         return Fraction(s.rstrip(".") if s.endswith(".") else s)
     m = _FRAC_RE.match(s) or _SLASH_RE.match(s)
     if m:

@@ -1,0 +1,42 @@
+"""The rollout CLI: every flag explained with its default; --no-progress silences every progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+
+def test_every_rollout_flag_has_help_with_its_default(capsys):
+    from baselines import rollout
+
+    with pytest.raises(SystemExit):
+        rollout.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    options = text.split("options:")[1].split("Example:")[0]
+    flags = re.findall(r"(--[a-z-]+) [A-Z_]+ ", options)
+    assert len(flags) >= 12
+    for flag in sorted(set(flags) - {"--env", "--out"}):  # the two required flags have no default
+        entry = options.split(f"{flag} {flag[2:].upper().replace('-', '_')}")[1].split(" --")[0]
+        assert "(default:" in entry, flag
+    assert "gibberish" in text  # what --model tiny is for
+
+
+def test_no_progress_also_silences_transformers_loading_bars(monkeypatch):
+    pytest.importorskip("transformers")
+    from transformers.utils import logging as hf_logging
+
+    from baselines import rollout
+
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    hf_logging.enable_progress_bar()
+    try:
+        args = argparse.Namespace(no_progress=True, model="random", seed=0)
+        rollout._build_policy(args).close()
+        assert not hf_logging.is_progress_bar_enabled()
+        import os
+
+        assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+    finally:
+        hf_logging.enable_progress_bar()
