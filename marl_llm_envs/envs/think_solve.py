@@ -10,7 +10,8 @@
 | Kwargs             | ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_thought_chars=2000``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 
 The episode. A problem is drawn from ``tasks`` (see :mod:`marl_llm_envs.tasks`: ``"arithmetic"``,
-``"arithmetic:difficulty=3"``, ``"knights_knaves"``, ``"countdown"``, ``"jsonl:/path/data.jsonl"``,
+``"arithmetic:difficulty=3"``, ``"knights_knaves"``, ``"countdown"``, ``"composite"`` (several arithmetic parts
+combined, orchestrator-v0's source), ``"jsonl:/path/data.jsonl"``,
 ``"parquet:/path/data.parquet"`` or a ``TaskSource``) on the fixed ``split`` ("train" or "test"), using the env's RNG, so the same seed gives the same
 problem (a GRPO group shares a seed). The thinker sees the problem and writes a message; the solver sees the problem
 and the message and gives the final answer, which the task's verifier scores. Both agents get the same team reward.
