@@ -243,7 +243,6 @@ BAD_PLANS = {
     "too many": "\n".join(f"[spawn: part {i}]" for i in range(5)),
     "empty": "[spawn: ]",
     "huge sub-task": "[spawn: " + "x" * 501 + "]",
-    "huge plan": "x" * 70_000,
     "nested brackets": "[spawn: compute [a] first]",
     "unterminated": "[spawn: compute a",
     "no colon": "[spawn compute a]",
@@ -265,6 +264,17 @@ def test_malformed_plans_follow_the_invalid_move_policy(name):
     assert "Your previous move was invalid" in retry.observe("orchestrator")["text"]
     retry.step("[spawn: Compute the value of 1 + 1.]")
     assert retry.agents == ["orchestrator", "worker_0"]
+
+
+def test_a_huge_plan_is_read_up_to_the_text_cap_and_the_rest_recorded():
+    from marl_llm_envs.text import TEXT_MAX_LENGTH
+
+    env = make("orchestrator-v0")
+    env.reset(seed=0)
+    env.step("[spawn: Compute the value of 1 + 1.]\n" + "x" * 70_000)
+    info = env.infos["orchestrator"]
+    assert info["invalid_action"] is None and env.agents == ["orchestrator", "worker_0"]
+    assert info["ignored_chars"] == len("[spawn: Compute the value of 1 + 1.]\n") + 70_000 - TEXT_MAX_LENGTH
 
 
 def test_a_plan_without_spawn_lines_is_valid_and_the_orchestrator_answers_alone():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def test_readme_quick_start_runs_and_prints_what_its_comments_say(capsys):
     team_line, transcript_line = capsys.readouterr().out.splitlines()
     assert team_line == str(env.team_rewards())                      # {'team': 0.0 or 1.0}
     transcript = env.transcript()
-    assert transcript_line == str(transcript)
+    assert transcript_line == json.dumps(transcript)
     assert transcript["actions"][:2] == ["Multiply first, then add.", "The answer is \\boxed{42}"]
     assert replay(transcript).team_rewards() == env.team_rewards()   # -> replay(...)
 

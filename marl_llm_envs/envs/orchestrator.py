@@ -33,8 +33,9 @@ Text mode (the LLM mode). The plan is free text; every line that starts with ``[
 is a spawn line ``[spawn: <sub-task>]`` and spawns ``worker_i`` (i = 0, 1, ... in order) with that sub-task. No spawn
 line: the orchestrator answers alone. A spawn line that does not end with ``]``, has an empty sub-task, a sub-task
 containing ``[`` or ``]`` (nested brackets) or longer than ``max_subtask_chars``, or more than ``max_workers`` spawn
-lines, makes the plan an invalid move; a plan longer than 65536 characters too (the parser reads each line once, in
-time linear in the plan, and reads no more than that). The plan the orchestrator sees again is cut to
+lines, makes the plan an invalid move. Like every text action, a plan is read up to ``TEXT_MAX_LENGTH`` (65,536)
+characters and the rest is ignored (``infos["orchestrator"]["ignored_chars"]`` says how many); the parser reads each
+line once, in time linear in the plan. The plan the orchestrator sees again is cut to
 ``max_plan_chars`` (``infos["orchestrator"]["plan_truncated"]`` says so). A worker's report and the final answer are
 the content of the last ``\\boxed{...}`` of the reply (a reply without one is an invalid move); the orchestrator sees
 each report (at most 500 characters), never the worker's reasoning.
