@@ -56,6 +56,8 @@ CASES = [
 
 @pytest.mark.parametrize("env_id,kwargs,branches", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_branch_rewards_are_the_branch_envs_own_returns(env_id, kwargs, branches):
+    # Fails when Branch.rewards drops the main episode's rewards before the branch point (base_rewards: the
+    # 3-round Kuhn case) or misses what ablate() hands out itself (terminal ablations: every ablate case).
     episodes = RolloutEngine(RandomPolicy(seed=1), show_progress=False).run(
         env_id, num_tasks=4, group_size=2, seed=11, env_kwargs=kwargs, branches=branches)
     n = 0
