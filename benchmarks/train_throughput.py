@@ -1,10 +1,13 @@
 """Throughput of the trainer (baselines.train): where a step's time goes, and the update against a bare loop.
 
-1. A few training steps of ``baselines.train`` (tiny model, think_solve-v0, the chosen credit method): the share of
-   each step spent in rollout / credit / update (goal: credit under 2% of a step).
-2. The update on one fixed batch (the samples of one rollout) against the anchor measured in the same run: a bare
-   loop over the same micro-batches and model (teacher-forced forward, ``-(A * logp)`` loss, backward, AdamW step),
-   in tokens/s (goal: the trainer's update within 1.25x of the bare loop's time).
+1. A few training steps of ``baselines.train`` (tiny model in choice mode on think_solve-v0's discrete mode, so the
+   random-init model's rewards vary and the update has work to do; the chosen credit method): the share of each
+   step spent in rollout / credit / update (goal: credit under 2% of a step).
+2. The update on one fixed batch against the anchor measured in the same run: the free-generation turns of one
+   rollout, each given a seeded random advantage (a random-init model's own rewards are all -1, which would leave
+   nothing to train), through the trainer's update and through a bare loop over the same micro-batches and model
+   (teacher-forced forward, ``-(A * logp)`` loss, backward, AdamW step), in tokens/s (goal: the trainer's update
+   within 1.25x of the bare loop's time).
 
     python benchmarks/train_throughput.py                     # tiny, think_solve-v0, ccpo_v2, 3 steps
     python benchmarks/train_throughput.py --model smollm2-135m --tasks 4 --group-size 2 --steps 2
@@ -38,6 +41,7 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     args = p.parse_args()
 
+    import numpy as np
     import torch
 
     from baselines.credit import make_credit
@@ -55,14 +59,16 @@ def main() -> None:
 
     # ---- 1. a few real steps: where the time goes
     with tempfile.TemporaryDirectory() as out:
-        cfg = TrainConfig(env=args.env, credit=args.credit, model=args.model, steps=args.steps,
-                          tasks_per_step=args.tasks, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
-                          out=out, progress=False, tensorboard=False, device=args.device)
+        cfg = TrainConfig(env=args.env, credit=args.credit, model=args.model, steps=args.steps, mode="choice",
+                          action_mode="discrete", tasks_per_step=args.tasks, group_size=args.group_size,
+                          max_new_tokens=args.max_new_tokens, out=out, progress=False, tensorboard=False,
+                          device=args.device)
         train(cfg)
         import json
 
         rows = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
-    print(f"## Step time split ({args.model}, {args.env}, {args.credit}, {args.tasks} tasks x {args.group_size})\n")
+    print(f"## Step time split ({args.model} in choice mode, {args.env} discrete, {args.credit}, "
+          f"{args.tasks} tasks x {args.group_size})\n")
     print("| step | rollout s | credit s | update s | credit share | update tokens/s |")
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -84,7 +90,8 @@ def main() -> None:
     method = make_credit(args.credit)
     episodes = RolloutEngine(team.policies, show_progress=False).run(
         args.env, args.tasks, args.group_size, seed=1, env_kwargs=env_kwargs, branches=method.branches(args.env))
-    adv = method.advantages(episodes)
+    rng = np.random.default_rng(0)
+    adv = [[float(rng.normal()) for _ in e.turns] for e in episodes]   # every turn has work to do
     samples = _samples(team, episodes, adv, set(team.trainable))
     total = {learner.name: [s.n for s in samples]}
     prompt_tokens = sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples)
