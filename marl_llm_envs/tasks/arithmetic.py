@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from marl_llm_envs.tasks.base import _MAX_RESAMPLE, Task, TaskSource, _check_fraction, _check_split, _task_id, split_of
-from marl_llm_envs.tasks.verify import _finite_unit, _parse_number
+from marl_llm_envs.tasks.verify import _finite_unit, number_matches
 
 _PREC = {"+": 1, "-": 1, "*": 2}
 
@@ -232,11 +231,7 @@ class ArithmeticTasks(TaskSource):
         raise RuntimeError(f"could not draw a {split} arithmetic problem")  # pragma: no cover
 
     def verify(self, task: Task, response: str) -> bool:
-        try:
-            got = _parse_number(response)
-            return got is not None and got == Fraction(int(task.answer))
-        except Exception:
-            return False
+        return number_matches(response, task.answer)
 
     def spec(self) -> dict:
         return {

@@ -35,7 +35,7 @@ import numpy as np
 
 from marl_llm_envs.tasks.arithmetic import ArithmeticTasks, _BinOp, _Num, _tokens
 from marl_llm_envs.tasks.base import _MAX_RESAMPLE, Task, TaskSource, _check_fraction, _check_split, _task_id, split_of
-from marl_llm_envs.tasks.verify import _finite_unit, _parse_number
+from marl_llm_envs.tasks.verify import _finite_unit, _parse_number, number_matches
 
 PART_NAMES = "abcdefgh"
 MAX_FORMULA_CHARS = 200
@@ -285,11 +285,7 @@ class CompositeTasks(TaskSource):
         raise RuntimeError(f"could not draw a {split} composite problem")  # pragma: no cover
 
     def verify(self, task: Task, response: str) -> bool:
-        try:
-            got = _parse_number(response)
-            return got is not None and got == Fraction(task.answer)
-        except Exception:
-            return False
+        return number_matches(response, task.answer)
 
     def spec(self) -> dict:
         return {

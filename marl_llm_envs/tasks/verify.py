@@ -42,6 +42,16 @@ def _strip_wrappers(text: str) -> str:
     return s
 
 
+def number_matches(response: str, answer: str) -> bool:
+    """Whether ``response`` parses as exactly the number ``answer`` (the verifier of the numeric sources; never
+    raises on odd model output)."""
+    try:
+        got = _parse_number(response)
+        return got is not None and got == Fraction(answer)
+    except Exception:  # a verifier must never crash on model output
+        return False
+
+
 def _parse_number(text: str) -> Optional[Fraction]:
     """Parse a plain number (``"+42"``, ``"42.0"``, ``"1,234"``, ``"-3/4"``, ``"\\frac{1}{2}"``) or ``None``."""
     s = _strip_wrappers(text)
