@@ -273,7 +273,7 @@ class TransformersPolicy(Policy):
                                                          [action_ids[i] for i in choice_idx], gen)):
                     out[i] = g
         for i, g in enumerate(out):
-            if g is not None and len(prompts[i]) < len(full[i]):
+            if g is not None and prompts[i] and len(prompts[i]) < len(full[i]):
                 g.extra["prompt_truncated"] = len(full[i]) - len(prompts[i])
         return out  # type: ignore[return-value]
 
