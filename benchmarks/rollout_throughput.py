@@ -7,8 +7,15 @@ when it is installed, SmolLM2-135M. Prints a markdown table with the speed-up ra
     python benchmarks/rollout_throughput.py                       # tiny (+ smollm2-135m if installed), think_solve-v0
     python benchmarks/rollout_throughput.py --models tiny --episodes 64 --seq-episodes 8
 
+CPU mode also compares the fast paths of ``TransformersPolicy`` (shared-prefix prefill, finished rows leaving the
+batch) with its plain path: GRPO groups with branches (prefill tokens computed, decode row-steps, wall time, and
+whether the episodes are the same), one call on Hanabi first-turn prompts in choice mode (the rules header is
+shared), and one call against transformers ``model.generate`` on the same prompts. On a loaded machine pass
+``--threads 1``: two torch threads on two busy cores make the timings erratic.
+
 CUDA mode: tokens/s of a randomly initialised model shaped like Qwen2-0.5B (built from a config: nothing is
-downloaded) with the engine at a batch of 256 envs versus a plain ``model.generate`` call on the same 256 prompts.
+downloaded), one call of the policy (plain, fast, static cache + CUDA graph) and the engine at a batch of 256 envs,
+versus a plain ``model.generate`` call on the same 256 prompts.
 
     python benchmarks/rollout_throughput.py --device cuda [--batch 256 --max-new-tokens 64]
 """
@@ -100,7 +107,8 @@ def _plain_generate(policy, requests, max_new_tokens: int) -> tuple[float, int]:
 def _saved(work: dict) -> str:
     if not work or not work.get("prompt_tokens"):
         return ""
-    return f"{work['prefill_tokens']:,} of {work['prompt_tokens']:,} ({1 - work['prefill_tokens'] / work['prompt_tokens']:.0%} saved)"
+    done, total = work["prefill_tokens"], work["prompt_tokens"]
+    return f"{done:,} of {total:,} ({1 - done / total:.0%} saved)"
 
 
 def run_cpu(args) -> None:
@@ -278,21 +286,34 @@ def run_cuda(args) -> None:
 
     plain()  # warm-up
     wall_plain, tok_plain = plain()
-    engine = RolloutEngine(policy, show_progress=False)
-    engine.run(args.env, 8, 1, seed=10_000, env_kwargs=args.kw)  # warm-up
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    eps = engine.run(args.env, B, 1, seed=0, env_kwargs=args.kw)
-    torch.cuda.synchronize()
-    wall_engine = time.perf_counter() - t0
-    tok_engine = sum(e.tokens_generated for e in eps)
-    turns = sum(len(e.turns) for e in eps)
+    rows = [(f"plain `model.generate` (batch {B}, one turn)", B, tok_plain, wall_plain)]
+    requests = _first_prompts(policy, args.env, B, args.kw)
+    static = TransformersPolicy(model, tok, max_new_tokens=M, temperature=1.0, static_cache=True,
+                                name="qwen2-0.5b-like-static")
+    for label, pol in (("TransformersPolicy.generate, plain", TransformersPolicy(
+            model, tok, max_new_tokens=M, temperature=1.0, share_prefix=False, drop_finished=False)),
+                       ("TransformersPolicy.generate, fast", policy),
+                       ("TransformersPolicy.generate, static cache + CUDA graph", static)):
+        pol.generate(requests[:8], seed=1)  # warm-up
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = pol.generate(requests, seed=0)
+        torch.cuda.synchronize()
+        rows.append((f"{label} (batch {B}, one turn)", B, sum(g.num_tokens for g in out), time.perf_counter() - t0))
+    for label, pol in (("fast", policy), ("static cache + CUDA graph", static)):
+        engine = RolloutEngine(pol, show_progress=False)
+        engine.run(args.env, 8, 1, seed=10_000, env_kwargs=args.kw)  # warm-up
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        eps = engine.run(args.env, B, 1, seed=0, env_kwargs=args.kw)
+        torch.cuda.synchronize()
+        rows.append((f"RolloutEngine, {label} ({B} envs, full episodes)", sum(len(e.turns) for e in eps),
+                     sum(e.tokens_generated for e in eps), time.perf_counter() - t0))
+    anchor = tok_plain / wall_plain
     print("| what | requests | tokens | wall (s) | tokens/s | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
-    print(f"| plain `model.generate` (batch {B}, one turn) | {B} | {tok_plain} | {wall_plain:.2f} | "
-          f"{tok_plain / wall_plain:.0f} | 1.00x |")
-    print(f"| RolloutEngine ({B} envs, full episodes) | {turns} | {tok_engine} | {wall_engine:.2f} | "
-          f"{tok_engine / wall_engine:.0f} | {(tok_engine / wall_engine) / (tok_plain / wall_plain):.2f}x |")
+    for label, n, tokens, wall in rows:
+        print(f"| {label} | {n} | {tokens} | {wall:.2f} | {tokens / wall:.0f} | {tokens / wall / anchor:.2f}x |")
 
 
 def main(argv=None) -> None:

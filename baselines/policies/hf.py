@@ -60,8 +60,7 @@ from typing import Any
 import torch
 
 from baselines.policies.base import Generation, Policy, Request
-from baselines.policies.decoding import (DecodeStats, cache_kw, forward_logits, get_cache, left_pad, prefill,
-                                         process_logits, sample_batch)
+from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
 from baselines.policies.prompts import chat_prompt_ids
 
 __all__ = ["TransformersPolicy", "process_logits", "sequence_logprobs"]
