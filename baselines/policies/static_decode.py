@@ -4,7 +4,7 @@ After the (possibly prefix-shared) prefill, the KV cache is copied into a :class
 ``prompt width + max_new_tokens``, and every decode step runs on fixed-shape buffers: the fed tokens ``(B, 1)``, their
 positions ``(B, 1)``, an attention mask ``(B, cache length)`` whose next column is switched on before each step, and
 the step counter of the sampler. One step = model forward, sampling distribution (:func:`process_logits`, float32),
-the counter-based draw (:func:`uniform_draws`) and the chosen token's logprob, all on the device. Rows that end stay
+the counter-based Gumbel-max draw (:func:`draw_tokens`) and the chosen token's logprob, all on the device. Rows that end stay
 in the batch (fed the pad token): the shapes never change.
 
 On CUDA the step is captured once in a CUDA graph (after a warm-up on a side stream) and replayed for every token;
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.policies.decoding import Prefill, draw_tokens, process_logits, uniform_draws, uniform_seed
+from baselines.policies.decoding import Prefill, draw_tokens, process_logits, uniform_seed
 
 __all__ = ["StaticDecoder"]
 
@@ -60,7 +60,7 @@ class StaticDecoder:
         if self.temperature <= 0:
             nxt = logits.argmax(-1)
         else:
-            nxt = draw_tokens(logp, uniform_draws(self.seed, self.keys, self.step))
+            nxt = draw_tokens(logp, self.seed, self.keys, self.step)
         return nxt, logp.gather(1, nxt[:, None])[:, 0]
 
     def _forward_and_sample(self) -> tuple[torch.Tensor, torch.Tensor]:
