@@ -86,12 +86,16 @@ def test_sampler_noise_is_standard_gumbel_and_uncorrelated():
     assert abs(np.corrcoef(g[:, :-1].numpy().ravel(), g[:, 1:].numpy().ravel())[0, 1]) < 0.01
 
 
-def test_draws_follow_the_sampling_distribution():
-    logits = torch.log(torch.tensor([[0.5, 0.0, 0.3, 0.15, 0.05]]))  # token 1 has probability 0
-    logp = process_logits(logits.expand(20000, 5), 1.0, 0.9)          # the nucleus drops token 4 as well
+@pytest.mark.parametrize("spread", [1, 150])
+def test_draws_follow_the_sampling_distribution(spread):
+    """Five tokens in one block (spread 1) or in three blocks of a 601-token vocabulary (spread 150)."""
+    V = 4 * spread + 1
+    probs = torch.zeros(V)
+    probs[[0, spread, 2 * spread, 3 * spread, 4 * spread]] = torch.tensor([0.5, 0.0, 0.3, 0.15, 0.05])
+    logp = process_logits(torch.log(probs).expand(20000, V), 1.0, 0.9)  # top-p drops the 0.05 token as well
     tokens = draw_tokens(logp, 3, torch.arange(20000), 0).numpy()
-    freq = np.bincount(tokens, minlength=5) / len(tokens)
-    assert freq[1] == 0 and freq[4] == 0
+    freq = np.bincount(tokens, minlength=V) / len(tokens)
+    assert freq[spread] == 0 and freq[4 * spread] == 0
     assert np.allclose(freq, logp[0].exp().numpy(), atol=0.015)
 
 

@@ -18,9 +18,9 @@ Finished rows leave the batch (``drop_finished=True``). After a step where rows 
 cache, attention mask and positions of the rows still running are selected and the ended rows are no longer
 computed, so a decode step costs the rows that are still useful.
 
-Sampling. Each step of each row takes ``argmax(logp + g)`` over the vocabulary (the Gumbel-max rule: an exact draw
-from ``softmax(logp)``), where the Gumbel noise ``g`` is a counter-based hash of ``(seed, row key, step, token)`` and
-the row key is the request's index in the ``generate`` call. A row's draws therefore do not depend on which other
+Sampling. Each step of each row draws from ``softmax(logp)`` by the Gumbel-max rule in two stages (a block of 256
+tokens by its log-mass, then a token inside it: :func:`draw_tokens`), where the Gumbel noise is a counter-based hash
+of ``(seed, row key, step, block or token)`` and the row key is the request's index in the ``generate`` call. A row's draws therefore do not depend on which other
 rows are in the batch, how they are ordered, chunked or shared, or when they leave, and a change of the logits at
 float32 rounding level changes a draw only when the two best noisy scores are that close (about once in 10^5 draws;
 an inverse-CDF draw moves far more often, measured with SmolLM2: 3 tokens in 1,500). So the same seed gives the same
@@ -132,28 +132,42 @@ def _row_stream(seed: torch.Tensor, rows: torch.Tensor, step: int | torch.Tensor
     return _hash32(_hash32(_hash32(seed + 0x9E3779B9) ^ rows) ^ _hash32(step + 0x85EBCA6B))
 
 
-def gumbel_noise(seed: int | torch.Tensor, rows: torch.Tensor, step: int | torch.Tensor, vocab_size: int
-                 ) -> torch.Tensor:
-    """Standard Gumbel noise ``(len(rows), vocab_size)`` (float32), a pure function of ``(seed, row, step, token)``.
+BLOCK = 256  # tokens per block of the two-stage draw
 
-    Each entry is ``-log(-log(u))`` with ``u`` from 24 bits of a hash of the four (``u`` never 0 or 1). ``seed``
-    is any int (both 32-bit halves count); ``rows`` an int64 tensor of row keys; ``seed`` and ``step`` may be 0-d
-    int64 tensors on the rows' device (what a captured graph needs)."""
+
+def gumbel_noise(seed: int | torch.Tensor, rows: torch.Tensor, step: int | torch.Tensor, n: int, salt: int = 0
+                 ) -> torch.Tensor:
+    """Standard Gumbel noise ``(len(rows), n)`` (float32), a pure function of ``(seed, row, step, salt, column)``.
+
+    Each entry is ``-log(-log(u))`` with ``u`` from 24 bits of a hash of those (``u`` never 0 or 1). ``seed`` is
+    any int (both 32-bit halves count); ``rows`` an int64 tensor of row keys; ``seed`` and ``step`` may be 0-d int64
+    tensors on the rows' device (what a captured graph needs)."""
     if not isinstance(seed, torch.Tensor):
         seed = uniform_seed(seed, rows.device)
-    tokens = _hash32(torch.arange(vocab_size, dtype=torch.long, device=rows.device) + 0x5BD1E995)
-    h = _hash32(_row_stream(seed, rows, step)[:, None] ^ tokens[None, :])
+    cols = _hash32(torch.arange(n, dtype=torch.long, device=rows.device) + (0x5BD1E995 + 0x10000 * salt))
+    h = _hash32(_row_stream(seed, rows, step)[:, None] ^ cols[None, :])
     u = ((h >> 8).float() + 0.5) * (1.0 / 16777216)
     return -torch.log(-torch.log(u))
 
 
 def draw_tokens(logp: torch.Tensor, seed: int | torch.Tensor, rows: torch.Tensor, step: int | torch.Tensor
                 ) -> torch.Tensor:
-    """One token per row from ``softmax(logp)`` by the Gumbel-max rule: ``argmax(logp + Gumbel noise)``. A token
-    with ``logp = -inf`` is never drawn. A small change of ``logp`` changes the draw only when the two best noisy
-    scores are that close, so paths that agree to float32 rounding draw the same tokens (an inverse-CDF draw, by
-    contrast, moves whenever the cumulative sum before it moves, which a uniform rounding shift does often)."""
-    return (logp + gumbel_noise(seed, rows, step, logp.shape[-1])).argmax(-1)
+    """One token per row from ``softmax(logp)``, by the Gumbel-max rule in two stages: the vocabulary is cut into
+    blocks of :data:`BLOCK` tokens, a block is drawn by ``argmax(logsumexp(block) + noise)``, then a token inside it
+    by ``argmax(logp + noise)`` (exact: P(block) x P(token | block)). Noise is needed for the blocks and one block
+    only, not the whole vocabulary. A token with ``logp = -inf`` is never drawn. A small change of ``logp`` changes
+    the draw only when the two best noisy scores of a stage are that close, so paths that agree to float32 rounding
+    draw the same tokens (an inverse-CDF draw, by contrast, moves whenever the cumulative sum before it moves, which
+    a rounding shift does often)."""
+    B, V = logp.shape
+    nb = -(-V // BLOCK)
+    if nb * BLOCK != V:
+        logp = torch.nn.functional.pad(logp, (0, nb * BLOCK - V), value=float("-inf"))
+    blocks = logp.view(B, nb, BLOCK)
+    b = (torch.logsumexp(blocks, -1) + gumbel_noise(seed, rows, step, nb, salt=1)).argmax(-1)
+    inside = blocks.gather(1, b[:, None, None].expand(B, 1, BLOCK))[:, 0]
+    j = (inside + gumbel_noise(seed, rows, step, BLOCK, salt=2)).argmax(-1)
+    return b * BLOCK + j
 
 
 # ---------------------------------------------------------------------------------------------- prefix plan
