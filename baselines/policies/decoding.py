@@ -20,12 +20,14 @@ computed, so a decode step costs the rows that are still useful.
 
 Sampling. Each step of each row draws from ``softmax(logp)`` by the Gumbel-max rule in two stages (a block of 256
 tokens by its log-mass, then a token inside it: :func:`draw_tokens`), where the Gumbel noise is a counter-based hash
-of ``(seed, row key, step, block or token)`` and the row key is the request's index in the ``generate`` call. A row's draws therefore do not depend on which other
-rows are in the batch, how they are ordered, chunked or shared, or when they leave, and a change of the logits at
-float32 rounding level changes a draw only when the two best noisy scores are that close (about once in 10^5 draws;
-an inverse-CDF draw moves far more often, measured with SmolLM2: 3 tokens in 1,500). So the same seed gives the same
-tokens with and without the fast paths. The draws use no torch RNG (the global RNG is never touched) and are
-graph-capturable.
+of ``(seed, row key, step, block or token)`` and the row key is the request's index in the ``generate`` call. A
+row's draws therefore do not depend on which other rows are in the batch, how they are ordered, chunked or shared,
+or when they leave; and a change of the logits at float32 rounding level changes a draw only when the two best noisy
+scores of a stage are that close, which is rare (tested). An inverse-CDF draw (``torch.multinomial``, or a uniform
+against the cumulative sum) moves whenever the cumulative sum before the drawn token moves: in one SmolLM2 run with
+branches, 3 of about 1,500 tokens differed between the shared and the plain prefill that way. So the same seed gives
+the same tokens with and without the fast paths. The draws use no torch RNG (the global RNG is never touched) and are
+graph-capturable (fixed shapes, no host synchronisation).
 
 Static KV cache (``static_cache=True``): the decode runs on a :class:`transformers.StaticCache` of fixed size (prompt
 width + ``max_new_tokens``) with every row kept, so each step has the same shapes. On CUDA the step (model forward,

@@ -3,9 +3,9 @@
 After the (possibly prefix-shared) prefill, the KV cache is copied into a :class:`transformers.StaticCache` sized
 ``prompt width + max_new_tokens``, and every decode step runs on fixed-shape buffers: the fed tokens ``(B, 1)``, their
 positions ``(B, 1)``, an attention mask ``(B, cache length)`` whose next column is switched on before each step, and
-the step counter of the sampler. One step = model forward, sampling distribution (:func:`process_logits`, float32),
-the counter-based Gumbel-max draw (:func:`draw_tokens`) and the chosen token's logprob, all on the device. Rows that end stay
-in the batch (fed the pad token): the shapes never change.
+the step counter of the sampler. One step = model forward (bf16 weights on a GPU by default), sampling distribution
+(:func:`process_logits`, in float32), the counter-based Gumbel-max draw (:func:`draw_tokens`) and the chosen token's
+logprob, all on the device. Rows that end stay in the batch (fed the pad token): the shapes never change.
 
 On CUDA the step is captured once in a CUDA graph (after a warm-up on a side stream) and replayed for every token;
 the cache's write counter is restored after the capture so the replays write where the eager steps would. If the
