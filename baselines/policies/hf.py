@@ -32,14 +32,19 @@ counter-based stream keyed by ``(seed, its index in the call, step)`` (see :mod:
 its completion does not depend on the other requests of the call, on ``batch_size`` or on the fast paths; choice
 mode draws from a private ``torch.Generator`` seeded with ``s``.
 
-Fast paths (all on by default; each is a constructor flag, so a run or a test can compare with the plain path):
+Fast paths (constructor flags, so a run or a test can compare them with the plain path, where they are all off):
 ``share_prefix`` prefills identical prompts (a GRPO group, the K resamples of a branch point) once and distinct
 prompts with a common prefix of at least ``min_shared_prefix`` tokens (a system prompt, a game's rules header) with
-that prefix once, in both modes; ``drop_finished`` removes rows that ended from the decode batch; ``static_cache``
+that prefix once, in both modes (default on); ``drop_finished`` removes rows that ended from the decode batch
+(default on); ``static_cache``
 (off by default) decodes on a fixed-size KV cache, the step captured in a CUDA graph on CUDA (untested on a GPU so
 far). Greedy episodes and sampled tokens are the same with and without them, and logprobs agree to float32 rounding
 (``tests/test_fast_generation.py``). ``stats`` counts prompt tokens, prefill tokens actually computed, decode
 row-steps and new tokens over the policy's life (what ``benchmarks/rollout_throughput.py`` reports).
+
+On a GPU, :class:`baselines.policies.vllm.VLLMPolicy` stays the recommended backend where vLLM installs (paged KV
+cache, continuous batching, CUDA graphs of its own); this class with ``static_cache=True`` is the transformers-only
+option there (bf16 weights, logprobs from float32 logits), and the plain/fast paths work on any device.
 
 Context limit. The context is ``max_context`` (default: the model config's ``max_position_embeddings`` or
 ``n_positions``, else the tokenizer's ``model_max_length``). A request needs its prompt plus ``max_new_tokens`` (choice
