@@ -17,7 +17,8 @@ pytest.importorskip("transformers")
 
 from baselines.models import build_tiny_tokenizer, load_model  # noqa: E402
 from baselines.policies.base import Request  # noqa: E402
-from baselines.policies.decoding import draw_tokens, gumbel_noise, plan_prefixes, process_logits  # noqa: E402
+from baselines.policies.decoding import (draw_tokens, gumbel_noise, plan_prefixes, prefill,  # noqa: E402
+                                         process_logits)
 from baselines.policies.hf import TransformersPolicy, sequence_logprobs  # noqa: E402
 from baselines.rollout import BranchSpec, RolloutEngine  # noqa: E402
 
@@ -122,6 +123,23 @@ def test_plan_prefixes_shares_identical_prompts_and_common_headers():
     plan = plan_prefixes([header, header + [5]], min_shared_prefix=16)
     assert plan.groups == [(29, [0, 1])]
     assert not plan_prefixes([[1, 2, 3], [4, 5, 6]], min_shared_prefix=2).shared
+
+
+def test_prefix_sharing_never_widens_the_batch(tiny):
+    """A long shared header in one group and long own parts in another would need a layout wider than one
+    left-padded batch (every decode step attends over it): then only identical prompts are shared."""
+    model, _ = tiny
+    long_head, short_head = list(range(10, 110)), list(range(120, 140))
+    prompts = [long_head + [1], long_head + [2], short_head + list(range(150, 250)), short_head + [7] * 100,
+               long_head + [1]]
+    plan = plan_prefixes(prompts, min_shared_prefix=16)
+    assert plan.shared and plan.width() > max(map(len, prompts))
+    with torch.inference_mode():
+        pre = prefill(model, prompts, 0, share_prefix=True)
+        ref = prefill(model, prompts, 0, share_prefix=False)
+    assert pre.tokens == sum(len(p) for p in plan.unique)  # duplicates shared, nothing else
+    assert pre.mask.shape[1] == max(map(len, prompts))
+    assert torch.allclose(pre.logits, ref.logits, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------- same results

@@ -13,6 +13,8 @@ rows are copied to the group's prompts, and the rest of each prompt is prefilled
 prefix, so every row attends to exactly its own prompt at the positions it has alone. Finally the cache rows of each
 distinct prompt are copied to its duplicates. Grouping: distinct prompts are sorted, and runs of neighbours whose
 common prefix stays at least ``min_shared_prefix`` long form a group (a greedy rule, linear in the prompts' length).
+When that layout would be wider than one left-padded batch of the prompts (groups whose shared prefixes differ a lot
+in length: every decode step would attend over the extra columns), only identical prompts are shared.
 
 Finished rows leave the batch (``drop_finished=True``). After a step where rows ended (EOS, stop string), the KV
 cache, attention mask and positions of the rows still running are selected and the ended rows are no longer
@@ -187,6 +189,11 @@ class PrefixPlan:
     def shared(self) -> bool:
         return any(len(us) > 1 and n > 0 for n, us in self.groups)
 
+    def width(self) -> int:
+        """Columns of the two-pass layout: the longest group prefix plus the longest rest of a prompt."""
+        return (max(n for n, _ in self.groups)
+                + max(len(self.unique[u]) - n for n, us in self.groups for u in us))
+
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = min(len(a), len(b))
@@ -221,10 +228,10 @@ def plan_prefixes(prompts: Sequence[Sequence[int]], min_shared_prefix: int = 16)
             groups.append((run_lcp or 0, run))
             run, run_lcp = [u], None
     groups.append((run_lcp or 0, run))
-    # Every prompt keeps at least its last token out of the shared prefix (its logits start the decode); a lone
-    # prompt goes whole (minus that token) into the first pass, so the second pass stays narrow.
-    groups = [(min([n if len(us) > 1 else len(unique[us[0]])] + [len(unique[u]) - 1 for u in us]), us)
-              for n, us in groups]
+    # Every prompt keeps at least its last token out of the shared prefix (its logits start the decode). A lone
+    # prompt puts as much into the first pass as the longest shared prefix, so that it widens neither pass.
+    widest = max([n for n, us in groups if len(us) > 1] or [0])
+    groups = [(min([n if len(us) > 1 else widest] + [len(unique[u]) - 1 for u in us]), us) for n, us in groups]
     return PrefixPlan(unique, owner, groups)
 
 
@@ -250,7 +257,9 @@ def prefill(model, prompts: Sequence[Sequence[int]], pad_id: int, share_prefix: 
         out, logits = forward_logits(model, ids, mask, pos, 1, use_cache=True)
         return Prefill(get_cache(out), logits[:, -1], mask, mask.sum(-1), int(mask.sum()))
     plan = plan_prefixes(prompts, min_shared_prefix)
-    if plan.shared:
+    # Groups with very different prefix lengths can make the two-pass layout wider than one left-padded batch, and
+    # every decode step attends over that width: then only identical prompts are shared.
+    if plan.shared and plan.width() <= max(len(p) for p in plan.unique):
         # Pass 1: each group's prefix once.
         heads = [plan.unique[us[0]][:n] for n, us in plan.groups]
         ids, mask1, pos = left_pad(heads, pad_id, device)
