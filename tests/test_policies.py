@@ -190,13 +190,13 @@ def test_same_seed_same_samples_and_global_rng_untouched(tiny):
 def test_stop_strings_and_eos_end_the_completion(tiny):
     model, tok = tiny
     free = TransformersPolicy(model, tok, temperature=1.0, max_new_tokens=40)
-    (g,) = free.generate(_requests([PROMPTS[2]]), seed=3)
+    (g,) = free.generate(_requests([PROMPTS[2]]), seed=4)
     # a printable ASCII character that the unconstrained completion produced after its first token
     k, ch = next((k, chr(t - 6)) for k, t in enumerate(g.completion_ids)
                  if k >= 1 and 6 + 0x21 <= t <= 6 + 0x7E and chr(t - 6) not in "\\")
     first = tok.decode(g.completion_ids, skip_special_tokens=True).index(ch)
     stopped = TransformersPolicy(model, tok, temperature=1.0, max_new_tokens=40, stop=[ch, "never-appears"])
-    (s,) = stopped.generate(_requests([PROMPTS[2]]), seed=3)
+    (s,) = stopped.generate(_requests([PROMPTS[2]]), seed=4)
     assert s.extra["finish_reason"] == "stop"
     assert s.completion_ids == g.completion_ids[:len(s.completion_ids)]  # a prefix: ids are not re-tokenized
     assert len(s.completion_ids) <= k + 1 and s.logprobs == g.logprobs[:len(s.completion_ids)]
@@ -205,7 +205,7 @@ def test_stop_strings_and_eos_end_the_completion(tiny):
     # EOS: pretend the token at position k is the EOS; the completion ends with it, included
     eos = TransformersPolicy(model, tok, temperature=1.0, max_new_tokens=40)
     eos.eos_ids = {g.completion_ids[k]}
-    (e,) = eos.generate(_requests([PROMPTS[2]]), seed=3)
+    (e,) = eos.generate(_requests([PROMPTS[2]]), seed=4)
     assert e.extra["finish_reason"] == "eos" and e.completion_ids[-1] == g.completion_ids[k]
     assert e.completion_ids == g.completion_ids[:len(e.completion_ids)]
     assert len(free.generate(_requests(["x"]), seed=1)[0].completion_ids) == 40  # length cap

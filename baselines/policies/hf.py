@@ -26,83 +26,64 @@ probability among the legal ones: the log-probability of the decision that was a
 ``request.legal_actions``) and ``choice_index``. At ``temperature=0`` the reported probabilities are
 ``softmax(loglik)``. Requests without legal actions (free-text turns) are generated in the same call.
 
-Sampling uses a private ``torch.Generator`` seeded from ``generate(..., seed=s)`` (a fresh random seed when
-``seed`` is None); the global torch RNG is never touched, and the same seed gives the same outputs on CPU.
+Sampling is seeded by ``generate(..., seed=s)`` (a fresh random seed when ``seed`` is None); the global torch RNG is
+never touched, and the same seed gives the same outputs on CPU. In generate mode each request draws its tokens from a
+counter-based stream keyed by ``(seed, its index in the call, step)`` (see :mod:`baselines.policies.decoding`), so
+its completion does not depend on the other requests of the call, on ``batch_size`` or on the fast paths; choice
+mode draws from a private ``torch.Generator`` seeded with ``s``.
+
+Fast paths (constructor flags, so a run or a test can compare them with the plain path, where they are all off):
+``share_prefix`` prefills identical prompts (a GRPO group, the K resamples of a branch point) once and distinct
+prompts with a common prefix of at least ``min_shared_prefix`` tokens (a system prompt, a game's rules header) with
+that prefix once, in both modes (default on); ``drop_finished`` removes rows that ended from the decode batch
+(default on); ``static_cache``
+(off by default) decodes on a fixed-size KV cache, the step captured in a CUDA graph on CUDA (untested on a GPU so
+far). Greedy episodes and sampled tokens are the same with and without them, and logprobs agree to float32 rounding
+(``tests/test_fast_generation.py``). ``stats`` counts prompt tokens, prefill tokens actually computed, decode
+row-steps and new tokens over the policy's life (what ``benchmarks/rollout_throughput.py`` reports).
+
+On a GPU, :class:`baselines.policies.vllm.VLLMPolicy` stays the recommended backend where vLLM installs (paged KV
+cache, continuous batching, CUDA graphs of its own); this class with ``static_cache=True`` is the transformers-only
+option there (bf16 weights, logprobs from float32 logits), and the plain/fast paths work on any device.
+
+Context limit. The context is ``max_context`` (default: the model config's ``max_position_embeddings`` or
+``n_positions``, else the tokenizer's ``model_max_length``). A request needs its prompt plus ``max_new_tokens`` (choice
+mode: plus its longest legal action) to fit. ``context_policy="truncate"`` (default) keeps the prompt's head (BOS,
+system message, user-turn marker: what the prompt of an empty observation starts with) when it is at most half the
+budget, and the last tokens of the prompt, dropping the oldest part of the observation in between;
+``extra["prompt_truncated"]`` is the number of dropped tokens and ``prompt_ids`` are the ids the model saw.
+``context_policy="refuse"`` answers such a request with an empty action (the env's invalid-move policy then
+applies), no tokens and ``extra["finish_reason"] = "context_limit"``. Neither reaches the model with a prompt it
+cannot hold.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
 from baselines.policies.prompts import chat_prompt_ids
 
 __all__ = ["TransformersPolicy", "process_logits", "sequence_logprobs"]
 
 MODES = ("generate", "choice")
+CONTEXT_POLICIES = ("truncate", "refuse")
 
 
-def process_logits(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0) -> torch.Tensor:
-    """Log-probabilities (float32, last dim = vocabulary) of the sampling distribution: temperature, then top-p.
-
-    ``temperature <= 0`` (greedy) returns the plain model log-softmax. Tokens outside the nucleus get ``-inf``.
-    Differentiable where the inputs need grad.
-    """
-    logits = logits.float()
-    if temperature <= 0:
-        return torch.log_softmax(logits, dim=-1)
-    if temperature != 1.0:
-        logits = logits / temperature
-    if top_p < 1.0:
-        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
-        probs = torch.softmax(sorted_logits, dim=-1)
-        before = torch.cumsum(probs, dim=-1) - probs  # mass of strictly more likely tokens
-        drop_sorted = before >= top_p
-        drop_sorted[..., 0] = False  # the most likely token is always kept
-        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-        logits = logits.masked_fill(drop, float("-inf"))
-    return torch.log_softmax(logits, dim=-1)
-
-
-def _forward_logits(model, input_ids, attention_mask, position_ids, keep: int, **kw):
-    try:
-        out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                    logits_to_keep=keep, **kw)
-        return out, out.logits
-    except TypeError:  # a model without logits_to_keep
-        out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, **kw)
-        return out, out.logits[:, -keep:]
-
-
-def _cache_kw(model) -> str:
-    """The forward() keyword of the KV cache: ``cache`` in recent transformers, ``past_key_values`` before."""
-    try:
-        params = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return "past_key_values"
-    return "cache" if "cache" in params else "past_key_values"
-
-
-def _get_cache(out):
-    cache = getattr(out, "cache", None)
-    return cache if cache is not None else getattr(out, "past_key_values", None)
-
-
-def _left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, ...]:
-    """Prompts as one left-padded batch: ``(ids, attention mask, position ids)``, every prompt ending at the last
-    column and positions counted from each prompt's first real token."""
-    B, L = len(prompts), max(len(p) for p in prompts)
-    ids = torch.full((B, L), pad_id, dtype=torch.long)
-    mask = torch.zeros((B, L), dtype=torch.long)
-    for i, p in enumerate(prompts):
-        ids[i, L - len(p):] = torch.tensor(list(p), dtype=torch.long)
-        mask[i, L - len(p):] = 1
-    ids, mask = ids.to(device), mask.to(device)
-    return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+def _model_context(model, tokenizer) -> int | None:
+    """The model's context length: ``max_position_embeddings`` / ``n_positions`` of its config, else the tokenizer's
+    ``model_max_length`` when that is a real limit; None when neither says."""
+    config = getattr(model, "config", None)
+    for attr in ("max_position_embeddings", "n_positions"):
+        n = getattr(config, attr, None)
+        if isinstance(n, int) and n > 0:
+            return n
+    n = getattr(tokenizer, "model_max_length", None)
+    return n if isinstance(n, int) and 0 < n < 10**9 else None
 
 
 def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]],
@@ -137,7 +118,7 @@ def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids
         targets[i, :len(c)] = torch.tensor(list(c), dtype=torch.long)
     ids, mask, targets = ids.to(device), mask.to(device), targets.to(device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    _, logits = _forward_logits(model, ids, mask, pos, C + 1, use_cache=False)
+    _, logits = forward_logits(model, ids, mask, pos, C + 1, use_cache=False)
     logp = process_logits(logits[:, :C], temperature, top_p)
     picked = logp.gather(-1, targets[..., None])[..., 0]
     return [picked[i, :len(c)] for i, c in enumerate(completion_ids)]
@@ -147,11 +128,20 @@ class TransformersPolicy(Policy):
     """A transformers causal LM behind the policy protocol (see the module docstring for the two modes).
 
     ``batch_size`` caps how many sequences go through the model at once (``None``: the whole call's batch).
+    ``share_prefix``, ``drop_finished``, ``static_cache``, ``min_shared_prefix``: the fast paths;
+    ``max_context``, ``context_policy``: the context limit (both in the module docstring).
     """
 
     def __init__(self, model, tokenizer, mode: str = "generate", temperature: float = 1.0, top_p: float = 1.0,
                  max_new_tokens: int = 64, stop: Sequence[str] | str | None = None, use_chat_template: bool = True,
-                 system_prompt: str | None = None, name: str | None = None, batch_size: int | None = None) -> None:
+                 system_prompt: str | None = None, name: str | None = None, batch_size: int | None = None,
+                 share_prefix: bool = True, drop_finished: bool = True, static_cache: bool = False,
+                 min_shared_prefix: int = 16, max_context: int | None = None,
+                 context_policy: str = "truncate") -> None:
+        if context_policy not in CONTEXT_POLICIES:
+            raise ValueError(f"context_policy={context_policy!r} is not one of {list(CONTEXT_POLICIES)}")
+        if min_shared_prefix < 1:
+            raise ValueError(f"min_shared_prefix must be >= 1, got {min_shared_prefix}")
         if mode not in MODES:
             raise ValueError(f"mode={mode!r} is not one of {list(MODES)}")
         if temperature < 0:
@@ -183,6 +173,17 @@ class TransformersPolicy(Policy):
             elif source:
                 eos.update(int(s) for s in source)
         self.eos_ids = eos
+        self.share_prefix = bool(share_prefix)
+        self.drop_finished = bool(drop_finished)
+        self.static_cache = bool(static_cache)
+        self.min_shared_prefix = int(min_shared_prefix)
+        self.context_policy = context_policy
+        self.max_context = int(max_context) if max_context is not None else _model_context(model, tokenizer)
+        if self.max_context is not None and self.max_context <= max_new_tokens:
+            raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
+                             f"{self.max_context} tokens; lower max_new_tokens")
+        self._head: list[int] | None = None
+        self.stats = DecodeStats()
 
     @classmethod
     def from_name(cls, name: str, device: str = "cpu", dtype: Any = None, **kw) -> TransformersPolicy:
@@ -215,27 +216,69 @@ class TransformersPolicy(Policy):
         for start in range(0, n, size):
             yield range(start, min(n, start + size))
 
+    # ------------------------------------------------------------------ context limit
+    def fit_prompt(self, ids: list[int], room: int) -> list[int] | None:
+        """The prompt cut to leave ``room`` tokens of the context (see the module docstring), or None when
+        ``context_policy="refuse"`` and it does not fit. Unchanged when it fits."""
+        if self.max_context is None or len(ids) + room <= self.max_context:
+            return ids
+        if self.context_policy == "refuse":
+            return None
+        budget = self.max_context - room
+        if self._head is None:
+            self._head = self.encode_prompt("")
+        head = 0
+        for x, y in zip(ids, self._head):
+            if x != y:
+                break
+            head += 1
+        if head > budget // 2:
+            head = 0
+        return ids[:head] + ids[len(ids) - (budget - head):]
+
+    def _refused(self, prompt: list[int], mode: str) -> Generation:
+        return Generation(action="", text="", prompt_ids=prompt, completion_ids=[], logprobs=[],
+                          extra={"finish_reason": "context_limit", "mode": mode, "prompt_tokens": len(prompt),
+                                 "max_context": self.max_context})
+
     # ------------------------------------------------------------------ protocol
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
         requests = list(requests)
         gen = self._new_generator(seed)
-        prompts = [self.encode_prompt(r.text) for r in requests]
+        seed = gen.initial_seed() if seed is None else int(seed)
+        full = [self.encode_prompt(r.text) for r in requests]
         out: list[Generation | None] = [None] * len(requests)
-        if self.mode == "choice":
-            choice_idx = [i for i, r in enumerate(requests) if r.legal_actions]
-        else:
-            choice_idx = []
-        chosen = set(choice_idx)
-        free_idx = [i for i in range(len(requests)) if i not in chosen]
+        choice_idx, free_idx = [], []
+        prompts: list[list[int]] = [[] for _ in requests]
+        action_ids: dict[int, list[list[int]]] = {}
+        for i, r in enumerate(requests):
+            if self.mode == "choice" and r.legal_actions:
+                action_ids[i] = self._action_ids(r.legal_actions)
+                room = max(len(a) for a in action_ids[i])
+                mode = "choice"
+            else:
+                room, mode = self.max_new_tokens, "generate"
+            fitted = self.fit_prompt(full[i], room)
+            if fitted is None:
+                out[i] = self._refused(full[i], mode)
+                continue
+            prompts[i] = fitted
+            (choice_idx if mode == "choice" else free_idx).append(i)
+        if self.share_prefix and self.batch_size:  # keep prompts that share a prefix in the same chunk
+            free_idx.sort(key=lambda i: prompts[i])
         with torch.inference_mode():
             for chunk in self._chunks(len(free_idx)):
                 idx = [free_idx[j] for j in chunk]
-                for i, g in zip(idx, self._sample([prompts[i] for i in idx], gen)):
+                for i, g in zip(idx, self._sample([prompts[i] for i in idx], idx, seed)):
                     out[i] = g
             if choice_idx:
                 for i, g in zip(choice_idx, self._choose([prompts[i] for i in choice_idx],
-                                                         [requests[i].legal_actions for i in choice_idx], gen)):
+                                                         [requests[i].legal_actions for i in choice_idx],
+                                                         [action_ids[i] for i in choice_idx], gen)):
                     out[i] = g
+        for i, g in enumerate(out):
+            if g is not None and prompts[i] and len(prompts[i]) < len(full[i]):
+                g.extra["prompt_truncated"] = len(full[i]) - len(prompts[i])
         return out  # type: ignore[return-value]
 
     def close(self) -> None:
@@ -253,55 +296,26 @@ class TransformersPolicy(Policy):
                 best = (k, k + len(s))
         return None if best is None else best[1]
 
-    def _sample(self, prompts: list[list[int]], gen: torch.Generator) -> list[Generation]:
+    def _stop_text(self, tokens: list[int]) -> str | None:
+        """The completion text cut right after its first stop string, or None."""
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        cut = self._stop_cut(text)
+        return None if cut is None else text[:cut]
+
+    def _sample(self, prompts: list[list[int]], keys: list[int], seed: int) -> list[Generation]:
         if not prompts:
             return []
-        model, device, tok = self.model, self.device, self.tokenizer
-        B = len(prompts)
-        ids, mask, pos = _left_pad(prompts, self.pad_id, device)
-        out, logits = _forward_logits(model, ids, mask, pos, 1, use_cache=True)
-        next_pos = mask.sum(-1)
-        tokens: list[list[int]] = [[] for _ in range(B)]
-        lps: list[list[float]] = [[] for _ in range(B)]
-        texts: list[str | None] = [None] * B
-        finish: list[str | None] = [None] * B
-        greedy = self.temperature <= 0
-        cache_kw = _cache_kw(model)
-        for step in range(self.max_new_tokens):
-            logp = process_logits(logits[:, -1], self.temperature, self.top_p)
-            if greedy:
-                nxt = logits[:, -1].argmax(-1)
-            else:
-                nxt = torch.multinomial(logp.exp(), 1, generator=gen)[:, 0]
-            chosen = logp.gather(1, nxt[:, None])[:, 0].tolist()
-            nxt_list = nxt.tolist()
-            for i in range(B):
-                if finish[i] is not None:
-                    continue
-                tokens[i].append(nxt_list[i])
-                lps[i].append(chosen[i])
-                if nxt_list[i] in self.eos_ids:
-                    finish[i] = "eos"
-                elif self.stop:
-                    text = tok.decode(tokens[i], skip_special_tokens=True)
-                    cut = self._stop_cut(text)
-                    if cut is not None:
-                        finish[i], texts[i] = "stop", text[:cut]
-                if finish[i] is None and step == self.max_new_tokens - 1:
-                    finish[i] = "length"
-            if all(f is not None for f in finish):
-                break
-            feed = torch.tensor([t if f is None else self.pad_id for t, f in zip(nxt_list, finish)],
-                                dtype=torch.long, device=device)
-            mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=device)], dim=1)
-            out, logits = _forward_logits(model, feed[:, None], mask, next_pos[:, None], 1,
-                                          use_cache=True, **{cache_kw: _get_cache(out)})
-            next_pos = next_pos + 1
+        rows = sample_batch(self.model, prompts, keys, seed, temperature=self.temperature, top_p=self.top_p,
+                            max_new_tokens=self.max_new_tokens, pad_id=self.pad_id, eos_ids=self.eos_ids,
+                            stop_check=self._stop_text if self.stop else None, share_prefix=self.share_prefix,
+                            drop_finished=self.drop_finished, static_cache=self.static_cache,
+                            min_shared_prefix=self.min_shared_prefix, stats=self.stats)
         gens = []
-        for i in range(B):
-            text = texts[i] if texts[i] is not None else tok.decode(tokens[i], skip_special_tokens=True)
-            gens.append(Generation(action=text, text=text, prompt_ids=list(prompts[i]), completion_ids=tokens[i],
-                                   logprobs=lps[i], extra={"finish_reason": finish[i], "mode": "generate"}))
+        for p, r in zip(prompts, rows):
+            text = r.stop_text if r.stop_text is not None else self.tokenizer.decode(r.tokens,
+                                                                                     skip_special_tokens=True)
+            gens.append(Generation(action=text, text=text, prompt_ids=list(p), completion_ids=r.tokens,
+                                   logprobs=r.logprobs, extra={"finish_reason": r.finish, "mode": "generate"}))
         return gens
 
     # ------------------------------------------------------------------ choice mode
@@ -309,14 +323,15 @@ class TransformersPolicy(Policy):
                                   ) -> list[torch.Tensor]:
         """Per-token log-likelihoods of every legal action of every prompt, each prompt run through the model once.
 
-        The prompts go through one left-padded forward pass that keeps the KV cache; the cache rows are then repeated
-        per action (``batch_select_indices``) and all actions are scored in a second pass, so the cost is one pass
-        over the prompts plus one over the short action strings, not one pass per (prompt, action) pair. Equal to
-        :func:`sequence_logprobs` on each pair (tested)."""
+        The prompts are prefilled once (with prefix sharing when ``share_prefix``), keeping the KV cache; the cache
+        rows are then repeated per action (``batch_select_indices``) and all actions are scored in a second pass, so
+        the cost is one pass over the prompts plus one over the short action strings, not one pass per (prompt,
+        action) pair. Equal to :func:`sequence_logprobs` on each pair (tested)."""
         model, device = self.model, self.device
-        ids, mask, pos = _left_pad(prompts, self.pad_id, device)
-        out, last = _forward_logits(model, ids, mask, pos, 1, use_cache=True)
-        cache = _get_cache(out)
+        pre = prefill(model, prompts, self.pad_id, self.share_prefix, self.min_shared_prefix)
+        self.stats.prompt_tokens += sum(len(p) for p in prompts)
+        self.stats.prefill_tokens += pre.tokens
+        cache, mask, last = pre.cache, pre.mask, pre.logits[:, None]
         owner = [i for i, acts in enumerate(action_ids) for _ in acts]
         flat = [a for acts in action_ids for a in acts]
         index = torch.tensor(owner, dtype=torch.long, device=device)
@@ -332,27 +347,22 @@ class TransformersPolicy(Policy):
         a_pos = lengths[:, None] + torch.arange(L, device=device)[None]
         full_mask = torch.cat([mask[index], a_mask], dim=1)
         out2 = model(input_ids=a_ids, attention_mask=full_mask, position_ids=a_pos, use_cache=True,
-                     **{_cache_kw(model): cache})
+                     **{cache_kw(model): cache})
         logits = torch.cat([last[index], out2.logits[:, :-1]], dim=1)
         logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, a_ids[..., None])[..., 0]
         return [logp[j, :len(a)] for j, a in enumerate(flat)]
 
-    def _choose(self, prompts: list[list[int]], legal: list[tuple[str, ...]], gen: torch.Generator
-                ) -> list[Generation]:
-        tok = self.tokenizer
-        pair_prompt, pair_action, owner = [], [], []
-        action_ids: list[list[list[int]]] = []
-        for i, (p, acts) in enumerate(zip(prompts, legal)):
-            ids_i = []
-            for a in acts:
-                a_ids = list(tok(a, add_special_tokens=False)["input_ids"])
-                if not a_ids:
-                    raise ValueError(f"legal action {a!r} tokenizes to nothing")
-                ids_i.append(a_ids)
-                pair_prompt.append(p)
-                pair_action.append(a_ids)
-                owner.append(i)
-            action_ids.append(ids_i)
+    def _action_ids(self, legal: Sequence[str]) -> list[list[int]]:
+        out = []
+        for a in legal:
+            a_ids = list(self.tokenizer(a, add_special_tokens=False)["input_ids"])
+            if not a_ids:
+                raise ValueError(f"legal action {a!r} tokenizes to nothing")
+            out.append(a_ids)
+        return out
+
+    def _choose(self, prompts: list[list[int]], legal: list[tuple[str, ...]], action_ids: list[list[list[int]]],
+                gen: torch.Generator) -> list[Generation]:
         scores: list[torch.Tensor] = []
         for chunk in self._chunks(len(prompts)):
             try:
