@@ -93,6 +93,35 @@ def test_a_negative_advantage_lowers_a_choice_mode_decision():
     assert float(after.sum()) < float(before.sum())
 
 
+def test_choice_scores_on_a_shared_prompt_equal_one_row_per_move_with_gradients():
+    cfg = TrainConfig(env="kuhn_poker-v0", model="tiny", mode="choice")
+    env = make("kuhn_poker-v0")
+    team = build_team(cfg, env, ["player_0", "player_1"])
+    learner = team.learners[0]
+    episodes = RolloutEngine(team.policies, show_progress=False).run("kuhn_poker-v0", 2, 2, seed=1)
+    samples = _samples(team, episodes, [[1.0] * len(e.turns) for e in episodes], set(team.trainable))
+    results = []
+    for model in (learner.module, _Plain(learner.module)):   # shared prompt; a wrapped model: one row per move
+        learner.module.zero_grad()
+        lp, _ = learner._score(samples, model)
+        lp.sum().backward()
+        results.append((lp.detach(), [p.grad.clone() for p in learner.module.parameters()]))
+    (lp_shared, g_shared), (lp_rows, g_rows) = results
+    assert len(lp_shared) == len(samples) and torch.allclose(lp_shared, lp_rows, atol=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(g_shared, g_rows))
+
+
+class _Plain(torch.nn.Module):
+    """The model behind another object, as a data-parallel wrapper would hold it."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner = model
+
+    def forward(self, *args, **kwargs):
+        return self.inner(*args, **kwargs)
+
+
 def test_per_role_lora_updates_only_the_trained_roles_adapter():
     pytest.importorskip("peft")
     cfg = TrainConfig(env="think_solve-v0", model="tiny", adapters="per_role", lora_r=4, max_new_tokens=4, lr=1e-2)

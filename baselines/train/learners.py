@@ -134,10 +134,12 @@ class MLPLearner(Learner):
 
 
 class LLMLearner(Learner):
-    def __init__(self, roles, model, tokenizer, policies, trainable, name, adapters: str, temperature: float) -> None:
+    def __init__(self, roles, model, tokenizer, policies, trainable, name, adapters: str, temperature: float,
+                 hf_policy=None) -> None:
         super().__init__(roles, model, policies, trainable, name)
         self.tokenizer, self.adapters, self.temperature = tokenizer, adapters, temperature
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.hf_policy = hf_policy     # the TransformersPolicy over the same model (choice mode's shared-prompt scorer)
 
     def state_dict(self):
         state = super().state_dict()
@@ -186,8 +188,14 @@ class LLMLearner(Learner):
                     out[i] = s
             choice = [i for i in idx if samples[i].kind == "choice"]
             if choice:
-                pairs = [(samples[i].prompt_ids, self._action_ids(a)) for i in choice for a in samples[i].legal]
-                lls = sequence_logprobs(model, [p for p, _ in pairs], [a for _, a in pairs], pad_id=self.pad_id)
+                moves = [self.hf_policy._action_ids(samples[i].legal) for i in choice]
+                if model is self.module:
+                    # each prompt runs through the model once; its moves are scored on its KV cache (gradients flow
+                    # through the cache), as the policy scores them when it samples
+                    lls = self.hf_policy._score_with_shared_prompt([samples[i].prompt_ids for i in choice], moves)
+                else:   # a wrapped (data-parallel) or reference model: one row per (prompt, move)
+                    pairs = [(samples[i].prompt_ids, a) for i, acts in zip(choice, moves) for a in acts]
+                    lls = sequence_logprobs(model, [p for p, _ in pairs], [a for _, a in pairs], pad_id=self.pad_id)
                 k = 0
                 for i in choice:
                     m = len(samples[i].legal)
@@ -201,9 +209,6 @@ class LLMLearner(Learner):
             return flat, None
         return flat, torch.cat(ent)
 
-    def _action_ids(self, action: str) -> list[int]:
-        # the same tokenization as TransformersPolicy's choice mode
-        return list(self.tokenizer(action, add_special_tokens=False)["input_ids"])
 
 
 # ---------------------------------------------------------------------- the team
@@ -281,7 +286,8 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
     settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens)
     if cfg.adapters == "none":
         policy = TransformersPolicy(model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
-        return LLMLearner(roles, model, tok, {r: policy for r in roles}, trainable, label, "none", cfg.temperature)
+        return LLMLearner(roles, model, tok, {r: policy for r in roles}, trainable, label, "none", cfg.temperature,
+                          hf_policy=policy)
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError:
@@ -296,4 +302,5 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
         p.requires_grad_("lora_" in n)
     inner = TransformersPolicy(peft_model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
     policies = {r: AdapterPolicy(inner, peft_model, r if cfg.adapters == "per_role" else "shared") for r in roles}
-    return LLMLearner(roles, peft_model, tok, policies, trainable, label, cfg.adapters, cfg.temperature)
+    return LLMLearner(roles, peft_model, tok, policies, trainable, label, cfg.adapters, cfg.temperature,
+                      hf_policy=inner)
