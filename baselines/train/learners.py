@@ -52,8 +52,8 @@ class Sample:
     @property
     def cost(self) -> int:
         """Tokens one forward pass over this sample reads (for micro-batching by a token budget)."""
-        if self.kind == "choice":
-            return (len(self.prompt_ids) + 8) * max(1, len(self.legal))
+        if self.kind == "choice":   # the prompt once, then each move (a few tokens) on its KV cache
+            return len(self.prompt_ids) + 8 * max(1, len(self.legal))
         if self.kind == "mlp":
             return 1
         return len(self.prompt_ids) + len(self.completion_ids)
