@@ -98,3 +98,12 @@ def test_rank_counts_the_intervals_entirely_above():
     intervals = [(0.5, 0.7), (0.1, 0.3), (0.2, 0.6), (0.8, 0.9)]
     # (0.5, 0.7): only (0.8, 0.9) is above -> 2; (0.1, 0.3): 0.5 and 0.8 -> 3; (0.2, 0.6): 0.8 -> 2; top -> 1
     assert ranks(intervals) == [2, 3, 2, 1]
+
+
+def test_batched_iqm_agrees_with_scipy_trim_mean():
+    from leaderboard.stats import _iqm_batch
+
+    rng = np.random.default_rng(3)
+    for shape in [(4, 1, 5), (4, 3, 7), (4, 5, 2)]:
+        batch = rng.normal(size=shape)
+        assert _iqm_batch(batch) == pytest.approx([iqm(m) for m in batch])

@@ -1,0 +1,133 @@
+"""``python -m leaderboard {evaluate,validate,submit,show,render,protocols}``.
+
+    python -m leaderboard evaluate --protocol policy --player reference --method reference-bots --out sub/
+    python -m leaderboard validate sub/ [--full]
+    python -m leaderboard submit sub/
+    python -m leaderboard show
+    python -m leaderboard render [--out leaderboard/]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from leaderboard.protocol import ProtocolError, list_protocols, load_protocol
+from leaderboard.store import DEFAULT_STORE
+from leaderboard.validate import Limits, SubmissionError
+
+
+def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, list[str]]:
+    env_ids = sorted({t.env_id for t in protocol.tasks})
+    out: dict[str, list[str]] = {}
+    default = None
+    for s in specs:
+        env, sep, rest = s.partition("=")
+        if sep and env in env_ids:
+            out.setdefault(env, []).append(rest)
+        elif sep and "-v" in env and ":" not in env:
+            raise ValueError(f"--player {s}: {env} is not an env of {protocol.key} ({', '.join(env_ids)})")
+        else:
+            default = s
+    for run in runs:         # credit track: trainer run folders, grouped by env, ordered by their seed
+        import json
+
+        cfg = json.loads((Path(run) / "config.json").read_text())
+        out.setdefault(cfg["env"], []).append((cfg["seed"], f"checkpoint:{run}"))
+    for env in list(out):
+        if out[env] and isinstance(out[env][0], tuple):
+            out[env] = [spec for _, spec in sorted(out[env])]
+    if default is not None:
+        for env in env_ids:
+            out.setdefault(env, [default])
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m leaderboard", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("evaluate", help="play a protocol; write submission.json and episodes.jsonl")
+    p.add_argument("--protocol", required=True, help=f"a protocol name ({', '.join(list_protocols())}) or a path")
+    p.add_argument("--player", action="append", default=[],
+                   help="random | reference | reference:NAME | checkpoint:RUN_DIR, for every env; or ENV_ID=SPEC "
+                        "for one env (repeatable)")
+    p.add_argument("--runs", nargs="*", default=[], help="credit track: the trainer run folders, one per env and "
+                                                          "training seed of the protocol")
+    p.add_argument("--method", required=True, help="the name shown on the leaderboard")
+    p.add_argument("--note", default="", help="a short free-text note kept with the submission")
+    p.add_argument("--greedy", action="store_true", help="play sampling policies at temperature 0")
+    p.add_argument("--out", required=True, help="a new folder for the submission")
+    p.add_argument("--no-progress", action="store_true")
+
+    for name, help_ in (("validate", "check a submission and print its scores"),
+                        ("submit", "validate a submission and add it to the store")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("folder")
+        p.add_argument("--protocol", default=None, help="the protocol file (default: the one the submission names, "
+                                                        "from leaderboard/protocols/)")
+        p.add_argument("--full", action="store_true", help="replay every episode (default: a random sample)")
+        p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20)
+        if name == "submit":
+            p.add_argument("--store", default=str(DEFAULT_STORE))
+
+    p = sub.add_parser("show", help="print the ranked tables")
+    p.add_argument("--store", default=str(DEFAULT_STORE))
+    p = sub.add_parser("render", help="write LEADERBOARD.md and index.html")
+    p.add_argument("--store", default=str(DEFAULT_STORE))
+    p.add_argument("--out", default=str(Path(__file__).parent))
+    sub.add_parser("protocols", help="list the protocols")
+
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "evaluate":
+            from leaderboard.evaluate import evaluate
+
+            protocol = load_protocol(args.protocol)
+            players = _players(protocol, args.player, args.runs)
+            m = evaluate(protocol, players, args.out, args.method, greedy=args.greedy,
+                         progress=not args.no_progress, note=args.note)
+            print(f"wrote {args.out}/submission.json and {m['episodes']['count']} episodes "
+                  f"({m['wall_time_s']:.1f} s); next: python -m leaderboard validate {args.out}")
+        elif args.command in ("validate", "submit"):
+            limits = Limits(episodes_bytes=int(args.max_episodes_mb * 2**20))
+            if args.command == "validate":
+                from leaderboard.validate import validate
+
+                v = validate(args.folder, protocol=args.protocol, full=args.full, limits=limits)
+                print(f"valid: {v.episodes} episodes, {v.replayed} replayed, protocol {v.protocol.key}")
+                for task, mean in v.task_means().items():
+                    print(f"  {task}: normalized score {mean:.3f}")
+            else:
+                from leaderboard.store import submit
+
+                entry = submit(args.folder, args.store, protocol=args.protocol, full=args.full, limits=limits)
+                print(f"added {entry['id']} to {args.store}")
+        elif args.command == "show":
+            from leaderboard.render import show
+
+            print(show(args.store))
+        elif args.command == "render":
+            from leaderboard.render import render
+
+            md, page = render(args.store, args.out)
+            print(f"wrote {md} and {page}")
+        elif args.command == "protocols":
+            for name in list_protocols():
+                p = load_protocol(name)
+                print(f"{p.key:18s} {p.track:6s} {p.tier or '':5s} {len(p.tasks)} tasks, {p.seed_count} seeds: "
+                      f"{', '.join(t.name for t in p.tasks)}")
+    except (SubmissionError, ProtocolError) as e:
+        print(f"rejected: {e}" if args.command in ("validate", "submit") else f"error: {e}", file=sys.stderr)
+        return 1
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
