@@ -149,6 +149,20 @@ function sortTable(th) {
     return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1);
   }).forEach(r => body.appendChild(r));
 }
+// On load: mark how many plots decoded (body data-plots-rendered), and apply a sort given in the address,
+// #sort=N (column N ascending) or #sort=N-desc, to every table.
+window.addEventListener('load', () => {
+  const imgs = Array.from(document.querySelectorAll('img.plot'));
+  document.body.dataset.plotsRendered = imgs.filter(i => i.complete && i.naturalWidth > 0).length;
+  const m = location.hash.match(/^#sort=(\\d+)(-desc)?$/);
+  if (!m) return;
+  document.querySelectorAll('table.board').forEach(t => {
+    const th = t.tHead.rows[0].cells[parseInt(m[1])];
+    if (!th) return;
+    sortTable(th);
+    if (m[2]) sortTable(th);
+  });
+});
 """
 
 _CSS = """
