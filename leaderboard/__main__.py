@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -31,14 +32,25 @@ def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, l
             raise ValueError(f"--player {s}: {env} is not an env of {protocol.key} ({', '.join(env_ids)})")
         else:
             default = s
-    for run in runs:         # credit track: trainer run folders, grouped by env, ordered by their seed
-        import json
-
-        cfg = json.loads((Path(run) / "config.json").read_text())
-        out.setdefault(cfg["env"], []).append((cfg["seed"], f"checkpoint:{run}"))
-    for env in list(out):
-        if out[env] and isinstance(out[env][0], tuple):
-            out[env] = [spec for _, spec in sorted(out[env])]
+    by_seed: dict[str, dict[int, str]] = {}
+    for run in runs:         # credit track: trainer run folders, one per env and training seed of the protocol
+        config = Path(run) / "config.json"
+        if not config.is_file():
+            raise ValueError(f"--runs {run}: no config.json (a folder written by python -m baselines.train)")
+        cfg = json.loads(config.read_text())
+        seeds = by_seed.setdefault(cfg["env"], {})
+        if cfg["seed"] in seeds:
+            raise ValueError(f"--runs: two runs of {cfg['env']} with seed {cfg['seed']}: {seeds[cfg['seed']]}, {run}")
+        seeds[cfg["seed"]] = f"checkpoint:{run}"
+    if by_seed:
+        if protocol.train is None:
+            raise ValueError(f"--runs is for credit-track protocols; {protocol.key} is a policy-track protocol")
+        for env in env_ids:
+            missing = [s for s in protocol.train["seeds"] if s not in by_seed.get(env, {})]
+            if missing:
+                raise ValueError(f"--runs: no run of {env} with training seed(s) {missing}; {protocol.key} trains "
+                                 f"seeds {protocol.train['seeds']} on every env")
+            out[env] = [by_seed[env][s] for s in protocol.train["seeds"]]
     if default is not None:
         for env in env_ids:
             out.setdefault(env, [default])

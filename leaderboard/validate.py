@@ -17,7 +17,8 @@ field; nothing is computed from a submission that fails):
    team rewards must equal the recorded ones and the episode must be over.
 5. Statistics, from the episodes only (the manifest has none): per task and run, the per-seed scores (team reward
    for self play; the payoff averaged over both seats for versus play), normalized with the protocol's anchors, and
-   for versus tasks the win / draw / loss counts against the opponent (for Bradley-Terry).
+   for versus tasks the win / draw / loss counts against the opponent (for Bradley-Terry), one game per seed: the
+   sign of the payoff summed over both seats (duplicate play, so a lucky deal does not count as a win).
 """
 
 from __future__ import annotations
@@ -446,12 +447,13 @@ def _statistics(cells: dict, proto: Protocol, runs: int):
                                                   f"team reward; the episode has {sorted(e.team_rewards)}")
                         per_seat.append(next(iter(e.team_rewards.values())))
                     else:
-                        payoff = float(e.rewards[seat])
-                        per_seat.append(payoff)
-                        counts = games.setdefault(task.env_id, {}).setdefault(
-                            task.opponent, {"win": 0, "draw": 0, "loss": 0})
-                        counts["win" if payoff > 0 else "loss" if payoff < 0 else "draw"] += 1
-                values.append(float(np.mean(per_seat)))
+                        per_seat.append(float(e.rewards[seat]))
+                value = float(np.mean(per_seat))
+                if task.play == "versus":    # one game = one seed, both seats (duplicate play: the deal's luck cancels)
+                    counts = games.setdefault(task.env_id, {}).setdefault(task.opponent,
+                                                                          {"win": 0, "draw": 0, "loss": 0})
+                    counts["win" if value > TOL else "loss" if value < -TOL else "draw"] += 1
+                values.append(value)
             raw[task.name].append(values)
             scores[task.name].append([task.normalized(v) for v in values])
     return scores, raw, games

@@ -284,3 +284,45 @@ def test_another_text_of_the_protocol_is_refused(honest, protocol_path, tmp_path
     other = tmp_path / "test-policy.json"
     other.write_text(json.dumps(raw))
     _rejected(honest, other, tmp_path / "store", "another text of test-policy@1")
+
+
+# ---------------------------------------------------------------------- credit track
+@pytest.fixture(scope="module")
+def credit_protocol(tmp_path_factory) -> Path:
+    raw = json.loads((PROTOCOL_DIR / "credit-micro.json").read_text())
+    raw.update(id="test-credit", seeds={"start": 2**40, "count": 3})
+    raw["train"].update(steps=1, tasks_per_step=2, group_size=2, seeds=[0, 1])
+    raw["tasks"] = [t for t in raw["tasks"] if t["env_id"] == "kuhn_poker-v0"]
+    path = tmp_path_factory.mktemp("credit") / "test-credit.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def _train(out: Path, seed: int, steps: int = 1, credit: str = "rae") -> Path:
+    from baselines.train import TrainConfig, train
+
+    train(TrainConfig(env="kuhn_poker-v0", model="mlp", credit=credit, steps=steps, tasks_per_step=2, group_size=2,
+                      seed=seed, out=str(out), progress=False, tensorboard=False))
+    return out
+
+
+def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_path):
+    runs = [_train(tmp_path / f"run{s}", s) for s in (1, 0)]
+    out = tmp_path / "sub"
+    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
+                 "--out", str(out), "--no-progress"]) == 0
+    m = json.loads((out / SUBMISSION_FILE).read_text())
+    assert [p["train_seed"] for p in m["players"]["kuhn_poker-v0"]] == [0, 1]      # the protocol's seed order
+    assert m["tokens"]["train_main"] > 0 and m["seeds"]["train"] == [0, 1]
+    v = validate(out, protocol=credit_protocol, full=True)
+    assert [len(run) for run in v.scores["kuhn_poker/vs-kuhn_nash"]] == [3, 3]    # 2 runs x 3 seeds
+
+
+def test_credit_track_refuses_a_run_off_the_budget(credit_protocol, tmp_path, capsys):
+    runs = [_train(tmp_path / "run0", 0), _train(tmp_path / "run1", 1, steps=2)]
+    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
+                 "--out", str(tmp_path / "sub"), "--no-progress"]) == 2
+    assert "trains with steps=1, this run has steps=2" in capsys.readouterr().err
+    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", str(runs[0]), "--method", "rae",
+                 "--out", str(tmp_path / "sub"), "--no-progress"]) == 2
+    assert "no run of kuhn_poker-v0 with training seed(s) [1]" in capsys.readouterr().err
