@@ -1,10 +1,11 @@
-"""``python -m leaderboard {evaluate,validate,submit,show,render,protocols}``.
+"""``python -m leaderboard {evaluate,validate,submit,show,render,protocols,benchmark-credit}``.
 
     python -m leaderboard evaluate --protocol policy --player reference --method reference-bots --out sub/
     python -m leaderboard validate sub/ [--full]
     python -m leaderboard submit sub/
     python -m leaderboard show
     python -m leaderboard render [--out leaderboard/]
+    python -m leaderboard benchmark-credit broadcast --tier micro --quick
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from leaderboard.benchmark import BASELINES
 from leaderboard.protocol import ProtocolError, list_protocols, load_protocol
 from leaderboard.store import DEFAULT_STORE
 from leaderboard.validate import Limits, SubmissionError
@@ -92,6 +94,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--store", default=str(DEFAULT_STORE))
     p.add_argument("--out", default=str(Path(__file__).parent))
     sub.add_parser("protocols", help="list the protocols")
+    p = sub.add_parser("benchmark-credit", help="train a credit method beside the built-in baselines under a "
+                                                "credit-track protocol, evaluate all, print the comparison")
+    p.add_argument("method", help="a registered credit method or package.module:ClassName")
+    p.add_argument("--tier", default="micro", choices=("micro", "small", "gpu"))
+    p.add_argument("--quick", action="store_true", help="the tier's quick protocol (a smaller budget)")
+    p.add_argument("--protocol", default=None, help="another credit-track protocol (a name or a path)")
+    p.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated built-in methods to compare "
+                                                                      "against ('' for none)")
+    p.add_argument("--model", default=None, help="gpu tier: the model to train")
+    p.add_argument("--out", default="runs/benchmark-credit", help="where the runs and submissions go")
+    p.add_argument("--submit", action="store_true", help="add every submission to the store")
+    p.add_argument("--store", default=str(DEFAULT_STORE))
+    p.add_argument("--no-progress", action="store_true")
 
     args = parser.parse_args(argv)
     try:
@@ -127,6 +142,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             md, page = render(args.store, args.out)
             print(f"wrote {md} and {page}")
+        elif args.command == "benchmark-credit":
+            from leaderboard.benchmark import benchmark_credit
+
+            result = benchmark_credit(args.method, args.tier, args.quick,
+                                      [b.strip() for b in args.baselines.split(",") if b.strip()], args.out,
+                                      args.model, progress=not args.no_progress,
+                                      submit_to=args.store if args.submit else None, protocol=args.protocol)
+            print(result["markdown"])
+            print(f"wrote {result['out'] / 'comparison.md'}; the submissions are in "
+                  f"{result['out']}/<method>/submission" + ("" if args.submit else
+                                                          " (python -m leaderboard submit FOLDER adds one)"))
         elif args.command == "protocols":
             for name in list_protocols():
                 p = load_protocol(name)

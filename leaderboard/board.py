@@ -4,8 +4,9 @@ For every entry: the IQM of its normalized scores over runs x tasks with a seede
 rank (1 + the number of entries whose CI lies entirely above), the probability of improvement over the entry ranked
 first (by IQM), each task's mean normalized score, and, where the protocol has versus tasks, a Bradley-Terry rating
 on the Elo scale with a bootstrap 95% CI, fitted on every entry's games against the protocol's opponents (which are
-players too; ``random`` is fixed at 1000). Each env (game) weighs the same in that fit: one entry's games in an env
-get the weight ``total games of the entry / (envs x games in that env)``.
+players too; ``random`` is fixed at 1000, or, where no task plays random, the first opponent by name). One game is
+one seed, both seats (duplicate play). Each env weighs the same in that fit: one entry's games in an env get the
+weight ``total games of the entry / (envs x games in that env)``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from leaderboard.stats import bradley_terry_bootstrap, probability_of_improvement, ranks, stratified_bootstrap
 
-RANDOM_ELO = 1000.0
+ANCHOR_ELO = 1000.0
 
 __all__ = ["Board", "Row", "build_board"]
 
@@ -43,6 +44,7 @@ class Board:
     tasks: list[str]
     rows: list[Row]
     opponents: dict[str, tuple[float, float, float]] = field(default_factory=dict)   # bots' Elo
+    elo_anchor: str = ""                                                              # the player fixed at 1000
 
 
 def _model(manifest: dict[str, Any]) -> str:
@@ -96,10 +98,11 @@ def _elo(board: Board, entries: list[dict[str, Any]], seed: int) -> None:
     if not strata:
         return
     players = {p for rows in strata.values() for r in rows for p in r[:2]}
-    anchor = "random" if "random" in players else None
-    fit = bradley_terry_bootstrap(strata, weights, anchor=anchor, anchor_elo=RANDOM_ELO, prior=1.0, reps=200,
-                                  seed=seed)
     labels = {row.label for row in board.rows}
+    anchor = "random" if "random" in players else min(players - labels)
+    fit = bradley_terry_bootstrap(strata, weights, anchor=anchor, anchor_elo=ANCHOR_ELO, prior=1.0, reps=200,
+                                  seed=seed)
+    board.elo_anchor = anchor
     for row in board.rows:
         row.elo = fit.get(row.label)
     board.opponents = {p: v for p, v in fit.items() if p not in labels}

@@ -326,3 +326,27 @@ def test_credit_track_refuses_a_run_off_the_budget(credit_protocol, tmp_path, ca
     assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", str(runs[0]), "--method", "rae",
                  "--out", str(tmp_path / "sub"), "--no-progress"]) == 2
     assert "no run of kuhn_poker-v0 with training seed(s) [1]" in capsys.readouterr().err
+
+
+def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit_protocol, tmp_path, capsys):
+    out = tmp_path / "bench"
+    store = tmp_path / "store"
+    # the method under test given as package.module:ClassName, a control, and a method that cannot play Kuhn
+    assert main(["benchmark-credit", "baselines.credit.rae:RAE", "--protocol", str(credit_protocol),
+                 "--baselines", "none,ccpo_v1", "--out", str(out), "--submit", "--store", str(store),
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "| rank | entry |" in text and "baselines.credit.rae_RAE#" in text and "none#" in text
+    assert "ccpo_v1: not applicable here" in text
+    assert (out / "test-credit@1" / "comparison.md").read_text() in text
+    runs = sorted(p.name for p in (out / "test-credit@1" / "none" / "kuhn_poker-v0").iterdir())
+    assert runs == ["seed0", "seed1"]
+    assert sorted(e["method"] for e in load_entries(store)) == ["baselines.credit.rae_RAE", "none"]
+    # a second call reuses the finished runs (nothing retrained) and evaluates them to the same scores
+    weights = sorted((out / "test-credit@1").rglob("state.pt"))
+    stamps = [p.stat().st_mtime_ns for p in weights]
+    before = validate(out / "test-credit@1" / "none" / "submission", protocol=credit_protocol).scores
+    assert main(["benchmark-credit", "baselines.credit.rae:RAE", "--protocol", str(credit_protocol),
+                 "--baselines", "none", "--out", str(out), "--no-progress"]) == 0
+    assert [p.stat().st_mtime_ns for p in weights] == stamps
+    assert validate(out / "test-credit@1" / "none" / "submission", protocol=credit_protocol).scores == before

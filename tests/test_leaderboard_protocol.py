@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from leaderboard.protocol import EVAL_SEED_START, PROTOCOL_DIR, ProtocolError, list_protocols, load_protocol, parse_protocol
+from leaderboard.protocol import (EVAL_SEED_START, PROTOCOL_DIR, ProtocolError, list_protocols, load_protocol,
+                                  parse_protocol)
 from marl_llm_envs import spec
 
 BASE = json.loads((PROTOCOL_DIR / "policy.json").read_text())
