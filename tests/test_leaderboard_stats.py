@@ -107,3 +107,25 @@ def test_batched_iqm_agrees_with_scipy_trim_mean():
     for shape in [(4, 1, 5), (4, 3, 7), (4, 5, 2)]:
         batch = rng.normal(size=shape)
         assert _iqm_batch(batch) == pytest.approx([iqm(m) for m in batch])
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_agrees_with_rliable_on_a_fixed_example():
+    """Cross-check against rliable (Agarwal et al. 2021), where it installs (pip install rliable): the IQM and the
+    probability of improvement exactly; the stratified-bootstrap CI within Monte-Carlo error. With one unit per
+    (run, task) our two-level bootstrap is rliable's run-level one."""
+    rliable_metrics = pytest.importorskip("rliable.metrics")
+    rly = pytest.importorskip("rliable.library")
+    rng = np.random.default_rng(11)
+    x = rng.normal(0.6, 0.3, size=(6, 4))            # runs x tasks
+    y = rng.normal(0.4, 0.3, size=(6, 4))
+    as_scores = lambda m: {f"t{j}": [[m[i, j]] for i in range(m.shape[0])] for j in range(m.shape[1])}  # noqa
+    assert iqm(x) == pytest.approx(rliable_metrics.aggregate_iqm(x))
+    assert probability_of_improvement(as_scores(x), as_scores(y)) == pytest.approx(
+        rliable_metrics.probability_of_improvement(x, y))
+    point, low, high = stratified_bootstrap(as_scores(x), reps=5000, seed=0)
+    _, cis = rly.get_interval_estimates({"x": x}, lambda s: np.array([rliable_metrics.aggregate_iqm(s)]),
+                                        reps=5000, random_state=np.random.RandomState(0))
+    assert point == pytest.approx(rliable_metrics.aggregate_iqm(x))
+    assert low == pytest.approx(cis["x"][0, 0], abs=0.03)
+    assert high == pytest.approx(cis["x"][1, 0], abs=0.03)
