@@ -91,17 +91,23 @@ def _check_run(protocol: Protocol, player, task_env: str, seed: int) -> None:
                          f"evaluates the policy after {train['steps']} steps")
 
 
-def _run_tokens(run_dir: Path | None) -> dict[str, int]:
-    """Generated tokens of a trainer run (main episodes and counterfactual branches), from its metrics.jsonl."""
-    out = {"main": 0, "branches": 0}
-    if run_dir is None or not (run_dir / "metrics.jsonl").is_file():
-        return out
-    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
-        if line.strip():
-            m = json.loads(line)
-            out["main"] += int(m.get("tokens/main", 0))
-            out["branches"] += int(m.get("tokens/branches", 0))
-    return out
+def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str, int], dict[str, list[float]]]:
+    """A trainer run's generated tokens (main episodes and counterfactual branches) and its learning curve (the team
+    rewards per step, at most ``max_points`` evenly spaced steps), from its metrics.jsonl."""
+    tokens = {"main": 0, "branches": 0}
+    rows = []
+    if run_dir is not None and (run_dir / "metrics.jsonl").is_file():
+        for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+            if line.strip():
+                m = json.loads(line)
+                tokens["main"] += int(m.get("tokens/main", 0))
+                tokens["branches"] += int(m.get("tokens/branches", 0))
+                rows.append(m)
+    keep = rows[::max(1, -(-len(rows) // max_points))]
+    curve: dict[str, list[float]] = {"step": [int(m.get("step", i)) for i, m in enumerate(keep)]}
+    for key in sorted({k for m in keep for k in m if k.startswith("reward/team/")}):
+        curve[key] = [float(m.get(key, 0.0)) for m in keep]
+    return tokens, curve
 
 
 def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | Path, method: str,
@@ -143,8 +149,9 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
             player = load_player(spec_, env_id, roles, protocol.action_mode, greedy)
             if protocol.track == "credit":
                 _check_run(protocol, player, env_id, protocol.train["seeds"][r])
-                tokens = _run_tokens(player.run_dir)
+                tokens, curve = _run_metrics(player.run_dir)
                 player.provenance["train_tokens"] = tokens
+                player.provenance["learning_curve"] = curve      # as the trainer logged it (not validated)
                 if protocol.train["max_tokens"] is not None and sum(tokens.values()) > protocol.train["max_tokens"]:
                     raise ValueError(f"{spec_}: the run generated {sum(tokens.values())} tokens, over the protocol's "
                                      f"budget of {protocol.train['max_tokens']}")

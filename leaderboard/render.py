@@ -1,6 +1,7 @@
 """``python -m leaderboard show`` (a terminal table) and ``python -m leaderboard render`` (``LEADERBOARD.md`` and a
-static, offline ``index.html``: a sortable table per protocol, the per-task breakdown, and score-with-CI and
-performance-profile plots drawn with matplotlib and embedded as PNG; no network access, no external script)."""
+static, offline ``index.html``: a sortable table per protocol, the per-task breakdown, score-with-CI and
+performance-profile plots and, for credit-track entries, learning curves, drawn with matplotlib and embedded as PNG;
+no network access, no external script)."""
 
 from __future__ import annotations
 
@@ -140,6 +141,37 @@ def _plots(board: Board, entries: list[dict]) -> tuple[str, str]:
     return score_png, profile_png
 
 
+def _curves(board: Board, entries: list[dict]) -> str | None:
+    """Learning curves of credit-track entries (the trainer's logged team reward per step, mean over the runs;
+    as submitted, not validated), one panel per env; ``None`` when no entry has any."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_env: dict[str, dict[str, list[dict]]] = {}
+    for e in entries:
+        for env_id, runs in e["manifest"]["players"].items():
+            curves = [p["learning_curve"] for p in runs if isinstance(p.get("learning_curve"), dict)]
+            if curves:
+                by_env.setdefault(env_id, {})[e["label"]] = curves
+    if not by_env:
+        return None
+    fig, axes = plt.subplots(1, len(by_env), figsize=(5 * len(by_env), 3.4), squeeze=False)
+    for ax, (env_id, labels) in zip(axes[0], sorted(by_env.items())):
+        for label, curves in sorted(labels.items()):
+            key = sorted(k for k in curves[0] if k.startswith("reward/team/"))[0]
+            n = min(len(c["step"]) for c in curves)
+            mean = np.mean([c[key][:n] for c in curves], axis=0)
+            ax.plot(curves[0]["step"][:n], mean, label=label)
+        ax.set_title(f"{env_id}: {key.split('/')[-1]} reward (training)")
+        ax.set_xlabel("step")
+    axes[0][0].legend(fontsize=7)
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
 _SORT_JS = """
 function sortTable(th) {
   const table = th.closest('table'), body = table.tBodies[0];
@@ -204,6 +236,12 @@ def page(found: list[tuple[Board, list[dict]]]) -> str:
         parts.append(f"<img class='plot' alt='IQM with 95% CI, {pid}' src='data:image/png;base64,{score_png}'>")
         parts.append(f"<img class='plot' alt='performance profile, {pid}' "
                      f"src='data:image/png;base64,{profile_png}'>")
+        curves_png = _curves(board, entries)
+        if curves_png is not None:
+            parts.append("<p>Learning curves, as each submission's trainer logged them (mean over runs; not "
+                         "validated):</p>")
+            parts.append(f"<img class='plot' alt='learning curves, {pid}' "
+                         f"src='data:image/png;base64,{curves_png}'>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

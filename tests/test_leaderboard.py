@@ -314,6 +314,8 @@ def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_
     m = json.loads((out / SUBMISSION_FILE).read_text())
     assert [p["train_seed"] for p in m["players"]["kuhn_poker-v0"]] == [0, 1]      # the protocol's seed order
     assert m["tokens"]["train_main"] > 0 and m["seeds"]["train"] == [0, 1]
+    curve = m["players"]["kuhn_poker-v0"][0]["learning_curve"]
+    assert curve["step"] == [0] and set(curve) == {"step", "reward/team/player_0", "reward/team/player_1"}
     v = validate(out, protocol=credit_protocol, full=True)
     assert [len(run) for run in v.scores["kuhn_poker/vs-kuhn_nash"]] == [3, 3]    # 2 runs x 3 seeds
 
@@ -342,6 +344,9 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     runs = sorted(p.name for p in (out / "test-credit@1" / "none" / "kuhn_poker-v0").iterdir())
     assert runs == ["seed0", "seed1"]
     assert sorted(e["method"] for e in load_entries(store)) == ["baselines.credit.rae_RAE", "none"]
+    assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "alt='learning curves, test-credit@1'" in page
     # a second call reuses the finished runs (nothing retrained) and evaluates them to the same scores
     weights = sorted((out / "test-credit@1").rglob("state.pt"))
     stamps = [p.stat().st_mtime_ns for p in weights]
