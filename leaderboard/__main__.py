@@ -83,10 +83,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("folder")
         p.add_argument("--protocol", default=None, help="the protocol file (default: the one the submission names, "
                                                         "from leaderboard/protocols/)")
-        p.add_argument("--full", action="store_true", help="replay every episode (default: a random sample)")
-        p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20)
-        if name == "submit":
+        if name == "validate":
+            p.add_argument("--full", action="store_true", help="replay every episode (default: --sample of them)")
+            p.add_argument("--sample", type=int, default=200, help="how many random episodes to replay")
+        else:
+            p.add_argument("--sample", type=int, default=None, help="replay only this many random episodes "
+                                                                    "(default: every episode)")
             p.add_argument("--store", default=str(DEFAULT_STORE))
+        p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20)
 
     p = sub.add_parser("show", help="print the ranked tables")
     p.add_argument("--store", default=str(DEFAULT_STORE))
@@ -124,14 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "validate":
                 from leaderboard.validate import validate
 
-                v = validate(args.folder, protocol=args.protocol, full=args.full, limits=limits)
+                v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=limits)
                 print(f"valid: {v.episodes} episodes, {v.replayed} replayed, protocol {v.protocol.key}")
                 for task, mean in v.task_means().items():
                     print(f"  {task}: normalized score {mean:.3f}")
             else:
                 from leaderboard.store import submit
 
-                entry = submit(args.folder, args.store, protocol=args.protocol, full=args.full, limits=limits)
+                entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=limits)
                 print(f"added {entry['id']} to {args.store}")
         elif args.command == "show":
             from leaderboard.render import show

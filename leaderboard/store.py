@@ -83,12 +83,13 @@ def entry_from(v: Validated) -> dict[str, Any]:
     }
 
 
-def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None, full: bool = False,
+def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None, sample: int | None = None,
            limits: Limits = Limits()) -> dict[str, Any]:
     """Validate the submission in ``folder`` and add it to ``store``; returns the entry. A failed validation or a
-    duplicate raises :class:`SubmissionError` and writes nothing."""
+    duplicate raises :class:`SubmissionError` and writes nothing. Every episode is replayed (an env replay is cheap:
+    18,000 poker and Hanabi episodes take seconds), unless ``sample`` asks for that many random ones."""
     store = Path(store)
-    validated = validate(folder, protocol=protocol, full=full, limits=limits)
+    validated = validate(folder, protocol=protocol, full=sample is None, sample=sample or 0, limits=limits)
     entry = entry_from(validated)
     sha = validated.manifest["episodes"]["sha256"]
     rel = f"{validated.protocol.key}/{entry['method']}--{sha[:12]}.json"

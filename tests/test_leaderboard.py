@@ -66,7 +66,7 @@ def _edit_episode(folder: Path, index: int, change) -> None:
 
 def _rejected(folder: Path, protocol_path: Path, store: Path, match: str) -> str:
     with pytest.raises(SubmissionError) as info:
-        submit(folder, store, protocol=protocol_path, full=True)
+        submit(folder, store, protocol=protocol_path)
     assert match in str(info.value), str(info.value)
     assert not store.exists() or not any(p for p in store.rglob("*.json")), "a rejected submission wrote to the store"
     return str(info.value)
