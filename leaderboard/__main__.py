@@ -110,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default="runs/benchmark-credit", help="where the runs and submissions go")
     p.add_argument("--submit", action="store_true", help="add every submission to the store")
     p.add_argument("--store", default=str(DEFAULT_STORE))
+    p.add_argument("--export", choices=("marl-eval",), default=None, help="also write the results in this format")
     p.add_argument("--no-progress", action="store_true")
 
     args = parser.parse_args(argv)
@@ -152,7 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = benchmark_credit(args.method, args.tier, args.quick,
                                       [b.strip() for b in args.baselines.split(",") if b.strip()], args.out,
                                       args.model, progress=not args.no_progress,
-                                      submit_to=args.store if args.submit else None, protocol=args.protocol)
+                                      submit_to=args.store if args.submit else None, protocol=args.protocol,
+                                      export=args.export)
             print(result["markdown"])
             print(f"wrote {result['out'] / 'comparison.md'}; the submissions are in "
                   f"{result['out']}/<method>/submission" + ("" if args.submit else

@@ -9,7 +9,8 @@ found there is reused, so an interrupted benchmark continues. A method that cann
 thinker and a solver) is listed as not applicable. Then each method's runs are evaluated into
 ``OUT/<method>/submission`` (:mod:`leaderboard.evaluate`), validated like any submission, and ranked together
 (:mod:`leaderboard.board`). The table is printed and written to ``OUT/comparison.md``; ``--submit`` adds every
-submission to the store.
+submission to the store; ``--export marl-eval`` also writes ``OUT/marl_eval.json`` in marl-eval's raw-data format
+(:func:`marl_eval`).
 
 Protocols: ``credit-<tier>``; ``--quick`` uses ``credit-<tier>-quick`` (a smaller budget, for a first look and the
 README demo; its entries rank only against other quick entries).
@@ -76,7 +77,8 @@ def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, p
 
 def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, baselines: Sequence[str] = BASELINES,
                      out: str | Path = "runs/benchmark-credit", model: str | None = None, progress: bool = True,
-                     submit_to: str | Path | None = None, protocol: str | Path | None = None) -> dict[str, Any]:
+                     submit_to: str | Path | None = None, protocol: str | Path | None = None,
+                     export: str | None = None) -> dict[str, Any]:
     """Run the benchmark (see the module docstring); returns ``{"board": Board, "skipped": {method: why},
     "submissions": {method: folder}, "markdown": str}``."""
     from leaderboard.board import build_board
@@ -95,6 +97,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     skipped: dict[str, str] = {}
     folders: dict[str, Path] = {}
     entries = []
+    validated = {}
     t0 = time.perf_counter()
     for m in methods:
         runs = _train_runs(protocol, m, out, model, progress)
@@ -115,6 +118,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
                  note=f"python -m leaderboard benchmark-credit {method} on {protocol.key}")
         folders[m] = sub
         v = validate(sub, protocol=protocol)
+        validated[m] = v
         entry = entry_from(v)
         entries.append(entry)
         if submit_to is not None:
@@ -136,4 +140,31 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     text = "\n".join(lines) + "\n"
     out.mkdir(parents=True, exist_ok=True)
     (out / "comparison.md").write_text(text)
+    if export == "marl-eval":
+        (out / "marl_eval.json").write_text(json.dumps(marl_eval(validated), indent=1))
+    elif export is not None:
+        raise ValueError(f"--export {export!r}: the one format is 'marl-eval'")
     return {"board": board, "skipped": skipped, "submissions": folders, "markdown": text, "out": out}
+
+
+def marl_eval(validated: dict[str, Any]) -> dict[str, Any]:
+    """The results in marl-eval's raw-data format (instadeepai/marl-eval):
+    ``{"marl_llm_envs": {task: {method: {"run_<i>": {"step_<k>": {"step_count": k, "return": [team reward]},
+    ..., "absolute_metrics": {"normalized_score": [per seed], "return": [per seed]}}}}}}``.
+
+    Steps are the trainer's logged team reward per training step (one value each: the step's batch mean); the
+    absolute metrics are the validated evaluation scores, one per evaluation seed."""
+    out: dict[str, Any] = {}
+    for method, v in validated.items():
+        for task in v.protocol.tasks:
+            runs = out.setdefault(task.name, {}).setdefault(method, {})
+            for r, (scores, raw) in enumerate(zip(v.scores[task.name], v.raw_scores[task.name])):
+                run: dict[str, Any] = {}
+                player = v.manifest["players"][task.env_id][r]
+                curve = player.get("learning_curve") or {}
+                keys = sorted(k for k in curve if k.startswith("reward/team/"))
+                for i, step in enumerate(curve.get("step", [])):
+                    run[f"step_{step}"] = {"step_count": int(step), "return": [curve[keys[0]][i]] if keys else []}
+                run["absolute_metrics"] = {"normalized_score": list(scores), "return": list(raw)}
+                runs[f"run_{r + 1}"] = run
+    return {"marl_llm_envs": out}

@@ -336,7 +336,7 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     # the method under test given as package.module:ClassName, a control, and a method that cannot play Kuhn
     assert main(["benchmark-credit", "baselines.credit.rae:RAE", "--protocol", str(credit_protocol),
                  "--baselines", "none,ccpo_v1", "--out", str(out), "--submit", "--store", str(store),
-                 "--no-progress"]) == 0
+                 "--export", "marl-eval", "--no-progress"]) == 0
     text = capsys.readouterr().out
     assert "| rank | entry |" in text and "baselines.credit.rae_RAE#" in text and "none#" in text
     assert "ccpo_v1: not applicable here" in text
@@ -344,6 +344,11 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     runs = sorted(p.name for p in (out / "test-credit@1" / "none" / "kuhn_poker-v0").iterdir())
     assert runs == ["seed0", "seed1"]
     assert sorted(e["method"] for e in load_entries(store)) == ["baselines.credit.rae_RAE", "none"]
+    exported = json.loads((out / "test-credit@1" / "marl_eval.json").read_text())["marl_llm_envs"]
+    runs_of_none = exported["kuhn_poker/vs-kuhn_nash"]["none"]
+    assert sorted(runs_of_none) == ["run_1", "run_2"]
+    assert runs_of_none["run_1"]["step_0"]["step_count"] == 0
+    assert len(runs_of_none["run_1"]["absolute_metrics"]["normalized_score"]) == 3      # one per evaluation seed
     assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
     page = (tmp_path / "site" / "index.html").read_text()
     assert "alt='learning curves, test-credit@1'" in page
@@ -355,3 +360,27 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
                  "--baselines", "none", "--out", str(out), "--no-progress"]) == 0
     assert [p.stat().st_mtime_ns for p in weights] == stamps
     assert validate(out / "test-credit@1" / "none" / "submission", protocol=credit_protocol).scores == before
+
+
+@pytest.mark.slow
+def test_an_llm_checkpoint_plays_a_text_mode_protocol(tmp_path):
+    """The policy track with any backend: a trained LLM ('tiny', choice mode) evaluated in text mode."""
+    from baselines.train import TrainConfig, train
+
+    raw = json.loads((PROTOCOL_DIR / "credit-small.json").read_text())
+    for key in ("tier", "train"):
+        del raw[key]
+    raw.update(id="test-text", track="policy", seeds={"start": 2**40, "count": 2})
+    raw["tasks"] = [t for t in raw["tasks"] if t["env_id"] == "kuhn_poker-v0"]
+    protocol = tmp_path / "test-text.json"
+    protocol.write_text(json.dumps(raw))
+    run = tmp_path / "run"
+    train(TrainConfig(env="kuhn_poker-v0", model="tiny", mode="choice", steps=1, tasks_per_step=2, group_size=2,
+                      out=str(run), progress=False, tensorboard=False))
+    out = tmp_path / "sub"
+    assert main(["evaluate", "--protocol", str(protocol), "--player", f"checkpoint:{run}", "--method", "tiny",
+                 "--out", str(out), "--no-progress"]) == 0
+    m = json.loads((out / SUBMISSION_FILE).read_text())
+    assert m["players"]["kuhn_poker-v0"][0]["decoding"]["player_0"]["mode"] == "choice"
+    assert m["tokens"]["eval_main"] > 0
+    assert validate(out, protocol=protocol, full=True).episodes == 4
