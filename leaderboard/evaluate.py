@@ -34,11 +34,16 @@ SUBMISSION_VERSION = 1
 SUBMISSION_FILE = "submission.json"
 EPISODES_FILE = "episodes.jsonl"
 
-__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "evaluate", "file_sha256", "run_label"]
+__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "check_run", "config_sha256", "evaluate", "file_sha256", "run_label"]
 
 
 def run_label(task_name: str, seat: str, run: int) -> str:
     return f"{task_name}|{seat}|run{run}"
+
+
+def config_sha256(protocol_sha256: str, players: dict[str, Any]) -> str:
+    """The hash of what was evaluated: the protocol's text and every run's player provenance (weights, decoding)."""
+    return canonical_sha256({"protocol": protocol_sha256, "players": players})
 
 
 def file_sha256(path: str | Path) -> str:
@@ -74,21 +79,27 @@ def git_sha() -> str | None:
     return sha + ("+dirty" if dirty else "")
 
 
-def _check_run(protocol: Protocol, player, task_env: str, seed: int) -> None:
-    """A credit-track run must be trained under the protocol's fixed budget and seed."""
+def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: int, where: str) -> None:
+    """A credit-track run must be trained on ``env_id`` under the protocol's fixed budget, with the run's training
+    seed, evaluated after the last step, within the token budget (``ValueError`` naming ``where`` otherwise)."""
     train = protocol.train
-    cfg = player.provenance.get("train_config") or {}
+    cfg = provenance.get("train_config") or {}
     want = {"steps": train["steps"], "tasks_per_step": train["tasks_per_step"], "group_size": train["group_size"],
-            "mode": train["mode"], "seed": seed, "env": task_env}
+            "mode": train["mode"], "seed": train["seeds"][run], "env": env_id}
     if train["model"] != "submitter":
         want["model"] = train["model"]
     for key, value in want.items():
         if cfg.get(key) != value:
-            raise ValueError(f"{player.spec}: the protocol {protocol.key} trains with {key}={value!r}, this run has "
+            raise ValueError(f"{where}: the protocol {protocol.key} trains with {key}={value!r}, this run has "
                              f"{key}={cfg.get(key)!r}")
-    if player.provenance.get("step") != train["steps"]:
-        raise ValueError(f"{player.spec}: the checkpoint is from step {player.provenance.get('step')}, the protocol "
-                         f"evaluates the policy after {train['steps']} steps")
+    if provenance.get("step") != train["steps"]:
+        raise ValueError(f"{where}: the checkpoint is from step {provenance.get('step')!r}, the protocol evaluates "
+                         f"the policy after {train['steps']} steps")
+    tokens = provenance.get("train_tokens") or {}
+    spent = sum(v for v in tokens.values() if isinstance(v, int))
+    if train["max_tokens"] is not None and spent > train["max_tokens"]:
+        raise ValueError(f"{where}: the run generated {spent} tokens, over the protocol's budget of "
+                         f"{train['max_tokens']}")
 
 
 def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str, int], dict[str, list[float]]]:
@@ -148,13 +159,10 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
         for r, spec_ in enumerate(players[env_id]):
             player = load_player(spec_, env_id, roles, protocol.action_mode, greedy)
             if protocol.track == "credit":
-                _check_run(protocol, player, env_id, protocol.train["seeds"][r])
                 tokens, curve = _run_metrics(player.run_dir)
                 player.provenance["train_tokens"] = tokens
                 player.provenance["learning_curve"] = curve      # as the trainer logged it (not validated)
-                if protocol.train["max_tokens"] is not None and sum(tokens.values()) > protocol.train["max_tokens"]:
-                    raise ValueError(f"{spec_}: the run generated {sum(tokens.values())} tokens, over the protocol's "
-                                     f"budget of {protocol.train['max_tokens']}")
+                check_run(protocol, player.provenance, env_id, r, spec_)
                 for k in train_tokens:
                     train_tokens[k] += tokens[k]
             loaded[env_id].append(player)
@@ -196,8 +204,7 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
         "envs_sha256": canonical_sha256(env_list),
         "packages": package_versions(),
         "git_sha": git_sha(),
-        "config_sha256": canonical_sha256({"protocol": protocol.sha256, "players": players_block,
-                                           "greedy": greedy}),
+        "config_sha256": config_sha256(protocol.sha256, players_block),
         "seeds": {"eval_start": protocol.seed_start, "eval_count": protocol.seed_count,
                   "train": list(protocol.train["seeds"]) if protocol.train else []},
         "tokens": {"eval_main": sum(e.tokens_generated for e in episodes),

@@ -6,8 +6,9 @@ field; nothing is computed from a submission that fails):
 1. Files: the folder holds exactly ``submission.json`` and ``episodes.jsonl`` (JSON only: no pickle, nothing that
    runs code), each within its size limit (:class:`Limits`).
 2. ``submission.json``: strict JSON (NaN and Infinity rejected), the schema (every field, its type; unknown fields
-   rejected), the protocol it names (id, version and the SHA-256 of the protocol file), the envs it lists (current
-   versions, the kwargs the protocol gives, the hash of the list), the episodes file's size, count and SHA-256.
+   rejected), the protocol it names (id, version and the SHA-256 of the protocol file), the config hash, credit-track
+   runs against the protocol's training budget and seeds, the envs it lists (current versions, the kwargs the
+   protocol gives, the hash of the list), the episodes file's size, count and SHA-256.
 3. ``episodes.jsonl``: strict JSON line by line, the episode schema of :mod:`baselines.episode`, current env
    versions and the protocol's kwargs, transcripts that describe the episode, each turn's action at its place in the
    transcript, turn rewards that add up to the episode's rewards, finite numbers, the opponent policy the protocol
@@ -33,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, file_sha256,
-                                  run_label)
+from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_run,
+                                  config_sha256, file_sha256, run_label)
 from leaderboard.protocol import PROTOCOL_DIR, Protocol, ProtocolError, canonical_sha256, load_protocol
 
 __all__ = ["Limits", "SubmissionError", "Validated", "validate"]
@@ -241,6 +242,14 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
         if len(manifest["players"][env_id]) != runs:
             raise SubmissionError(f"{SUBMISSION_FILE}.players.{env_id}: {len(manifest['players'][env_id])} runs, "
                                   f"the protocol has {runs}")
+        if proto.track == "credit":
+            for r, provenance in enumerate(manifest["players"][env_id]):
+                try:
+                    check_run(proto, provenance, env_id, r, f"{SUBMISSION_FILE}.players.{env_id}[{r}]")
+                except ValueError as e:
+                    raise SubmissionError(str(e)) from None
+    if config_sha256(named["sha256"], manifest["players"]) != manifest["config_sha256"]:
+        raise SubmissionError(f"{SUBMISSION_FILE}.config_sha256 does not match the protocol and players listed")
     return proto
 
 

@@ -320,6 +320,22 @@ def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_
     assert [len(run) for run in v.scores["kuhn_poker/vs-kuhn_nash"]] == [3, 3]    # 2 runs x 3 seeds
 
 
+def test_credit_track_manifest_is_checked_against_the_budget(credit_protocol, tmp_path):
+    runs = [_train(tmp_path / f"run{s}", s) for s in (0, 1)]
+    out = tmp_path / "sub"
+    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
+                 "--out", str(out), "--no-progress"]) == 0
+    m = json.loads((out / SUBMISSION_FILE).read_text())
+    m["players"]["kuhn_poker-v0"][1]["train_config"]["steps"] = 500        # a claim off the protocol's budget
+    (out / SUBMISSION_FILE).write_text(json.dumps(m))
+    _rejected(out, credit_protocol, tmp_path / "store", "players.kuhn_poker-v0[1]: the protocol test-credit@1 "
+                                                        "trains with steps=1, this run has steps=500")
+    m["players"]["kuhn_poker-v0"][1]["train_config"]["steps"] = 1
+    m["players"]["kuhn_poker-v0"][1]["weights_sha256"] = "0" * 64            # another model than evaluated
+    (out / SUBMISSION_FILE).write_text(json.dumps(m))
+    _rejected(out, credit_protocol, tmp_path / "store", "config_sha256 does not match")
+
+
 def test_credit_track_refuses_a_run_off_the_budget(credit_protocol, tmp_path, capsys):
     runs = [_train(tmp_path / "run0", 0), _train(tmp_path / "run1", 1, steps=2)]
     assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
