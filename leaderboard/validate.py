@@ -10,8 +10,8 @@ field; nothing is computed from a submission that fails):
    runs against the protocol's training budget and seeds, the envs it lists (current versions, the kwargs the
    protocol gives, the hash of the list), the episodes file's size, count and SHA-256.
 3. ``episodes.jsonl``: strict JSON line by line, the episode schema of :mod:`baselines.episode`, current env
-   versions and the protocol's kwargs, transcripts that describe the episode, each turn's action at its place in the
-   transcript, turn rewards that add up to the episode's rewards, finite numbers, the opponent policy the protocol
+   versions and the protocol's kwargs, transcripts that describe the episode, exactly one turn per move of the
+   transcript with the move's action, turn rewards that add up to the episode's rewards, finite numbers, the opponent policy the protocol
    names, and completeness: exactly one episode for every (task, seat, run, seed) of the protocol.
 4. Replay audit: a random sample (or every episode with ``full=True``) is replayed with its transcript
    (:func:`marl_llm_envs.replay`'s inputs, stepped here so every step's rewards are summed): the replayed rewards and
@@ -314,6 +314,28 @@ def _finite(values, where: str) -> None:
             raise SubmissionError(f"{where}: {k} = {v!r} is not a finite number")
 
 
+_EPISODE_TYPES = {"env_id": str, "env_version": int, "env_kwargs": dict, "seed": int, "run_id": str, "rewards": dict,
+                  "team_rewards": dict, "transcript": dict, "policies": dict, "turns": list}
+_TURN_TYPES = {"agent": str, "step_index": int, "turn_index": int}
+
+
+def _check_types(e, where: str) -> None:
+    for name, kind in _EPISODE_TYPES.items():
+        value = getattr(e, name)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise SubmissionError(f"{where}.{name}: expected {kind.__name__}, got {type(value).__name__}")
+    for k, t in enumerate(e.turns):
+        for name, kind in _TURN_TYPES.items():
+            value = getattr(t, name)
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise SubmissionError(f"{where}.turns[{k}].{name}: expected {kind.__name__}, got "
+                                      f"{type(value).__name__}")
+    for name in ("policies", "transcript"):
+        for key, value in getattr(e, name).items():
+            if name == "policies" and not isinstance(value, dict):
+                raise SubmissionError(f"{where}.policies.{key}: expected an object")
+
+
 def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
     """Every per-episode check and completeness; returns (task, seat, run) -> {seed: episode}."""
     versions = {e["env_id"]: (e["env_version"], e["env_kwargs"]) for e in manifest["envs"]}
@@ -324,6 +346,7 @@ def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
     agents_of: dict[str, tuple[str, ...]] = {}
     for line, e in episodes:
         where = f"{EPISODES_FILE}:{line}"
+        _check_types(e, where)
         label = e.run_id.split("|")
         if len(label) != 3 or label[0] not in tasks or not re.fullmatch(r"run\d+", label[2]):
             raise SubmissionError(f"{where}.run_id: {e.run_id!r} is not '<task>|<seat>|run<r>' with a task of "
@@ -365,6 +388,11 @@ def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
                     tr["actions"][t.step_index] != t.action:
                 raise SubmissionError(f"{where}.turns[{t.turn_index}]: its action {t.action!r} is not the "
                                       f"transcript's action at step {t.step_index}")
+        steps = sorted(t.step_index for t in e.turns)
+        moves = [i for i, a in enumerate(tr["actions"]) if a is not None]
+        if steps != moves:
+            raise SubmissionError(f"{where}.turns: the turns are at steps {steps[:8]}..., the transcript has moves at "
+                                  f"steps {moves[:8]}... (every move of the transcript has exactly one turn)")
         for agent, total in totals.items():
             if abs(total - e.rewards.get(agent, math.nan)) > TOL:
                 raise SubmissionError(f"{where}.rewards.{agent}: {e.rewards.get(agent)!r}, but its turns' rewards "

@@ -200,8 +200,16 @@ def test_duplicated_episode_is_refused(honest, protocol_path, tmp_path):
 
 def test_transcript_that_does_not_replay_is_refused(honest, protocol_path, tmp_path):
     sub = _copy(honest, tmp_path)
-    _edit_episode(sub, 0, lambda d: d["transcript"]["actions"].append(0))
-    _rejected(sub, protocol_path, tmp_path / "store", "does not replay")
+
+    def first_move_out_of_range(d):      # consistent in the episode; the env ends the hand on it (penalty)
+        d["transcript"]["actions"][0] = 99
+        next(t for t in d["turns"] if t["step_index"] == 0)["action"] = 99
+    _edit_episode(sub, 0, first_move_out_of_range)
+    _rejected(sub, protocol_path, tmp_path / "store", "the transcript does not replay (ValueError: the transcript "
+                                                      "goes on after the episode ended)")
+    sub2 = _copy(honest, tmp_path / "b")
+    _edit_episode(sub2, 0, lambda d: d["transcript"]["actions"].append(0))
+    _rejected(sub2, protocol_path, tmp_path / "store", "every move of the transcript has exactly one turn")
 
 
 def test_wrong_env_version_is_refused(honest, protocol_path, tmp_path):
@@ -252,6 +260,14 @@ def test_malformed_json_is_refused(honest, protocol_path, tmp_path):
     sub2 = _copy(honest, tmp_path / "b")
     (sub2 / SUBMISSION_FILE).write_text((sub2 / SUBMISSION_FILE).read_text()[:-20])
     _rejected(sub2, protocol_path, tmp_path / "store", "submission.json: malformed JSON")
+
+
+@pytest.mark.parametrize("field, value", [("rewards", 5), ("run_id", 7), ("transcript", []), ("seed", "1"),
+                                          ("turns", {}), ("policies", {"player_1": "kuhn_nash"})])
+def test_episode_fields_of_the_wrong_type_are_named(honest, protocol_path, tmp_path, field, value):
+    sub = _copy(honest, tmp_path)
+    _edit_episode(sub, 0, lambda d: d.update({field: value}))
+    _rejected(sub, protocol_path, tmp_path / "store", f"episodes.jsonl:2")
 
 
 def test_schema_errors_name_the_field(honest, protocol_path, tmp_path):
