@@ -330,10 +330,9 @@ def _check_types(e, where: str) -> None:
             if isinstance(value, bool) or not isinstance(value, kind):
                 raise SubmissionError(f"{where}.turns[{k}].{name}: expected {kind.__name__}, got "
                                       f"{type(value).__name__}")
-    for name in ("policies", "transcript"):
-        for key, value in getattr(e, name).items():
-            if name == "policies" and not isinstance(value, dict):
-                raise SubmissionError(f"{where}.policies.{key}: expected an object")
+    for role, settings in e.policies.items():
+        if not isinstance(settings, dict):
+            raise SubmissionError(f"{where}.policies.{role}: expected an object")
 
 
 def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
