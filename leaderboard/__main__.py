@@ -156,7 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       submit_to=args.store if args.submit else None, protocol=args.protocol,
                                       export=args.export)
             print(result["markdown"])
-            print(f"wrote {result['out'] / 'comparison.md'}; the submissions are in "
+            print(f"wrote {result['out'] / 'comparison.md'} and the page {result['out'] / 'index.html'}; the "
+                  f"submissions are in "
                   f"{result['out']}/<method>/submission" + ("" if args.submit else
                                                           " (python -m leaderboard submit FOLDER adds one)"))
         elif args.command == "protocols":

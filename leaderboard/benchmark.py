@@ -8,7 +8,8 @@ budget (model, mode, steps, tasks per step, group size, seed) into ``OUT/<method
 found there is reused, so an interrupted benchmark continues. A method that cannot train on an env (CCPO needs a
 thinker and a solver) is listed as not applicable. Then each method's runs are evaluated into
 ``OUT/<method>/submission`` (:mod:`leaderboard.evaluate`), validated like any submission, and ranked together
-(:mod:`leaderboard.board`). The table is printed and written to ``OUT/comparison.md``; ``--submit`` adds every
+(:mod:`leaderboard.board`). The table is printed and written to ``OUT/comparison.md`` and, with its plots, to
+``OUT/index.html``; ``--submit`` adds every
 submission to the store; ``--export marl-eval`` also writes ``OUT/marl_eval.json`` in marl-eval's raw-data format
 (:func:`marl_eval`).
 
@@ -140,6 +141,10 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     text = "\n".join(lines) + "\n"
     out.mkdir(parents=True, exist_ok=True)
     (out / "comparison.md").write_text(text)
+    if board is not None:
+        from leaderboard.render import page
+
+        (out / "index.html").write_text(page([(board, entries)]), encoding="utf-8")
     if export == "marl-eval":
         (out / "marl_eval.json").write_text(json.dumps(marl_eval(validated), indent=1))
     elif export is not None:

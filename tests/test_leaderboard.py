@@ -373,6 +373,7 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     assert "| rank | entry |" in text and "baselines.credit.rae_RAE#" in text and "none#" in text
     assert "ccpo_v1: not applicable here" in text
     assert (out / "test-credit@1" / "comparison.md").read_text() in text
+    assert "<table class='board'" in (out / "test-credit@1" / "index.html").read_text()
     runs = sorted(p.name for p in (out / "test-credit@1" / "none" / "kuhn_poker-v0").iterdir())
     assert runs == ["seed0", "seed1"]
     assert sorted(e["method"] for e in load_entries(store)) == ["baselines.credit.rae_RAE", "none"]
