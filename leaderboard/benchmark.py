@@ -1,0 +1,175 @@
+"""``python -m leaderboard benchmark-credit METHOD --tier micro [--quick]``: train a credit method beside the built-in
+baselines under one credit-track protocol (same budget, same seeds), evaluate them all, and print the comparison.
+
+For every method (``METHOD`` first: a registered name or ``package.module:ClassName``; then ``--baselines``, by
+default every built-in one with ``none`` as the raw-return control) and every env of the protocol's tasks, one
+trainer run per training seed of the protocol is made with :func:`baselines.train.train` under the protocol's
+budget (model, mode, steps, tasks per step, group size, seed) into ``OUT/<method>/<env>/seed<s>``; a complete run
+found there is reused, so an interrupted benchmark continues. A method that cannot train on an env (CCPO needs a
+thinker and a solver) is listed as not applicable. Then each method's runs are evaluated into
+``OUT/<method>/submission`` (:mod:`leaderboard.evaluate`), validated like any submission, and ranked together
+(:mod:`leaderboard.board`). The table is printed and written to ``OUT/comparison.md`` and, with its plots, to
+``OUT/index.html``; ``--submit`` adds every
+submission to the store; ``--export marl-eval`` also writes ``OUT/marl_eval.json`` in marl-eval's raw-data format
+(:func:`marl_eval`).
+
+Protocols: ``credit-<tier>``; ``--quick`` uses ``credit-<tier>-quick`` (a smaller budget, for a first look and the
+README demo; its entries rank only against other quick entries).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from leaderboard.protocol import Protocol, load_protocol
+
+BASELINES = ("broadcast", "none", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas")
+
+__all__ = ["BASELINES", "benchmark_credit"]
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def _complete(run: Path, steps: int) -> bool:
+    from baselines.train import checkpoint
+
+    latest = checkpoint.latest(run / "checkpoints")
+    return latest is not None and json.loads((latest / "meta.json").read_text()).get("step") == steps
+
+
+def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[str] | str:
+    """Train (or reuse) the method's runs; returns their folders in (env, seed) order, or why it cannot train."""
+    from baselines.credit import make_credit
+    from baselines.train import TrainConfig, train
+
+    t = protocol.train
+    env_ids = sorted({task.env_id for task in protocol.tasks})
+    for env_id in env_ids:
+        try:
+            make_credit(method).branches(env_id)
+        except ValueError as e:
+            return str(e)
+    runs = []
+    for env_id in env_ids:
+        for seed in t["seeds"]:
+            run = out / _safe(method) / env_id / f"seed{seed}"
+            runs.append(str(run))
+            if _complete(run, t["steps"]):
+                continue
+            if run.exists():
+                import shutil
+
+                shutil.rmtree(run)          # an unfinished run: start it again from scratch (same seed, same result)
+            cfg = TrainConfig(env=env_id, action_mode=protocol.action_mode, model=model or t["model"],
+                              mode=t["mode"], credit=method, steps=t["steps"], tasks_per_step=t["tasks_per_step"],
+                              group_size=t["group_size"], seed=seed, out=str(run), save_every=t["steps"],
+                              keep_checkpoints=1, tensorboard=False, progress=progress)
+            if progress:
+                print(f"train {method} on {env_id}, seed {seed}: {t['steps']} steps", file=sys.stderr)
+            train(cfg)
+    return runs
+
+
+def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, baselines: Sequence[str] = BASELINES,
+                     out: str | Path = "runs/benchmark-credit", model: str | None = None, progress: bool = True,
+                     submit_to: str | Path | None = None, protocol: str | Path | None = None,
+                     export: str | None = None) -> dict[str, Any]:
+    """Run the benchmark (see the module docstring); returns ``{"board": Board, "skipped": {method: why},
+    "submissions": {method: folder}, "markdown": str}``."""
+    from leaderboard.board import build_board
+    from leaderboard.evaluate import evaluate
+    from leaderboard.render import _cells, _columns
+    from leaderboard.store import entry_from, submit
+    from leaderboard.validate import validate
+
+    protocol = load_protocol(protocol or (f"credit-{tier}-quick" if quick else f"credit-{tier}"))
+    if protocol.track != "credit":
+        raise ValueError(f"{protocol.key} is not a credit-track protocol")
+    if protocol.train["model"] == "submitter" and not model:
+        raise ValueError(f"{protocol.key} trains a model the submitter names: give --model")
+    out = Path(out) / protocol.key
+    methods = [method] + [b for b in baselines if b != method]
+    skipped: dict[str, str] = {}
+    folders: dict[str, Path] = {}
+    entries = []
+    validated = {}
+    t0 = time.perf_counter()
+    for m in methods:
+        runs = _train_runs(protocol, m, out, model, progress)
+        if isinstance(runs, str):
+            skipped[m] = runs
+            continue
+        sub = out / _safe(m) / "submission"
+        if sub.exists():                    # evaluation is cheap next to training: always from the runs as they are
+            import shutil
+
+            shutil.rmtree(sub)
+        by_env: dict[str, list[str]] = {}
+        for run in runs:
+            by_env.setdefault(Path(run).parent.name, []).append(f"checkpoint:{run}")
+        if progress:
+            print(f"evaluate {m} on {protocol.key}", file=sys.stderr)
+        evaluate(protocol, by_env, sub, method=_safe(m), progress=False,
+                 note=f"python -m leaderboard benchmark-credit {method} on {protocol.key}")
+        folders[m] = sub
+        v = validate(sub, protocol=protocol)
+        validated[m] = v
+        entry = entry_from(v)
+        entries.append(entry)
+        if submit_to is not None:
+            submit(sub, submit_to, protocol=protocol)
+    board = build_board(entries)
+    lines = [f"# benchmark-credit {method} on {protocol.key} ({protocol.tier} tier)", "",
+             f"{protocol.description}", "",
+             f"Budget per run: {protocol.train['steps']} steps x {protocol.train['tasks_per_step']} tasks x "
+             f"{protocol.train['group_size']} samples, model {model or protocol.train['model']}; training seeds "
+             f"{protocol.train['seeds']}; {protocol.seed_count} evaluation seeds per task. Wall time "
+             f"{time.perf_counter() - t0:.0f} s.", ""]
+    if board is not None:
+        cols = _columns(board) + ["counterfactual tokens"]
+        lines += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+        for row in board.rows:
+            lines.append("| " + " | ".join([*_cells(board, row), str(row.tokens.get("train_branches", 0))]) + " |")
+    for m, why in skipped.items():
+        lines.append(f"\n- {m}: not applicable here ({why})")
+    text = "\n".join(lines) + "\n"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "comparison.md").write_text(text)
+    if board is not None:
+        from leaderboard.render import page
+
+        (out / "index.html").write_text(page([(board, entries)]), encoding="utf-8")
+    if export == "marl-eval":
+        (out / "marl_eval.json").write_text(json.dumps(marl_eval(validated), indent=1))
+    elif export is not None:
+        raise ValueError(f"--export {export!r}: the one format is 'marl-eval'")
+    return {"board": board, "skipped": skipped, "submissions": folders, "markdown": text, "out": out}
+
+
+def marl_eval(validated: dict[str, Any]) -> dict[str, Any]:
+    """The results in marl-eval's raw-data format (instadeepai/marl-eval):
+    ``{"marl_llm_envs": {task: {method: {"run_<i>": {"step_<k>": {"step_count": k, "return": [team reward]},
+    ..., "absolute_metrics": {"normalized_score": [per seed], "return": [per seed]}}}}}}``.
+
+    Steps are the trainer's logged team reward per training step (one value each: the step's batch mean); the
+    absolute metrics are the validated evaluation scores, one per evaluation seed."""
+    out: dict[str, Any] = {}
+    for method, v in validated.items():
+        for task in v.protocol.tasks:
+            runs = out.setdefault(task.name, {}).setdefault(method, {})
+            for r, (scores, raw) in enumerate(zip(v.scores[task.name], v.raw_scores[task.name])):
+                run: dict[str, Any] = {}
+                player = v.manifest["players"][task.env_id][r]
+                curve = player.get("learning_curve") or {}
+                keys = sorted(k for k in curve if k.startswith("reward/team/"))
+                for i, step in enumerate(curve.get("step", [])):
+                    run[f"step_{step}"] = {"step_count": int(step), "return": [curve[keys[0]][i]] if keys else []}
+                run["absolute_metrics"] = {"normalized_score": list(scores), "return": list(raw)}
+                runs[f"run_{r + 1}"] = run
+    return {"marl_llm_envs": out}

@@ -1,0 +1,221 @@
+"""``python -m leaderboard evaluate``: play a protocol and write ``submission.json`` and ``episodes.jsonl``.
+
+Every task of the protocol is played on the protocol's seeds; a ``versus`` task twice per seed (the submission in
+each seat, the opponent in the other), a ``self`` task once (the submission in every seat). A credit-track
+submission has one run per training seed of the protocol (a trainer run folder each, checked against the protocol's
+budget); a policy-track submission has one run.
+
+Every episode's ``run_id`` says what it is: ``"<task>|<seat>|run<r>"`` (seat ``all`` for self play), and its
+``transcript`` lets :mod:`leaderboard.validate` replay it. ``submission.json`` (schema ``marl_llm_submission``)
+holds the provenance: method, each env's player (model id, weights hash, decoding settings, the trainer config and
+its hash), the protocol id, version and hash, the envs with their full kwargs and the hash of that list, package
+versions, the git commit, the config hash, the seeds, generated tokens, wall time, and the episodes file's size and
+SHA-256. No statistic is in it: validation computes them from the episodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from leaderboard.players import load_player, opponent_policy
+from leaderboard.protocol import Protocol, canonical_sha256
+
+SUBMISSION_SCHEMA = "marl_llm_submission"
+SUBMISSION_VERSION = 1
+SUBMISSION_FILE = "submission.json"
+EPISODES_FILE = "episodes.jsonl"
+
+__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "check_run", "config_sha256", "evaluate", "file_sha256", "run_label"]
+
+
+def run_label(task_name: str, seat: str, run: int) -> str:
+    return f"{task_name}|{seat}|run{run}"
+
+
+def config_sha256(protocol_sha256: str, players: dict[str, Any]) -> str:
+    """The hash of what was evaluated: the protocol's text and every run's player provenance (weights, decoding)."""
+    return canonical_sha256({"protocol": protocol_sha256, "players": players})
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def package_versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for name in ("marl-llm-envs", "numpy", "pettingzoo", "gymnasium", "torch", "transformers", "scipy"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def git_sha() -> str | None:
+    """The commit of the checkout this package runs from (``+dirty`` when it has uncommitted changes)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sha + ("+dirty" if dirty else "")
+
+
+def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: int, where: str) -> None:
+    """A credit-track run must be trained on ``env_id`` under the protocol's fixed budget, with the run's training
+    seed, evaluated after the last step, within the token budget (``ValueError`` naming ``where`` otherwise)."""
+    train = protocol.train
+    cfg = provenance.get("train_config") or {}
+    want = {"steps": train["steps"], "tasks_per_step": train["tasks_per_step"], "group_size": train["group_size"],
+            "mode": train["mode"], "seed": train["seeds"][run], "env": env_id}
+    if train["model"] != "submitter":
+        want["model"] = train["model"]
+    for key, value in want.items():
+        if cfg.get(key) != value:
+            raise ValueError(f"{where}: the protocol {protocol.key} trains with {key}={value!r}, this run has "
+                             f"{key}={cfg.get(key)!r}")
+    if provenance.get("step") != train["steps"]:
+        raise ValueError(f"{where}: the checkpoint is from step {provenance.get('step')!r}, the protocol evaluates "
+                         f"the policy after {train['steps']} steps")
+    tokens = provenance.get("train_tokens") or {}
+    spent = sum(v for v in tokens.values() if isinstance(v, int))
+    if train["max_tokens"] is not None and spent > train["max_tokens"]:
+        raise ValueError(f"{where}: the run generated {spent} tokens, over the protocol's budget of "
+                         f"{train['max_tokens']}")
+
+
+def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str, int], dict[str, list[float]]]:
+    """A trainer run's generated tokens (main episodes and counterfactual branches) and its learning curve (the team
+    rewards per step, at most ``max_points`` evenly spaced steps), from its metrics.jsonl."""
+    tokens = {"main": 0, "branches": 0}
+    rows = []
+    if run_dir is not None and (run_dir / "metrics.jsonl").is_file():
+        for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+            if line.strip():
+                m = json.loads(line)
+                tokens["main"] += int(m.get("tokens/main", 0))
+                tokens["branches"] += int(m.get("tokens/branches", 0))
+                rows.append(m)
+    keep = rows[::max(1, -(-len(rows) // max_points))]
+    curve: dict[str, list[float]] = {"step": [int(m.get("step", i)) for i, m in enumerate(keep)]}
+    for key in sorted({k for m in keep for k in m if k.startswith("reward/team/")}):
+        curve[key] = [float(m.get(key, 0.0)) for m in keep]
+    return tokens, curve
+
+
+def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | Path, method: str,
+             greedy: bool = False, progress: bool = False, note: str = "") -> dict[str, Any]:
+    """Play ``protocol`` with ``players`` (env id -> one player spec per run) and write the submission to ``out``.
+
+    Returns the manifest (also written as ``out/submission.json``)."""
+    from baselines.episode import write_jsonl
+    from baselines.rollout import RolloutEngine
+    from marl_llm_envs import make
+
+    if not method or not isinstance(method, str):
+        raise ValueError("--method names what is submitted (e.g. 'mlp-broadcast' or 'kuhn_nash')")
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"{out} is not empty; evaluate writes a fresh submission folder")
+    env_ids = sorted({t.env_id for t in protocol.tasks})
+    missing = [e for e in env_ids if e not in players]
+    if missing:
+        raise ValueError(f"no player for {missing}; give --player SPEC (every env) or --player ENV_ID=SPEC")
+    runs_wanted = 1 if protocol.track == "policy" else len(protocol.train["seeds"])
+    for env_id in env_ids:
+        if len(players[env_id]) != runs_wanted:
+            raise ValueError(f"{env_id}: {protocol.key} wants {runs_wanted} run(s) "
+                             f"({'one per training seed ' + str(protocol.train['seeds']) if runs_wanted > 1 else 'one'}"
+                             f"), got {len(players[env_id])}")
+    t0 = time.perf_counter()
+    episodes = []
+    provenance: dict[str, list[dict[str, Any]]] = {}
+    envs: dict[str, dict[str, Any]] = {}
+    train_tokens = {"main": 0, "branches": 0}
+    loaded: dict[str, list] = {}
+    for env_id in env_ids:
+        task = next(t for t in protocol.tasks if t.env_id == env_id)
+        proto_env = make(env_id, **protocol.env_kwargs(task))
+        roles = sorted(set(proto_env.roles.values()))
+        loaded[env_id] = []
+        for r, spec_ in enumerate(players[env_id]):
+            player = load_player(spec_, env_id, roles, protocol.action_mode, greedy)
+            if protocol.track == "credit":
+                tokens, curve = _run_metrics(player.run_dir)
+                player.provenance["train_tokens"] = tokens
+                player.provenance["learning_curve"] = curve      # as the trainer logged it (not validated)
+                check_run(protocol, player.provenance, env_id, r, spec_)
+                for k in train_tokens:
+                    train_tokens[k] += tokens[k]
+            loaded[env_id].append(player)
+        provenance[env_id] = [p.provenance for p in loaded[env_id]]
+    for task in protocol.tasks:
+        kwargs = protocol.env_kwargs(task)
+        proto_env = make(task.env_id, **kwargs)
+        if task.env_id not in envs:
+            envs[task.env_id] = protocol.env_record(task)
+        for r, player in enumerate(loaded[task.env_id]):
+            for seat in task.seats(tuple(proto_env.possible_agents)):
+                if seat == "all":
+                    policies = dict(player.policies)
+                else:
+                    opponent = opponent_policy(task.env_id, task.opponent, seed=0)
+                    policies = {proto_env.roles[a]: (player.policies[proto_env.roles[a]] if a == seat else opponent)
+                                for a in proto_env.possible_agents}
+                engine = RolloutEngine(policies, show_progress=progress)
+                label = run_label(task.name, seat, r)
+                if progress:
+                    print(f"evaluate {label}: {protocol.seed_count} episodes", file=sys.stderr)
+                episodes += engine.run(task.env_id, num_tasks=protocol.seed_count, seed=protocol.seed_start + r,
+                                       seeds=protocol.seeds, env_kwargs=kwargs, run_id=label)
+    wall = time.perf_counter() - t0
+    out.mkdir(parents=True, exist_ok=True)
+    episodes_path = out / EPISODES_FILE
+    write_jsonl(episodes_path, episodes)
+    env_list = [envs[e] for e in sorted(envs)]
+    players_block = {env_id: provenance[env_id] for env_id in env_ids}
+    manifest = {
+        "schema": SUBMISSION_SCHEMA,
+        "schema_version": SUBMISSION_VERSION,
+        "method": method,
+        "note": note,
+        "track": protocol.track,
+        "protocol": {"id": protocol.id, "version": protocol.version, "sha256": protocol.sha256},
+        "players": players_block,
+        "envs": env_list,
+        "envs_sha256": canonical_sha256(env_list),
+        "packages": package_versions(),
+        "git_sha": git_sha(),
+        "config_sha256": config_sha256(protocol.sha256, players_block),
+        "seeds": {"eval_start": protocol.seed_start, "eval_count": protocol.seed_count,
+                  "train": list(protocol.train["seeds"]) if protocol.train else []},
+        "tokens": {"eval_main": sum(e.tokens_generated for e in episodes),
+                   "eval_branches": sum(e.branch_tokens_generated for e in episodes),
+                   "train_main": train_tokens["main"], "train_branches": train_tokens["branches"]},
+        "wall_time_s": round(wall, 3),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "episodes": {"file": EPISODES_FILE, "count": len(episodes), "bytes": os.path.getsize(episodes_path),
+                     "sha256": file_sha256(episodes_path)},
+    }
+    tmp = out / (SUBMISSION_FILE + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    os.replace(tmp, out / SUBMISSION_FILE)
+    return manifest

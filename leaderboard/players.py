@@ -1,0 +1,136 @@
+"""Who a submission is: a player spec becomes role -> policy for one env, with its provenance.
+
+Specs (``python -m leaderboard evaluate --player SPEC``):
+
+* ``random``: a uniformly random legal move (:func:`marl_llm_envs.scripted.random_legal`);
+* ``reference`` or ``reference:NAME``: the env's reference policy (the first one, or the one named), from
+  :func:`marl_llm_envs.reference.reference_policies`;
+* ``checkpoint:PATH``: a trainer run (``PATH`` holds ``config.json`` and ``checkpoints/``; its latest checkpoint) or
+  one checkpoint folder (``PATH/checkpoints/step-N``). The team is rebuilt with
+  :func:`baselines.train.learners.build_team` from the run's config and the saved weights are loaded.
+
+Provenance: ``model_id``, ``weights_sha256`` (of the weight tensors, in key order; for a scripted policy, of its
+source file: the code is its weights), ``decoding`` (each role's :meth:`Policy.settings`), and for checkpoints the
+run's ``config_hash``, credit method and step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Player", "load_player", "opponent_policy"]
+
+
+@dataclass
+class Player:
+    spec: str
+    env_id: str
+    policies: dict[str, Any]                 # role -> baselines Policy
+    provenance: dict[str, Any] = field(default_factory=dict)
+    run_dir: Path | None = None              # checkpoints: the trainer run (config.json, metrics.jsonl)
+
+
+def _source_sha256(fn) -> str:
+    return hashlib.sha256(Path(inspect.getsourcefile(fn)).read_bytes()).hexdigest()
+
+
+def _scripted(env_id: str, name: str, seed: int):
+    from baselines.policies.scripted import ScriptedPolicy
+    from marl_llm_envs.reference import reference_policies
+    from marl_llm_envs.scripted import random_legal
+
+    if name == "random":
+        return ScriptedPolicy(random_legal, seed=seed, name="random"), _source_sha256(random_legal)
+    bots = reference_policies(env_id)
+    if name not in bots:
+        raise ValueError(f"{env_id} has no reference policy {name!r}; it has {sorted(bots) or 'none'} (and random)")
+    fn = bots[name]
+    return ScriptedPolicy(fn, seed=seed, name=f"reference:{name}"), _source_sha256(fn)
+
+
+def opponent_policy(env_id: str, name: str, seed: int = 0):
+    """The protocol's opponent ``name`` (a reference policy or ``random``) as a Policy."""
+    return _scripted(env_id, name, seed)[0]
+
+
+def load_player(spec: str, env_id: str, roles: list[str], action_mode: str, greedy: bool = False) -> Player:
+    """Build the player ``spec`` for ``env_id`` (see the module docstring); ``greedy``: temperature 0 where the
+    policy samples (MLPs)."""
+    if spec == "random" or spec == "reference" or spec.startswith("reference:"):
+        from marl_llm_envs.reference import reference_policies
+
+        name = "random" if spec == "random" else spec.partition(":")[2]
+        if spec == "reference":
+            bots = reference_policies(env_id)
+            if not bots:
+                raise ValueError(f"{env_id} has no reference policy; give another --player for it")
+            name = next(iter(bots))
+        policy, digest = _scripted(env_id, name, seed=0)
+        return Player(spec, env_id, {r: policy for r in roles},
+                      {"spec": spec, "model_id": policy.name, "weights_sha256": digest,
+                       "decoding": {r: policy.settings() for r in roles}})
+    if spec.startswith("checkpoint:"):
+        return _checkpoint_player(spec, Path(spec.partition(":")[2]), env_id, roles, action_mode, greedy)
+    raise ValueError(f"player spec {spec!r} is not random, reference, reference:NAME or checkpoint:PATH")
+
+
+def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], action_mode: str,
+                       greedy: bool) -> Player:
+    from baselines.train import checkpoint
+    from baselines.train.config import TrainConfig
+    from baselines.train.learners import build_team
+    from marl_llm_envs import make
+
+    if (path / "meta.json").is_file():
+        step_dir, run_dir = path, path.parent.parent
+    else:
+        run_dir = path
+        step_dir = checkpoint.latest(path / "checkpoints")
+        if step_dir is None:
+            raise ValueError(f"{spec}: no checkpoint in {path / 'checkpoints'} (a trainer run folder, or one "
+                             f"checkpoints/step-N folder)")
+    config_path = run_dir / "config.json"
+    if not config_path.is_file():
+        raise ValueError(f"{spec}: no config.json in {run_dir} (the trainer writes it next to checkpoints/)")
+    raw = json.loads(config_path.read_text())
+    resolved_mode = raw.pop("action_mode_resolved", raw.get("action_mode"))
+    config_hash = raw.pop("config_hash", None)
+    known = set(TrainConfig.__dataclass_fields__)
+    cfg = TrainConfig(**{k: v for k, v in raw.items() if k in known})
+    if cfg.env != env_id:
+        raise ValueError(f"{spec}: the run was trained on {cfg.env}, not {env_id}; give a player for {env_id} with "
+                         f"--player {env_id}=SPEC")
+    if resolved_mode != action_mode:
+        raise ValueError(f"{spec}: the run plays {env_id} in {resolved_mode!r} mode, the protocol in {action_mode!r}")
+    env = make(env_id, **{**cfg.env_kwargs, "action_mode": action_mode})
+    team = build_team(cfg, env, roles)
+    meta, tensors = checkpoint.load(step_dir)
+    if len(tensors["learners"]) != len(team.learners):
+        raise ValueError(f"{spec}: the checkpoint holds {len(tensors['learners'])} learners, the config builds "
+                         f"{len(team.learners)}")
+    h = hashlib.sha256()
+    for learner, state in zip(team.learners, tensors["learners"]):
+        learner.load_state_dict(state["model"])
+        learner.module.eval()
+        for key in sorted(state["model"]):
+            h.update(key.encode())
+            h.update(state["model"][key].detach().cpu().contiguous().numpy().tobytes())
+    policies = dict(team.policies)
+    if greedy:
+        for p in policies.values():
+            if hasattr(p, "temperature"):
+                p.temperature = 0.0
+    for p in policies.values():
+        p.version = int(meta["step"])
+    return Player(spec, env_id, policies, {
+        "spec": spec, "model_id": cfg.model, "weights_sha256": h.hexdigest(),
+        "decoding": {r: p.settings() for r, p in sorted(policies.items())},
+        "config_hash": config_hash, "credit": cfg.credit, "train_seed": cfg.seed, "step": int(meta["step"]),
+        "train_config": {k: v for k, v in raw.items() if k not in ("out", "resume", "progress", "tensorboard",
+                                                                     "wandb")},
+    }, run_dir)

@@ -1,0 +1,330 @@
+"""Evaluation protocols: one small, versioned JSON file each under ``leaderboard/protocols/``.
+
+A protocol freezes what a score means: the env versions and kwargs, the evaluation seeds, who the submission plays
+with, and the normalization anchors. ``load_protocol("policy")`` (a name in ``leaderboard/protocols/`` or a path)
+reads one and checks it against this package: an unknown field, a wrong type, a stale env version or a missing anchor
+is an error naming the field.
+
+The file::
+
+    {"schema": "marl_llm_protocol", "id": "policy", "version": 1, "track": "policy" | "credit",
+     "tier": "micro" | "small" | "gpu",          (credit track only)
+     "description": "...", "action_mode": "discrete" | "text",
+     "seeds": {"start": 1099511627776, "count": 200},
+     "train": {"model": ..., "mode": ..., "steps": ..., "tasks_per_step": ..., "group_size": ...,
+               "seeds": [0, 1, 2, 3, 4], "max_tokens": null},   (credit track only: the fixed training budget)
+     "tasks": [{"name": "kuhn_poker/vs-kuhn_nash", "env_id": "kuhn_poker-v0", "env_version": 0, "env_kwargs": {},
+                "play": "versus", "opponent": "kuhn_nash", "normalize": {"zero": "random", "one": "kuhn_nash"}},
+               {"name": "mini_hanabi/self-play", "env_id": "mini_hanabi-v1", "env_version": 1, "env_kwargs": {},
+                "play": "self", "normalize": {"zero": "random", "one": "rule_bot"}}]}
+
+Seeds. Every task is played on the env seeds ``start .. start + count - 1``. Training draws its env seeds from
+:func:`baselines.rollout.training_seeds` (small consecutive ints from the run seed), so evaluation seeds start at
+``2**40`` or above (:data:`EVAL_SEED_START`), a range no training run reaches.
+
+Play. ``"self"``: the submission plays every seat (cooperative and orchestration envs); the score of an episode is
+the team reward. ``"versus"``: a two-player zero-sum env; on every seed the submission plays each seat once against
+``opponent`` (a reference policy of the env, or ``"random"``); the score of a seed is the submission's payoff averaged
+over the two seats.
+
+Normalization. ``normalize = {"zero": A, "one": B}`` names two policies measured in ``spec(env_id).anchors``
+(``marl_llm_envs/data/anchors.json``): a score ``x`` becomes ``(x - value(A)) / (value(B) - value(A))``, so A (the
+random policy) scores 0 and B (the reference policy) 1. For ``"self"``, ``value(P)`` is the anchor's mean team
+reward; for ``"versus"`` it is P's payoff against the opponent averaged over the two seats, read from the
+``"player_0 payoff, P vs O"`` and ``"player_0 payoff, O vs P"`` anchors (``value(O) = 0`` against itself, by symmetry).
+The resolved values are part of the protocol (``Task.zero``, ``Task.one``) and of every result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "marl_llm_protocol"
+EVAL_SEED_START = 2**40
+PROTOCOL_DIR = Path(__file__).with_name("protocols")
+TRACKS = ("policy", "credit")
+TIERS = ("micro", "small", "gpu")
+PLAYS = ("self", "versus")
+ACTION_MODES = ("discrete", "text")
+
+__all__ = ["EVAL_SEED_START", "Protocol", "ProtocolError", "Task", "list_protocols", "load_protocol"]
+
+
+class ProtocolError(ValueError):
+    """A protocol file that does not fit the schema or this package (the message names the field)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One scored task of a protocol: an env, who the submission plays with, and its normalization."""
+
+    name: str
+    env_id: str
+    env_version: int
+    env_kwargs: dict[str, Any]
+    play: str                        # "self" or "versus"
+    opponent: str | None             # versus: a reference policy name or "random"
+    normalize: dict[str, str]        # {"zero": policy name, "one": policy name}
+    zero: float                      # the anchor values the names resolve to (see the module docstring)
+    one: float
+
+    def normalized(self, x: float) -> float:
+        return (x - self.zero) / (self.one - self.zero)
+
+    def seats(self, agents: tuple[str, ...]) -> list[str]:
+        """The seats the submission takes: every agent at once for ``self`` (one entry ``"all"``), else each agent."""
+        return ["all"] if self.play == "self" else list(agents)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    id: str
+    version: int
+    track: str
+    tier: str | None
+    description: str
+    action_mode: str
+    seed_start: int
+    seed_count: int
+    tasks: tuple[Task, ...]
+    train: dict[str, Any] | None = None
+    sha256: str = ""                 # of the file's canonical JSON
+    path: str = field(default="", compare=False)
+
+    @property
+    def seeds(self) -> list[int]:
+        return list(range(self.seed_start, self.seed_start + self.seed_count))
+
+    @property
+    def key(self) -> str:
+        """``id@version``: what entries are grouped by."""
+        return f"{self.id}@{self.version}"
+
+    def task(self, name: str) -> Task:
+        for t in self.tasks:
+            if t.name == name:
+                return t
+        raise KeyError(f"protocol {self.key} has no task {name!r}; its tasks: {[t.name for t in self.tasks]}")
+
+    def env_kwargs(self, task: Task) -> dict[str, Any]:
+        """What evaluate passes to ``make``: the task's kwargs and the protocol's action mode."""
+        return {**task.env_kwargs, "action_mode": self.action_mode}
+
+    def env_record(self, task: Task) -> dict[str, Any]:
+        """``{"env_id", "env_version", "env_kwargs"}`` with the env's full kwargs (defaults included), as its
+        transcripts record them."""
+        from marl_llm_envs import make
+
+        env = make(task.env_id, **self.env_kwargs(task))
+        env.reset(seed=self.seed_start)
+        return {"env_id": task.env_id, "env_version": int(env.version), "env_kwargs": env.transcript()["kwargs"]}
+
+
+def list_protocols(folder: str | Path = PROTOCOL_DIR) -> list[str]:
+    return sorted(p.stem for p in Path(folder).glob("*.json"))
+
+
+def load_protocol(name_or_path: str | Path) -> Protocol:
+    """Read and check a protocol: a file path, or a name in ``leaderboard/protocols/`` (``"policy"``)."""
+    path = Path(name_or_path)
+    if not path.suffix == ".json" or not path.exists():
+        candidate = PROTOCOL_DIR / f"{name_or_path}.json"
+        if not candidate.exists():
+            raise ProtocolError(f"no protocol {str(name_or_path)!r}: not a file, and not one of "
+                                f"{list_protocols()} in {PROTOCOL_DIR}")
+        path = candidate
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError) as e:
+        raise ProtocolError(f"{path}: not valid JSON ({e})") from None
+    return parse_protocol(raw, where=str(path))
+
+
+def canonical_sha256(value: Any) -> str:
+    """SHA-256 of the canonical JSON of ``value`` (sorted keys, no spaces): how every hash here is computed."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not allowed (JSON has no NaN or Infinity)")
+
+
+def _get(d: dict, key: str, kind: type | tuple, where: str, optional: bool = False) -> Any:
+    if key not in d:
+        if optional:
+            return None
+        raise ProtocolError(f"{where}: missing field {key!r}")
+    value = d[key]
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) and kind is not bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise ProtocolError(f"{where}.{key}: expected {_kind_name(kind)}, got a boolean")
+    if not isinstance(value, kind):
+        raise ProtocolError(f"{where}.{key}: expected {_kind_name(kind)}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _kind_name(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join({str: "a string", int: "an integer", dict: "an object", list: "a list", float: "a number",
+                        bool: "a boolean"}.get(k, k.__name__) for k in kinds)
+
+
+def _unknown(d: dict, allowed: set[str], where: str) -> None:
+    extra = sorted(set(d) - allowed)
+    if extra:
+        raise ProtocolError(f"{where}: unknown field(s) {extra}; allowed: {sorted(allowed)}")
+
+
+_TOP = {"schema", "id", "version", "track", "tier", "description", "action_mode", "seeds", "train", "tasks"}
+_TASK = {"name", "env_id", "env_version", "env_kwargs", "play", "opponent", "normalize"}
+_TRAIN = {"model", "mode", "steps", "tasks_per_step", "group_size", "seeds", "max_tokens"}
+
+
+def parse_protocol(raw: Any, where: str = "protocol") -> Protocol:
+    """Check a protocol's parsed JSON against the schema and this package; resolve its anchors."""
+    from marl_llm_envs import spec
+
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"{where}: a protocol is a JSON object")
+    _unknown(raw, _TOP, where)
+    if raw.get("schema") != SCHEMA:
+        raise ProtocolError(f"{where}.schema: expected {SCHEMA!r}, got {raw.get('schema')!r}")
+    pid = _get(raw, "id", str, where)
+    version = _get(raw, "version", int, where)
+    if version < 1:
+        raise ProtocolError(f"{where}.version: must be >= 1, got {version}")
+    track = _get(raw, "track", str, where)
+    if track not in TRACKS:
+        raise ProtocolError(f"{where}.track: {track!r} is not one of {list(TRACKS)}")
+    tier = _get(raw, "tier", str, where, optional=True)
+    if track == "credit" and tier not in TIERS:
+        raise ProtocolError(f"{where}.tier: a credit-track protocol names a tier, one of {list(TIERS)}; got {tier!r}")
+    if track == "policy" and tier is not None:
+        raise ProtocolError(f"{where}.tier: only credit-track protocols have a tier")
+    description = _get(raw, "description", str, where)
+    action_mode = _get(raw, "action_mode", str, where)
+    if action_mode not in ACTION_MODES:
+        raise ProtocolError(f"{where}.action_mode: {action_mode!r} is not one of {list(ACTION_MODES)}")
+    seeds = _get(raw, "seeds", dict, where)
+    _unknown(seeds, {"start", "count"}, f"{where}.seeds")
+    start = _get(seeds, "start", int, f"{where}.seeds")
+    count = _get(seeds, "count", int, f"{where}.seeds")
+    if start < EVAL_SEED_START:
+        raise ProtocolError(f"{where}.seeds.start: evaluation seeds start at 2**40 = {EVAL_SEED_START} or above, "
+                            f"so they never meet training seeds (training_seeds gives small ints); got {start}")
+    if count < 1:
+        raise ProtocolError(f"{where}.seeds.count: must be >= 1, got {count}")
+    train = _get(raw, "train", dict, where, optional=True)
+    if track == "credit":
+        if train is None:
+            raise ProtocolError(f"{where}.train: a credit-track protocol fixes the training budget")
+        train = _parse_train(train, f"{where}.train")
+    elif train is not None:
+        raise ProtocolError(f"{where}.train: only credit-track protocols have a training budget")
+    raw_tasks = _get(raw, "tasks", list, where)
+    if not raw_tasks:
+        raise ProtocolError(f"{where}.tasks: a protocol has at least one task")
+    tasks = []
+    for i, t in enumerate(raw_tasks):
+        tasks.append(_parse_task(t, f"{where}.tasks[{i}]", spec))
+    names = [t.name for t in tasks]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ProtocolError(f"{where}.tasks: task names must be unique; repeated: {dup}")
+    return Protocol(pid, version, track, tier, description, action_mode, start, count, tuple(tasks), train,
+                    canonical_sha256(raw), where)
+
+
+def _parse_train(d: dict, where: str) -> dict[str, Any]:
+    _unknown(d, _TRAIN, where)
+    out = {"model": _get(d, "model", str, where), "mode": _get(d, "mode", str, where)}
+    for key in ("steps", "tasks_per_step", "group_size"):
+        out[key] = _get(d, key, int, where)
+        if out[key] < 1:
+            raise ProtocolError(f"{where}.{key}: must be >= 1, got {out[key]}")
+    seeds = _get(d, "seeds", list, where)
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < EVAL_SEED_START
+                            for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ProtocolError(f"{where}.seeds: distinct non-negative integer run seeds below 2**40, got {seeds!r}")
+    out["seeds"] = list(seeds)
+    out["max_tokens"] = _get(d, "max_tokens", int, where, optional=True)
+    return out
+
+
+def _parse_task(t: Any, where: str, spec) -> Task:
+    if not isinstance(t, dict):
+        raise ProtocolError(f"{where}: a task is a JSON object")
+    _unknown(t, _TASK, where)
+    name = _get(t, "name", str, where)
+    env_id = _get(t, "env_id", str, where)
+    try:
+        env_spec = spec(env_id)
+    except KeyError as e:
+        raise ProtocolError(f"{where}.env_id: {e.args[0]}") from None
+    env_version = _get(t, "env_version", int, where)
+    if env_version != env_spec.version:
+        raise ProtocolError(f"{where}.env_version: the protocol is for {env_id} version {env_version}, but this "
+                            f"package has version {env_spec.version}; the protocol needs a new version")
+    env_kwargs = _get(t, "env_kwargs", dict, where)
+    if "action_mode" in env_kwargs:
+        raise ProtocolError(f"{where}.env_kwargs: the action mode is the protocol's action_mode, not a task kwarg")
+    accepted = env_spec.accepted_kwargs()
+    bad = sorted(k for k in env_kwargs if k not in accepted)
+    if bad:
+        raise ProtocolError(f"{where}.env_kwargs: {env_id} does not accept {bad}; accepted: {accepted}")
+    play = _get(t, "play", str, where)
+    if play not in PLAYS:
+        raise ProtocolError(f"{where}.play: {play!r} is not one of {list(PLAYS)}")
+    opponent = _get(t, "opponent", str, where, optional=True)
+    if play == "versus":
+        if env_spec.family != "zero_sum" or len(env_spec.agents) != 2:
+            raise ProtocolError(f"{where}.play: 'versus' is for two-player zero-sum envs; {env_id} is "
+                                f"{env_spec.family} with {len(env_spec.agents)} agents")
+        if opponent is None:
+            raise ProtocolError(f"{where}.opponent: a 'versus' task names its opponent")
+        from marl_llm_envs.reference import reference_policies
+
+        known = ["random", *reference_policies(env_id)]
+        if opponent not in known:
+            raise ProtocolError(f"{where}.opponent: {opponent!r} is not a policy of {env_id}; known: {known}")
+    elif opponent is not None:
+        raise ProtocolError(f"{where}.opponent: only 'versus' tasks have an opponent")
+    normalize = _get(t, "normalize", dict, where)
+    _unknown(normalize, {"zero", "one"}, f"{where}.normalize")
+    names = {k: _get(normalize, k, str, f"{where}.normalize") for k in ("zero", "one")}
+    zero = _anchor_value(env_spec, play, opponent, names["zero"], f"{where}.normalize.zero")
+    one = _anchor_value(env_spec, play, opponent, names["one"], f"{where}.normalize.one")
+    if not one > zero:
+        raise ProtocolError(f"{where}.normalize: the 'one' anchor ({names['one']} = {one:.4f}) must score above the "
+                            f"'zero' anchor ({names['zero']} = {zero:.4f})")
+    return Task(name, env_id, env_version, dict(env_kwargs), play, opponent, names, zero, one)
+
+
+def _anchor_value(env_spec, play: str, opponent: str | None, name: str, where: str) -> float:
+    anchors = env_spec.anchors
+    if play == "self":
+        entry = anchors.get(name)
+        if not isinstance(entry, dict) or "mean" not in entry:
+            raise ProtocolError(f"{where}: {env_spec.id} has no anchor {name!r} in anchors.json; it has "
+                                f"{sorted(anchors)}")
+        value = float(entry["mean"])
+    elif name == opponent:
+        value = 0.0          # a policy against itself, averaged over the two seats of a zero-sum game
+    else:
+        first = anchors.get(f"player_0 payoff, {name} vs {opponent}")
+        second = anchors.get(f"player_0 payoff, {opponent} vs {name}")
+        if not isinstance(first, dict) or not isinstance(second, dict):
+            raise ProtocolError(f"{where}: {env_spec.id} needs the anchors 'player_0 payoff, {name} vs {opponent}' "
+                                f"and 'player_0 payoff, {opponent} vs {name}' in anchors.json; it has "
+                                f"{sorted(anchors)}")
+        value = (float(first["mean"]) - float(second["mean"])) / 2
+    if not math.isfinite(value):
+        raise ProtocolError(f"{where}: anchor {name!r} of {env_spec.id} is not a finite number")
+    return value

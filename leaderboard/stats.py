@@ -1,0 +1,195 @@
+"""The leaderboard's statistics, written here: IQM with a stratified-bootstrap CI, probability of improvement,
+Bradley-Terry ratings on the Elo scale with bootstrap CIs, and the rank rule.
+
+Data shapes. An entry's scores are ``{task: [run_0_units, run_1_units, ...]}``: for each task, one array per run
+(a training seed; a policy-track entry has one run) of per-unit normalized scores (a unit is one evaluation seed:
+the team reward of a self-play episode, or the payoff averaged over both seats of a versus seed). A cell
+``(run, task)`` scores the mean of its units.
+
+* :func:`iqm`: the interquartile mean (mean of the middle 50%, ``scipy.stats.trim_mean(x, 0.25)``), as rliable.
+* :func:`stratified_bootstrap`: the percentile CI of a statistic of the ``runs x tasks`` matrix of cell means.
+  One replicate resamples, independently in every task (the stratum), the runs with replacement, and for every
+  drawn run its units with replacement (two levels: with one run the CI still reflects the evaluation seeds).
+  Seeded: the same inputs and seed give the same CI.
+* :func:`probability_of_improvement`: ``P(X > Y)`` averaged over tasks, each task's the Mann-Whitney
+  ``U / (n m)`` (ties count one half) between the two entries' run means (unit scores when either has one run).
+* :func:`bradley_terry`: ratings from weighted pairwise outcomes (win 1, draw 1/2, loss 0) by the MM algorithm
+  (Hunter 2004), on the Elo scale (400 log10 of the strength; the ``anchor`` player is fixed at ``anchor_elo``).
+* :func:`ranks`: rank = 1 + the number of entries whose CI lies entirely above this entry's CI.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy import stats as _scipy_stats
+
+__all__ = ["bradley_terry", "bradley_terry_bootstrap", "cell_matrix", "iqm", "probability_of_improvement", "ranks",
+           "stratified_bootstrap"]
+
+ELO = 400.0 / np.log(10.0)
+
+
+def iqm(values: np.ndarray | Sequence[float]) -> float:
+    """The interquartile mean of all values (the mean after trimming 25% from each end)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
+        raise ValueError("iqm of no values")
+    return float(_scipy_stats.trim_mean(x, 0.25))
+
+
+def _iqm_batch(batch: np.ndarray) -> np.ndarray:
+    """:func:`iqm` of each ``batch[b]`` at once (scipy's ``trim_mean`` cut: ``int(0.25 n)`` from each end)."""
+    flat = np.sort(batch.reshape(batch.shape[0], -1), axis=1)
+    cut = int(0.25 * flat.shape[1])
+    return flat[:, cut:flat.shape[1] - cut].mean(axis=1)
+
+
+def cell_matrix(scores: Mapping[str, Sequence[Sequence[float]]]) -> np.ndarray:
+    """``runs x tasks`` matrix of cell means (tasks in the mapping's order); every task needs the same run count."""
+    runs = {len(v) for v in scores.values()}
+    if len(runs) != 1 or 0 in runs:
+        raise ValueError(f"every task needs the same, non-zero number of runs; got {[len(v) for v in scores.values()]}")
+    return np.array([[float(np.mean(r)) for r in task_runs] for task_runs in scores.values()]).T
+
+
+def stratified_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]],
+                         statistic: Callable[[np.ndarray], float] = iqm, reps: int = 2000, seed: int = 0,
+                         confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(point, low, high)``: the statistic of the cell matrix and its percentile bootstrap CI (see the module
+    docstring for the two-level, task-stratified resampling)."""
+    point = statistic(cell_matrix(scores))
+    rng = np.random.default_rng(seed)
+    columns = []
+    for task_runs in scores.values():
+        units = [np.asarray(r, dtype=np.float64) for r in task_runs]
+        n_runs = len(units)
+        col = np.empty((reps, n_runs))
+        for pos in range(n_runs):
+            pick = rng.integers(n_runs, size=reps) if n_runs > 1 else np.zeros(reps, dtype=np.int64)
+            for k in np.unique(pick):
+                rows = np.flatnonzero(pick == k)
+                u = units[k]
+                idx = rng.integers(u.size, size=(rows.size, u.size))
+                col[rows, pos] = u[idx].mean(axis=1)
+        columns.append(col)
+    batch = np.stack(columns, axis=2)                      # reps x runs x tasks
+    if statistic is iqm:
+        boot = _iqm_batch(batch)
+    else:
+        boot = np.array([statistic(m) for m in batch])
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return float(point), float(low), float(high)
+
+
+def probability_of_improvement(x: Mapping[str, Sequence[Sequence[float]]],
+                               y: Mapping[str, Sequence[Sequence[float]]]) -> float:
+    """``P(X > Y)`` over the tasks both entries have (see the module docstring)."""
+    common = [t for t in x if t in y]
+    if not common:
+        raise ValueError("the two entries share no task")
+    out = []
+    for t in common:
+        if len(x[t]) > 1 and len(y[t]) > 1:
+            a = np.array([np.mean(r) for r in x[t]])
+            b = np.array([np.mean(r) for r in y[t]])
+        else:
+            a = np.concatenate([np.asarray(r, float) for r in x[t]])
+            b = np.concatenate([np.asarray(r, float) for r in y[t]])
+        u = _scipy_stats.mannwhitneyu(a, b, alternative="two-sided").statistic
+        out.append(float(u) / (a.size * b.size))
+    return float(np.mean(out))
+
+
+def bradley_terry(games: Sequence[tuple[str, str, float, float]], anchor: str | None = None,
+                  anchor_elo: float = 1000.0, prior: float = 0.0, iters: int = 10_000,
+                  tol: float = 1e-10) -> dict[str, float]:
+    """Elo-scale Bradley-Terry ratings from ``(player_i, player_j, score_i, weight)`` outcomes.
+
+    ``score_i`` is 1 (i won), 0.5 (draw) or 0 (j won); ``weight`` how much the outcome counts. ``prior`` adds that
+    many weighted draws to every pair that met (keeps ratings finite when a player wins every game; 0 = plain MLE,
+    which must then exist). The strengths are the fixed point of ``p_i = W_i / sum_j N_ij / (p_i + p_j)``;
+    ``elo_i = 400 log10 p_i``, shifted so ``anchor`` (default: the first player in sorted order) has ``anchor_elo``.
+    """
+    players = sorted({g[0] for g in games} | {g[1] for g in games})
+    if len(players) < 2:
+        raise ValueError("Bradley-Terry needs games between at least two players")
+    index = {p: i for i, p in enumerate(players)}
+    n = len(players)
+    wins = np.zeros(n)
+    pairs = np.zeros((n, n))
+    for i_name, j_name, score, weight in games:
+        i, j = index[i_name], index[j_name]
+        if i == j:
+            raise ValueError(f"a game of {i_name} against itself")
+        if not 0.0 <= score <= 1.0 or weight < 0:
+            raise ValueError(f"score must be in [0, 1] and weight >= 0; got {score}, {weight}")
+        wins[i] += weight * score
+        wins[j] += weight * (1.0 - score)
+        pairs[i, j] += weight
+        pairs[j, i] += weight
+    if prior > 0:
+        met = pairs > 0
+        pairs = pairs + prior * met
+        wins = wins + 0.5 * prior * met.sum(axis=1)
+    if np.any(wins <= 0):
+        lost = [players[i] for i in np.flatnonzero(wins <= 0)]
+        raise ValueError(f"{lost} never scored: the maximum-likelihood rating is -infinity; use prior > 0")
+    p = np.ones(n)
+    for _ in range(iters):
+        denom = (pairs / (p[:, None] + p[None, :])).sum(axis=1)
+        new = wins / denom
+        new /= np.exp(np.mean(np.log(new)))
+        if np.max(np.abs(np.log(new) - np.log(p))) < tol:
+            p = new
+            break
+        p = new
+    elo = ELO * np.log(p)
+    ref = index[anchor] if anchor is not None else 0
+    elo = elo - elo[ref] + anchor_elo
+    return {name: float(elo[index[name]]) for name in players}
+
+
+def bradley_terry_bootstrap(strata: Mapping[str, Sequence[tuple[str, str, float, int]]],
+                            weights: Mapping[str, float] | None = None, anchor: str | None = None,
+                            anchor_elo: float = 1000.0, prior: float = 1.0, reps: int = 200, seed: int = 0,
+                            confidence: float = 0.95) -> dict[str, tuple[float, float, float]]:
+    """``player -> (elo, low, high)``: the fit on all games and percentile CIs from refits on resampled games.
+
+    ``strata``: stratum (e.g. an env and an entry) -> outcome counts ``(player_i, player_j, score_i, count)``;
+    ``weights``: stratum -> the weight of one of its games (default 1). A replicate redraws each stratum's games
+    with replacement (a multinomial over its outcomes, same number of games)."""
+    weights = weights or {}
+
+    def games_of(counts_by_stratum):
+        return [(i, j, score, count * weights.get(k, 1.0)) for k, rows in counts_by_stratum.items()
+                for (i, j, score, count) in rows if count > 0]
+
+    point = bradley_terry(games_of(strata), anchor, anchor_elo, prior)
+    rng = np.random.default_rng(seed)
+    samples: dict[str, list[float]] = {p: [] for p in point}
+    for _ in range(reps):
+        redrawn = {}
+        for k, rows in strata.items():
+            counts = np.array([r[3] for r in rows], dtype=np.float64)
+            total = int(counts.sum())
+            if total == 0:
+                continue
+            new = rng.multinomial(total, counts / total)
+            redrawn[k] = [(r[0], r[1], r[2], int(c)) for r, c in zip(rows, new)]
+        fit = bradley_terry(games_of(redrawn), anchor, anchor_elo, prior)
+        for p, v in fit.items():
+            samples[p].append(v)
+    tail = (1 - confidence) / 2 * 100
+    out = {}
+    for p, v in point.items():
+        low, high = np.percentile(samples[p], [tail, 100 - tail]) if samples[p] else (v, v)
+        out[p] = (v, float(low), float(high))
+    return out
+
+
+def ranks(intervals: Sequence[tuple[float, float]]) -> list[int]:
+    """Rank of each ``(low, high)`` interval: 1 + the number of intervals lying entirely above it."""
+    return [1 + sum(1 for lo2, _ in intervals if lo2 > hi) for _, hi in intervals]

@@ -1,0 +1,123 @@
+"""``python -m leaderboard submit DIR``: a validated submission becomes one JSON entry in the store.
+
+The store (default ``leaderboard/entries/``, git-friendly: a public entry is a pull request) holds one file per
+entry, ``<protocol id>@<version>/<method>--<first 12 hex of the episodes' SHA-256>.json``, and ``index.json`` listing
+them. An entry is the submission's manifest plus what validation computed from the episodes (per-seed normalized
+scores per task and run, win/draw/loss counts for versus tasks), so the ranking can be recomputed without the
+episodes. Every submission is kept (several of one method are all shown); the same episodes twice are refused.
+
+Writes are atomic (a temporary file renamed into place) and serialized by a lock file; nothing is written unless
+validation passed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from leaderboard.validate import Limits, SubmissionError, Validated, validate
+
+ENTRY_SCHEMA = "marl_llm_entry"
+ENTRY_VERSION = 1
+DEFAULT_STORE = Path(__file__).with_name("entries")
+INDEX = "index.json"
+
+__all__ = ["DEFAULT_STORE", "entry_from", "load_entries", "submit"]
+
+
+def _write_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+@contextmanager
+def _locked(store: Path):
+    store.mkdir(parents=True, exist_ok=True)
+    with open(store / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def read_index(store: Path) -> list[dict[str, Any]]:
+    path = Path(store) / INDEX
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return list(data.get("entries", []))
+
+
+def entry_from(v: Validated) -> dict[str, Any]:
+    m = v.manifest
+    sha = m["episodes"]["sha256"]
+    return {
+        "schema": ENTRY_SCHEMA,
+        "schema_version": ENTRY_VERSION,
+        "id": f"{v.protocol.key}/{m['method']}--{sha[:12]}",
+        "label": f"{m['method']}#{sha[:6]}",
+        "method": m["method"],
+        "track": m["track"],
+        "protocol": v.protocol.key,
+        "submitted": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "manifest": m,
+        "results": {
+            "episodes": v.episodes,
+            "replayed": v.replayed,
+            "anchors": {t.name: {"zero": t.zero, "one": t.one, "names": t.normalize} for t in v.protocol.tasks},
+            "task_means": v.task_means(),
+            "scores": v.scores,
+            "games": v.games,
+        },
+    }
+
+
+def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None, sample: int | None = None,
+           limits: Limits = Limits()) -> dict[str, Any]:
+    """Validate the submission in ``folder`` and add it to ``store``; returns the entry. A failed validation or a
+    duplicate raises :class:`SubmissionError` and writes nothing. Every episode is replayed (an env replay is cheap:
+    18,000 poker and Hanabi episodes take seconds), unless ``sample`` asks for that many random ones."""
+    store = Path(store)
+    validated = validate(folder, protocol=protocol, full=sample is None, sample=sample or 0, limits=limits)
+    entry = entry_from(validated)
+    sha = validated.manifest["episodes"]["sha256"]
+    rel = f"{validated.protocol.key}/{entry['method']}--{sha[:12]}.json"
+    with _locked(store):
+        index = read_index(store)
+        for row in index:
+            if row["episodes_sha256"] == sha:
+                raise SubmissionError(f"duplicate: these episodes were submitted already as {row['id']} "
+                                      f"({row['file']}); every submission is kept, the same one is not added twice")
+        if (store / rel).exists():
+            raise SubmissionError(f"duplicate: {store / rel} exists already")
+        _write_atomic(store / rel, entry)
+        index.append({"id": entry["id"], "file": rel, "protocol": entry["protocol"], "method": entry["method"],
+                      "label": entry["label"], "submitted": entry["submitted"], "episodes_sha256": sha})
+        index.sort(key=lambda r: (r["protocol"], r["method"], r["submitted"], r["id"]))
+        _write_atomic(store / INDEX, {"schema": "marl_llm_entries_index", "entries": index})
+    return entry
+
+
+def load_entries(store: str | Path = DEFAULT_STORE, protocol: str | None = None) -> list[dict[str, Any]]:
+    """The entries listed in the store's index (optionally of one ``protocol`` key ``id@version``)."""
+    store = Path(store)
+    out = []
+    for row in read_index(store):
+        if protocol is not None and row["protocol"] != protocol:
+            continue
+        entry = json.loads((store / row["file"]).read_text(encoding="utf-8"))
+        if entry.get("schema") != ENTRY_SCHEMA:
+            raise ValueError(f"{store / row['file']}: not a leaderboard entry")
+        out.append(entry)
+    return out

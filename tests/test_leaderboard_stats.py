@@ -1,0 +1,131 @@
+"""The leaderboard statistics against small examples worked by hand."""
+
+import math
+
+import numpy as np
+import pytest
+
+from leaderboard.stats import (bradley_terry, bradley_terry_bootstrap, cell_matrix, iqm, probability_of_improvement,
+                               ranks, stratified_bootstrap)
+
+
+def test_iqm_is_the_mean_of_the_middle_half():
+    # sorted: 0 0 1 1 | 5 7 100 100 -> the middle four 1 1 5 7 -> 3.5
+    assert iqm([100, 0, 5, 1, 7, 0, 100, 1]) == pytest.approx(3.5)
+    assert iqm(np.arange(1, 9).reshape(2, 4)) == pytest.approx(4.5)     # runs x tasks: all cells together
+
+
+def test_cell_matrix_is_runs_by_tasks_of_unit_means():
+    m = cell_matrix({"a": [[0, 1], [1, 1]], "b": [[2, 4], [3, 3]]})
+    assert m.tolist() == [[0.5, 3.0], [1.0, 3.0]]
+
+
+def test_bootstrap_of_two_units_gives_the_hand_computed_percentiles():
+    # one task, one run, units 0 and 1: a resample's mean is 0 (p 1/4), 1/2 (p 1/2) or 1 (p 1/4),
+    # so the 2.5% and 97.5% percentiles are 0 and 1, and the point is 1/2
+    point, low, high = stratified_bootstrap({"t": [[0.0, 1.0]]}, statistic=np.mean, reps=4000, seed=1)
+    assert (point, low, high) == (0.5, 0.0, 1.0)
+    # a narrower CI: 80% keeps the middle value only when more than 10% lies on each side
+    _, low80, high80 = stratified_bootstrap({"t": [[0.0, 1.0]]}, statistic=np.mean, reps=4000, seed=1,
+                                            confidence=0.4)
+    assert low80 == high80 == 0.5
+
+
+def test_bootstrap_is_stratified_by_task():
+    # every run of task a scores 0 and of task b scores 1: a stratified resample always has both tasks,
+    # so the mean of the matrix is exactly 1/2 in every replicate (an unstratified one would vary)
+    scores = {"a": [[0.0, 0.0]] * 3, "b": [[1.0, 1.0]] * 3}
+    assert stratified_bootstrap(scores, statistic=np.mean, reps=500, seed=0) == (0.5, 0.5, 0.5)
+
+
+def test_bootstrap_is_seeded_and_the_ci_holds_the_point():
+    rng = np.random.default_rng(0)
+    scores = {t: [list(rng.normal(size=20)) for _ in range(5)] for t in "abc"}
+    a = stratified_bootstrap(scores, reps=300, seed=7)
+    assert a == stratified_bootstrap(scores, reps=300, seed=7)
+    assert a != stratified_bootstrap(scores, reps=300, seed=8)
+    assert a[1] <= a[0] <= a[2]
+
+
+def test_probability_of_improvement_counts_ties_as_half():
+    # task t: x runs 1 2 3, y runs 0 2 2 -> pairs won: 1 (1>0), 2 (2>0, two ties), 3 -> 6 of 9
+    # task u: x always above y -> 1; the mean over the tasks is (2/3 + 1) / 2
+    x = {"t": [[1.0], [2.0], [3.0]], "u": [[1.0], [1.0], [1.0]]}
+    y = {"t": [[0.0], [2.0], [2.0]], "u": [[0.0], [0.0], [0.0]]}
+    assert probability_of_improvement(x, y) == pytest.approx(5 / 6)
+    assert probability_of_improvement(y, x) == pytest.approx(1 / 6)
+
+
+def test_bradley_terry_three_wins_in_four_is_190_elo():
+    games = [("a", "b", 1.0, 1.0)] * 3 + [("a", "b", 0.0, 1.0)]
+    elo = bradley_terry(games, anchor="b", anchor_elo=0.0)
+    assert elo["b"] == 0.0
+    assert elo["a"] == pytest.approx(400 * math.log10(3))          # p_a / p_b = 3 / 1
+
+
+def test_bradley_terry_weights_and_prior():
+    # one win weighted 3 and one loss weighted 1 is the same as three wins and a loss
+    assert bradley_terry([("a", "b", 1.0, 3.0), ("a", "b", 0.0, 1.0)], anchor="b")["a"] == pytest.approx(
+        1000 + 400 * math.log10(3))
+    # 4-0: no finite MLE; with a prior of one draw (1/2 win each): (4 + 1/2) / (0 + 1/2) = 9
+    with pytest.raises(ValueError, match="never scored"):
+        bradley_terry([("a", "b", 1.0, 4.0)])
+    assert bradley_terry([("a", "b", 1.0, 4.0)], anchor="b", anchor_elo=0, prior=1.0)["a"] == pytest.approx(
+        400 * math.log10(9))
+
+
+def test_bradley_terry_transitive_ratings_add_up():
+    # a beats b 2:1 and b beats c 2:1 in strength, with c-a games consistent with 4:1 (expected scores)
+    games = [("a", "b", 2 / 3, 30.0), ("b", "c", 2 / 3, 30.0), ("a", "c", 4 / 5, 30.0)]
+    elo = bradley_terry(games, anchor="c", anchor_elo=0.0)
+    assert elo["b"] == pytest.approx(400 * math.log10(2), abs=1e-6)
+    assert elo["a"] == pytest.approx(400 * math.log10(4), abs=1e-6)
+
+
+def test_bradley_terry_bootstrap_ci_holds_the_point_and_narrows_with_games():
+    few = {"s": [("a", "b", 1.0, 6), ("a", "b", 0.0, 4)]}
+    many = {"s": [("a", "b", 1.0, 600), ("a", "b", 0.0, 400)]}
+    f = bradley_terry_bootstrap(few, anchor="b", reps=200, seed=0)
+    m = bradley_terry_bootstrap(many, anchor="b", reps=200, seed=0)
+    for fit in (f, m):
+        elo, low, high = fit["a"]
+        assert low <= elo <= high
+        assert fit["b"] == (1000.0, 1000.0, 1000.0)
+    assert (m["a"][2] - m["a"][1]) < (f["a"][2] - f["a"][1]) / 5
+
+
+def test_rank_counts_the_intervals_entirely_above():
+    intervals = [(0.5, 0.7), (0.1, 0.3), (0.2, 0.6), (0.8, 0.9)]
+    # (0.5, 0.7): only (0.8, 0.9) is above -> 2; (0.1, 0.3): 0.5 and 0.8 -> 3; (0.2, 0.6): 0.8 -> 2; top -> 1
+    assert ranks(intervals) == [2, 3, 2, 1]
+
+
+def test_batched_iqm_agrees_with_scipy_trim_mean():
+    from leaderboard.stats import _iqm_batch
+
+    rng = np.random.default_rng(3)
+    for shape in [(4, 1, 5), (4, 3, 7), (4, 5, 2)]:
+        batch = rng.normal(size=shape)
+        assert _iqm_batch(batch) == pytest.approx([iqm(m) for m in batch])
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_agrees_with_rliable_on_a_fixed_example():
+    """Cross-check against rliable (Agarwal et al. 2021), where it installs (pip install rliable): the IQM and the
+    probability of improvement exactly; the stratified-bootstrap CI within Monte-Carlo error. With one unit per
+    (run, task) our two-level bootstrap is rliable's run-level one."""
+    rliable_metrics = pytest.importorskip("rliable.metrics")
+    rly = pytest.importorskip("rliable.library")
+    rng = np.random.default_rng(11)
+    x = rng.normal(0.6, 0.3, size=(6, 4))            # runs x tasks
+    y = rng.normal(0.4, 0.3, size=(6, 4))
+    as_scores = lambda m: {f"t{j}": [[m[i, j]] for i in range(m.shape[0])] for j in range(m.shape[1])}  # noqa
+    assert iqm(x) == pytest.approx(rliable_metrics.aggregate_iqm(x))
+    assert probability_of_improvement(as_scores(x), as_scores(y)) == pytest.approx(
+        rliable_metrics.probability_of_improvement(x, y))
+    point, low, high = stratified_bootstrap(as_scores(x), reps=5000, seed=0)
+    _, cis = rly.get_interval_estimates({"x": x}, lambda s: np.array([rliable_metrics.aggregate_iqm(s)]),
+                                        reps=5000, random_state=np.random.RandomState(0))
+    assert point == pytest.approx(rliable_metrics.aggregate_iqm(x))
+    assert low == pytest.approx(cis["x"][0, 0], abs=0.03)
+    assert high == pytest.approx(cis["x"][1, 0], abs=0.03)
