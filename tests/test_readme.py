@@ -20,8 +20,11 @@ def test_ci_runs_the_readme_test_command():
     assert test_cmd.strip() in (ROOT / ".ci" / "run").read_text()
 
 
-def test_readme_demo_command_runs_the_demo_module():
-    assert any("-m marl_llm_envs.demo" in b for b in _bash_blocks())
+def test_readme_demo_command_sets_up_and_benchmarks_a_credit_method():
+    demo = next(b for b in _bash_blocks() if "benchmark-credit" in b and "venv" in b)
+    assert demo.startswith("python3 -m venv .venv && .venv/bin/pip install -q torch==2.13.0")  # torch's CPU build first
+    assert demo.endswith("-m leaderboard benchmark-credit broadcast --tier micro --quick")
+    assert any("-m marl_llm_envs.demo" in b for b in _bash_blocks())     # the env tour
 
 
 def test_readme_quick_start_runs_and_prints_what_its_comments_say(capsys):
