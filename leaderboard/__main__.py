@@ -67,8 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("evaluate", help="play a protocol; write submission.json and episodes.jsonl")
     p.add_argument("--protocol", required=True, help=f"a protocol name ({', '.join(list_protocols())}) or a path")
     p.add_argument("--player", action="append", default=[],
-                   help="random | reference | reference:NAME | checkpoint:RUN_DIR, for every env; or ENV_ID=SPEC "
-                        "for one env (repeatable)")
+                   help="random | reference | reference:NAME | hf:MODEL[:choice|generate] (e.g. hf:smollm2-135m) | "
+                        "checkpoint:RUN_DIR, for every env; or ENV_ID=SPEC for one env (repeatable)")
     p.add_argument("--runs", nargs="*", default=[], help="credit track: the trainer run folders, one per env and "
                                                           "training seed of the protocol")
     p.add_argument("--method", required=True, help="the name shown on the leaderboard")

@@ -5,6 +5,9 @@ Specs (``python -m leaderboard evaluate --player SPEC``):
 * ``random``: a uniformly random legal move (:func:`marl_llm_envs.scripted.random_legal`);
 * ``reference`` or ``reference:NAME``: the env's reference policy (the first one, or the one named), from
   :func:`marl_llm_envs.reference.reference_policies`;
+* ``hf:MODEL`` or ``hf:MODEL:MODE``: an LLM through :class:`baselines.policies.hf.TransformersPolicy`, as loaded by
+  :func:`baselines.models.load_model` (``tiny``, ``smollm2-135m``, a local folder), in ``choice`` mode (default: it
+  scores each legal move, so a small model makes no format error) or ``generate`` mode; every role plays it;
 * ``checkpoint:PATH``: a trainer run (``PATH`` holds ``config.json`` and ``checkpoints/``; its latest checkpoint) or
   one checkpoint folder (``PATH/checkpoints/step-N``). The team is rebuilt with
   :func:`baselines.train.learners.build_team` from the run's config and the saved weights are loaded.
@@ -76,7 +79,27 @@ def load_player(spec: str, env_id: str, roles: list[str], action_mode: str, gree
                        "decoding": {r: policy.settings() for r in roles}})
     if spec.startswith("checkpoint:"):
         return _checkpoint_player(spec, Path(spec.partition(":")[2]), env_id, roles, action_mode, greedy)
-    raise ValueError(f"player spec {spec!r} is not random, reference, reference:NAME or checkpoint:PATH")
+    if spec.startswith("hf:"):
+        return _hf_player(spec, env_id, roles, greedy)
+    raise ValueError(f"player spec {spec!r} is not random, reference, reference:NAME, hf:MODEL[:MODE] or "
+                     "checkpoint:PATH")
+
+
+def _hf_player(spec: str, env_id: str, roles: list[str], greedy: bool) -> Player:
+    from baselines.policies.hf import TransformersPolicy
+
+    name, _, mode = spec[len("hf:"):].partition(":")
+    mode = mode or "choice"
+    if not name or mode not in ("choice", "generate"):
+        raise ValueError(f"player spec {spec!r} is not hf:MODEL or hf:MODEL:choice / hf:MODEL:generate")
+    policy = TransformersPolicy.from_name(name, mode=mode, temperature=0.0 if greedy else 1.0)
+    h = hashlib.sha256()
+    for key, tensor in sorted(policy.model.state_dict().items()):
+        h.update(key.encode())
+        h.update(tensor.detach().cpu().contiguous().float().numpy().tobytes())
+    return Player(spec, env_id, {r: policy for r in roles},
+                  {"spec": spec, "model_id": name, "weights_sha256": h.hexdigest(),
+                   "decoding": {r: policy.settings() for r in roles}})
 
 
 def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], action_mode: str,

@@ -142,6 +142,27 @@ def test_a_trainer_checkpoint_is_evaluated_with_its_weights_hash(protocol_path, 
     assert first["policies"]["player_0"]["name"] == "mlp"
 
 
+def test_an_llm_by_name_is_evaluated_in_choice_mode_with_its_weights_hash(protocol_path, tmp_path, capsys):
+    pytest.importorskip("transformers")
+    raw = json.loads(protocol_path.read_text())
+    raw["id"], raw["seeds"]["count"] = "test-policy-llm", 2
+    raw["tasks"] = [t for t in raw["tasks"] if t["name"] == "kuhn_poker/vs-kuhn_nash"]
+    small = tmp_path / "test-policy-llm.json"
+    small.write_text(json.dumps(raw))
+    out = tmp_path / "sub"
+    assert main(["evaluate", "--protocol", str(small), "--player", "hf:tiny", "--method", "tiny-choice",
+                 "--out", str(out), "--no-progress"]) == 0
+    m = json.loads((out / SUBMISSION_FILE).read_text())
+    player = m["players"]["kuhn_poker-v0"][0]
+    assert player["model_id"] == "tiny" and len(player["weights_sha256"]) == 64
+    assert player["decoding"]["player_0"]["mode"] == "choice"
+    assert validate(out, protocol=small, full=True).episodes == 4      # 2 seeds x 2 seats
+    assert main(["evaluate", "--protocol", str(small), "--player", "hf:tiny:beam", "--method", "x",
+                 "--out", str(tmp_path / "bad"), "--no-progress"]) != 0
+    assert "is not hf:MODEL or hf:MODEL:choice / hf:MODEL:generate" in capsys.readouterr().err
+    assert not (tmp_path / "bad" / SUBMISSION_FILE).exists()
+
+
 def test_a_checkpoint_of_another_env_is_refused(protocol_path, tmp_path, capsys):
     from baselines.train import TrainConfig, train
 
