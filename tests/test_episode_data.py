@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from baselines.episode import SCHEMA_VERSION, read_jsonl, write_jsonl

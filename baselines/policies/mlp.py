@@ -44,6 +44,7 @@ class MLPPolicy(Policy):
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         self.module = module
+        self.in_size = next(m.in_features for m in module.modules() if isinstance(m, nn.Linear))  # obs + role one-hot
         self.roles = list(roles)
         self.action_size = int(action_size)
         self.temperature = float(temperature)
@@ -64,28 +65,25 @@ class MLPPolicy(Policy):
             module = MLP(env.vector_size + len(roles), size, hidden)
         return cls(module, roles, size, temperature, name)
 
-    def features(self, obs: Sequence[float], role_index: int) -> np.ndarray:
-        x = np.zeros(len(obs) + len(self.roles), np.float32)
-        x[:len(obs)] = obs
-        x[len(obs) + role_index] = 1.0
-        return x
-
-    def log_policy(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities of the legal actions (illegal ones get a large negative logit, never -inf)."""
-        logits = self.module(x).float()
+    def log_policy(self, extras: Sequence[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities over the action list for decisions described by their ``extra`` (observation, mask,
+        role), illegal actions at a large negative logit (never -inf); and the mask."""
+        device = next(self.module.parameters()).device
+        x = torch.zeros(len(extras), self.in_size, device=device)
+        mask = torch.zeros(len(extras), self.action_size, device=device)
+        for i, e in enumerate(extras):
+            n = len(e["obs"])
+            x[i, :n] = torch.tensor(e["obs"], dtype=torch.float32)
+            x[i, n + e["role_index"]] = 1.0          # the role one-hot after the observation
+            mask[i, :len(e["mask"])] = torch.tensor(e["mask"], dtype=torch.float32)
         t = self.temperature if self.temperature > 0 else 1.0
-        logits = (logits / t).masked_fill(mask <= 0, -1e9)
-        return torch.log_softmax(logits, dim=-1)
+        logits = (self.module(x).float() / t).masked_fill(mask <= 0, -1e9)
+        return torch.log_softmax(logits, dim=-1), mask
 
     def logprobs(self, extras: Sequence[dict[str, Any]], actions: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(log pi(action), entropy)`` for recorded decisions (differentiable when grad is enabled)."""
-        device = next(self.module.parameters()).device
-        x = torch.tensor(np.stack([self.features(e["obs"], e["role_index"]) for e in extras]), device=device)
-        mask = torch.zeros(len(extras), self.action_size, device=device)
-        for i, e in enumerate(extras):
-            mask[i, :len(e["mask"])] = torch.tensor(e["mask"], dtype=torch.float32)
-        logp = self.log_policy(x, mask)
-        picked = logp.gather(-1, torch.tensor(list(actions), device=device)[:, None])[:, 0]
+        logp, mask = self.log_policy(extras)
+        picked = logp.gather(-1, torch.tensor(list(actions), device=logp.device)[:, None])[:, 0]
         p = logp.exp() * (mask > 0)
         entropy = -(p * torch.where(mask > 0, logp, torch.zeros_like(logp))).sum(-1)
         return picked, entropy
@@ -105,12 +103,7 @@ class MLPPolicy(Policy):
             extras.append({"obs": [float(v) for v in obs["observation"]],
                            "mask": [int(v) for v in obs["action_mask"]], "role_index": self.roles.index(r.role)})
         with torch.no_grad():
-            device = next(self.module.parameters()).device
-            x = torch.tensor(np.stack([self.features(e["obs"], e["role_index"]) for e in extras]), device=device)
-            mask = torch.zeros(len(extras), self.action_size, device=device)
-            for i, e in enumerate(extras):
-                mask[i, :len(e["mask"])] = torch.tensor(e["mask"], dtype=torch.float32)
-            logp = self.log_policy(x, mask).cpu().numpy().astype(np.float64)
+            logp = self.log_policy(extras)[0].cpu().numpy().astype(np.float64)
         out = []
         base = 0 if seed is None else int(seed)
         for i, (r, e) in enumerate(zip(requests, extras)):

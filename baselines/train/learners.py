@@ -116,8 +116,7 @@ class MLPLearner(Learner):
         self.policy = policy
 
     def logprobs(self, samples):
-        lp, ent = self._score(self.policy, samples)
-        return lp, ent
+        return self._score(self.policy, samples)
 
     def ref_logprobs(self, samples):
         if self.reference is None:
@@ -217,9 +216,6 @@ class Team:
     learners: list[Learner]
     policies: dict[str, Policy]        # role -> the policy that plays it (learners' and scripted partners')
     trainable: list[str]               # roles whose turns are trained
-
-    def learner_of(self, role: str) -> Learner | None:
-        return next((lr for lr in self.learners if role in lr.trainable), None)
 
 
 def build_team(cfg, env, roles: list[str]) -> Team:

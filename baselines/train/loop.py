@@ -192,7 +192,7 @@ def _autocast(cfg: TrainConfig):
     return nullcontext()
 
 
-def _metrics(step: int, episodes, advantages, family: str, method, diag: dict[str, float]) -> dict[str, Any]:
+def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float]) -> dict[str, Any]:
     m: dict[str, Any] = {"step": step, "episodes": len(episodes)}
     teams: dict[str, list[float]] = {}
     roles: dict[str, list[float]] = {}
@@ -346,7 +346,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             learner.set_version(step + 1)
         t3 = time.perf_counter()
         # ---- metrics
-        metrics = _metrics(step, episodes, advantages, env_spec.family, method, diag)
+        metrics = _metrics(step, episodes, advantages, env_spec.family, diag)
         metrics.update({k: v for k, v in upd.items()})
         metrics["roles_trained"] = ",".join(sorted(roles_now))
         metrics.update({"time/rollout": t1 - t0, "time/credit": t2 - t1, "time/update": t3 - t2,
@@ -368,8 +368,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 bar.update(1)
         # ---- checkpoint
         if dist.main and ((step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps):
-            meta = {"step": step + 1, "config_hash": cfg.hash(), "credit": method.state_dict(),
-                    "metrics_lines": step + 1}
+            meta = {"step": step + 1, "config_hash": cfg.hash(), "credit": method.state_dict()}
             tensors = {"learners": [{"model": lr.state_dict(),
                                      "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None}
                                     for lr in team.learners], "rng": checkpoint.rng_state()}
