@@ -133,15 +133,20 @@ class BranchSpec:
         return by_role
 
 
+def _non_negative_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return int(value)
+
+
 def training_seeds(base_seed: int, step: int, num_tasks: int) -> list[int]:
     """The env seeds of training step ``step``: ``base_seed + step * num_tasks + i`` for ``i < num_tasks``.
 
     For a fixed ``num_tasks`` the steps' seed ranges are consecutive and disjoint, so no task repeats across steps."""
-    for name, value in (("base_seed", base_seed), ("step", step), ("num_tasks", num_tasks)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-    start = int(base_seed) + int(step) * int(num_tasks)
-    return list(range(start, start + int(num_tasks)))
+    base_seed, step, num_tasks = (_non_negative_int(n, v) for n, v in
+                                  (("base_seed", base_seed), ("step", step), ("num_tasks", num_tasks)))
+    start = base_seed + step * num_tasks
+    return list(range(start, start + num_tasks))
 
 
 def _run_id(env_id: str, env_kwargs: dict[str, Any], seeds: Sequence[int], group_size: int) -> str:
@@ -307,18 +312,13 @@ class RolloutEngine:
             raise ValueError(f"num_tasks must be a non-negative int, got {num_tasks!r}")
         if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
             raise ValueError(f"group_size must be a positive int, got {group_size!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        seed = _non_negative_int("seed", seed)
         if seeds is None:
-            seeds = [int(seed) + i for i in range(num_tasks)]
+            seeds = [seed + i for i in range(num_tasks)]
         else:
-            seeds = list(seeds)
+            seeds = [_non_negative_int("every entry of seeds", s_) for s_ in seeds]
             if len(seeds) != num_tasks:
                 raise ValueError(f"seeds has {len(seeds)} entries but num_tasks is {num_tasks}")
-            for s_ in seeds:
-                if isinstance(s_, bool) or not isinstance(s_, (int, np.integer)) or s_ < 0:
-                    raise ValueError(f"seeds must be non-negative ints, got {s_!r}")
-            seeds = [int(s_) for s_ in seeds]
         if run_id is not None and not isinstance(run_id, str):
             raise ValueError(f"run_id must be a str, got {run_id!r}")
         env_kwargs = dict(env_kwargs or {})

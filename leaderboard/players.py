@@ -38,6 +38,21 @@ class Player:
     run_dir: Path | None = None              # checkpoints: the trainer run (config.json, metrics.jsonl)
 
 
+def _weights_sha256(*states: dict[str, Any]) -> str:
+    """sha256 over the tensors of one or more state dicts, each in key order (bfloat16 read as float32)."""
+    import torch
+
+    h = hashlib.sha256()
+    for state in states:
+        for key in sorted(state):
+            tensor = state[key].detach().cpu().contiguous()
+            if tensor.dtype == torch.bfloat16:
+                tensor = tensor.float()
+            h.update(key.encode())
+            h.update(tensor.numpy().tobytes())
+    return h.hexdigest()
+
+
 def _source_sha256(fn) -> str:
     return hashlib.sha256(Path(inspect.getsourcefile(fn)).read_bytes()).hexdigest()
 
@@ -93,12 +108,8 @@ def _hf_player(spec: str, env_id: str, roles: list[str], greedy: bool) -> Player
     if not name or mode not in ("choice", "generate"):
         raise ValueError(f"player spec {spec!r} is not hf:MODEL or hf:MODEL:choice / hf:MODEL:generate")
     policy = TransformersPolicy.from_name(name, mode=mode, temperature=0.0 if greedy else 1.0)
-    h = hashlib.sha256()
-    for key, tensor in sorted(policy.model.state_dict().items()):
-        h.update(key.encode())
-        h.update(tensor.detach().cpu().contiguous().float().numpy().tobytes())
     return Player(spec, env_id, {r: policy for r in roles},
-                  {"spec": spec, "model_id": name, "weights_sha256": h.hexdigest(),
+                  {"spec": spec, "model_id": name, "weights_sha256": _weights_sha256(policy.model.state_dict()),
                    "decoding": {r: policy.settings() for r in roles}})
 
 
@@ -136,13 +147,9 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
     if len(tensors["learners"]) != len(team.learners):
         raise ValueError(f"{spec}: the checkpoint holds {len(tensors['learners'])} learners, the config builds "
                          f"{len(team.learners)}")
-    h = hashlib.sha256()
     for learner, state in zip(team.learners, tensors["learners"]):
         learner.load_state_dict(state["model"])
         learner.module.eval()
-        for key in sorted(state["model"]):
-            h.update(key.encode())
-            h.update(state["model"][key].detach().cpu().contiguous().numpy().tobytes())
     policies = dict(team.policies)
     if greedy:
         for p in policies.values():
@@ -151,7 +158,7 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
     for p in policies.values():
         p.version = int(meta["step"])
     return Player(spec, env_id, policies, {
-        "spec": spec, "model_id": cfg.model, "weights_sha256": h.hexdigest(),
+        "spec": spec, "model_id": cfg.model, "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
         "decoding": {r: p.settings() for r, p in sorted(policies.items())},
         "config_hash": config_hash, "credit": cfg.credit, "train_seed": cfg.seed, "step": int(meta["step"]),
         "train_config": {k: v for k, v in raw.items() if k not in ("out", "resume", "progress", "tensorboard",
