@@ -6,6 +6,13 @@ One place for what all our text environments have in common (the games only writ
   ``string.printable``), ``"observation"`` (a numeric information-state vector, ``float32`` in ``[-1, 1]``, meaningful
   for an MLP) and, in discrete mode only, ``"action_mask"`` (``int8``, 1 = legal). Hidden information is a property of
   whose view is asked for: ``observe(agent)`` never shows what that agent may not know.
+* **Observing without text.** The prompt is rendered only when it is asked for. ``observe(agent)`` and ``last()`` are
+  PettingZoo's exact API (text included); ``observe(agent, text=False)`` and ``last(text=False)`` return the same
+  dict without the ``"text"`` key and never render the prompt: the cheap path for a policy that reads only the vector
+  and the mask (an MLP). ``action_mask(agent)`` and ``legal_actions(agent)`` are cheap on their own too.
+* **One env, many episodes.** ``reset(seed)`` rebuilds all episode state in place, so one env serves any number of
+  episodes and plays each exactly as a fresh env would (the rollout engine keeps its envs across episodes and
+  training steps; ``make`` costs about a millisecond, a ``reset`` a small fraction of that).
 * **Two action modes.** ``action_mode="text"``: an action is a free-text string, parsed by the game (moves are written
   in square brackets such as ``[bet]``; answers as ``\\boxed{...}``); the last well-formed move in the text counts, so
   reasoning around it is fine, and case is ignored. ``action_mode="discrete"``: an action is an index into the agent's
