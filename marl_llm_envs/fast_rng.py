@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["first_uniform"]
+__all__ = ["first_uniform", "pcg64_state"]
 
 _M32 = 0xFFFFFFFF
 _M64 = 0xFFFFFFFFFFFFFFFF
@@ -32,8 +32,8 @@ _MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
 _PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645   # PCG_DEFAULT_MULTIPLIER_128
 
 
-def first_uniform(entropy: Iterable[int]) -> float:
-    """The first ``random()`` of ``numpy.random.default_rng(list(entropy))`` (non-negative ints, as NumPy takes)."""
+def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
+    """PCG64's 128-bit ``(initstate, inc)`` as ``PCG64(SeedSequence(entropy))`` derives them."""
     words: list[int] = []
     for v in entropy:
         v = int(v)
@@ -69,6 +69,20 @@ def first_uniform(entropy: Iterable[int]) -> float:
         state.append(v ^ (v >> 16))
     seed = (((state[1] << 32) | state[0]) << 64) | ((state[3] << 32) | state[2])
     inc = ((((((state[5] << 32) | state[4]) << 64) | ((state[7] << 32) | state[6])) << 1) | 1) & _M128
+    return seed, inc
+
+
+def pcg64_state(entropy: Iterable[int]) -> dict:
+    """``numpy.random.default_rng(list(entropy)).bit_generator.state``: assign it to a Generator's ``bit_generator.state``
+    to reseed that Generator in place (about 1 us) instead of building a new one."""
+    seed, inc = _seed_inc(entropy)
+    x = (((inc + seed) & _M128) * _PCG_MULT + inc) & _M128   # srandom: state 0 stepped is inc; += seed; stepped
+    return {"bit_generator": "PCG64", "state": {"state": x, "inc": inc}, "has_uint32": 0, "uinteger": 0}
+
+
+def first_uniform(entropy: Iterable[int]) -> float:
+    """The first ``random()`` of ``numpy.random.default_rng(list(entropy))`` (non-negative ints, as NumPy takes)."""
+    seed, inc = _seed_inc(entropy)
     x = (inc + seed) & _M128                             # srandom: state 0 stepped is inc; += seed
     x = (x * _PCG_MULT + inc) & _M128                    # ... stepped
     x = (x * _PCG_MULT + inc) & _M128                    # next_uint64 steps first
