@@ -44,7 +44,7 @@ def record(name: str, kwargs: dict) -> dict:
 
     loop.RolloutEngine.run = run
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)   # float sums depend on the thread count: one thread makes the recording machine-independent
+    torch.set_num_threads(1)   # float sums depend on the thread count: one thread makes the recording portable
     try:
         with tempfile.TemporaryDirectory() as out:
             train(TrainConfig(model="mlp", action_mode="discrete", steps=3, tasks_per_step=4, group_size=2, seed=7,
