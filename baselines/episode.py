@@ -79,8 +79,10 @@ class Turn:
     reward: float = 0.0             # see the module docstring
     turn_index: int = 0             # position in Episode.turns / Branch.turns
     step_index: int = 0             # position of this step in the transcript's actions
-    obs_digest: str = ""            # sha1 of the observation text and legal actions (replay-eligibility check)
-    legal_actions: list[str] = field(default_factory=list)  # the moves offered ([] = a free-text turn)
+    obs_digest: str = ""            # sha1 of the observation text and legal actions (replay-eligibility check);
+    #                                 computed in runs with branches only ("" otherwise)
+    legal_actions: list[str] = field(default_factory=list)  # the moves offered ([] = a free-text turn, or a policy
+    #                                 that reads no legal moves, e.g. the MLP: its mask is in extra["mask"])
     replayed: bool = False          # branches only: the recorded action of the main episode was reused (no new tokens)
     extra: dict[str, Any] = field(default_factory=dict)  # the policy's Generation.extra (JSON-safe)
 

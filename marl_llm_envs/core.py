@@ -51,7 +51,6 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from marl_llm_envs.fast_rng import pcg64_state
 from marl_llm_envs.text import (CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable,
                                  short_repr, short_text)
 
@@ -241,10 +240,7 @@ class TextEnv(AECEnv):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         self._seed = int(seed)
-        if self._rng is not None:   # reseed this env's own Generator in place: the state of default_rng(seed)
-            self._rng.bit_generator.state = pcg64_state([self._seed])
-        else:                       # np_random builds default_rng(seed) on first use
-            self._rng_state = None
+        self._rng = self._rng_state = None  # np_random builds default_rng(seed) on first use
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}

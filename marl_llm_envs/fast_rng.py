@@ -24,7 +24,7 @@ from typing import Iterable
 
 import numpy as np
 
-__all__ = ["first_uniform", "first_uniforms", "pcg64_state"]
+__all__ = ["first_uniform", "first_uniforms"]
 
 _M32 = 0xFFFFFFFF
 _U32 = np.uint64(_M32)
@@ -73,14 +73,6 @@ def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
     seed = (((state[1] << 32) | state[0]) << 64) | ((state[3] << 32) | state[2])
     inc = ((((((state[5] << 32) | state[4]) << 64) | ((state[7] << 32) | state[6])) << 1) | 1) & _M128
     return seed, inc
-
-
-def pcg64_state(entropy: Iterable[int]) -> dict:
-    """``numpy.random.default_rng(list(entropy)).bit_generator.state``: assigned to a Generator's
-    ``bit_generator.state``, it reseeds that Generator in place instead of building a new one."""
-    seed, inc = _seed_inc(entropy)
-    x = (((inc + seed) & _M128) * _PCG_MULT + inc) & _M128   # srandom: state 0 stepped is inc; += seed; stepped
-    return {"bit_generator": "PCG64", "state": {"state": x, "inc": inc}, "has_uint32": 0, "uinteger": 0}
 
 
 def first_uniform(entropy: Iterable[int]) -> float:
