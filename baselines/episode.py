@@ -43,7 +43,16 @@ __all__ = ["Branch", "Episode", "SCHEMA_VERSION", "Turn", "json_safe", "read_jso
 
 def json_safe(value: Any) -> Any:
     """``value`` with NumPy scalars/arrays, tuples and sets turned into JSON types (unknown objects -> ``repr``)."""
-    if value is None or isinstance(value, (str, bool)):
+    kind = type(value)      # the exact built-in types first (the rollout calls this on every episode's infos)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else repr(value)
+    if kind is dict:
+        return {k if type(k) is str else str(k): json_safe(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [json_safe(v) for v in value]
+    if isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):
         return int(value)

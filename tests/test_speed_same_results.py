@@ -56,4 +56,3 @@ def test_mlp_sampling_matches_numpys_choice_on_the_request_key():
         cdf = np.cumsum(p)
         cdf /= cdf[-1]
         assert int(np.searchsorted(cdf, first_uniform(key), side="right")) == np.random.default_rng(key).choice(k, p=p)
-
