@@ -20,6 +20,8 @@ from marl_llm_envs.scripted import follower_solver, play, random_legal
 VARIANTS = [
     ("think_solve-v0", {"thinker_clue_accuracy": 0.9}),
     ("think_solve-v0", {"thinker_clue_accuracy": 0.0}),
+    ("voting-v0", {"reward_scheme": "fraction", "n_voters": 4}),
+    ("voting-v0", {"reward_scheme": "plurality", "n_voters": 2}),
 ]
 VARIANT_MODES = [pytest.param(e, k, m, id=f"{e}-{json.dumps(k, sort_keys=True)}-{m}")
                  for e, k in VARIANTS for m in ("text", "discrete")]
@@ -206,3 +208,108 @@ def test_trainer_runs_the_clue_task_with_the_reference_thinker(tmp_path):
     train(cfg)
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(0.0 <= r["reward/team/team"] <= 1.0 for r in rows)
+
+
+# ---------------------------------------------------------------- voting-v0: the fraction scheme, team sizes
+def _vote(n, scheme, ballots, tie_break="first", **kw):
+    """A discrete voting episode in which ballot "R" is the true label, "W"/"X" two different wrong labels, "-"
+    an abstention and "!" a spoiled ballot (an out-of-range index, under the penalty)."""
+    env = make("voting-v0", action_mode="discrete", n_voters=n, reward_scheme=scheme, tie_break=tie_break,
+               clue_accuracy=None, **kw)
+    env.reset(seed=0)
+    right = env.answer_index()
+    wrong = [i for i in range(env.num_candidates) if i != right]
+    code = {"R": right, "W": wrong[0], "X": wrong[1], "-": env.num_candidates, "!": 99}
+    for b in ballots:
+        env.step(code[b])
+    return env
+
+
+@pytest.mark.parametrize("ballots,team,without", [
+    ("RRW-", 0.5, [0.25, 0.25, 0.5, 0.5]),
+    ("R!RR", 0.75 - 1.0, [0.5 - 1.0, 0.75, 0.5 - 1.0, 0.5 - 1.0]),
+    ("WWWR", 0.25, [0.25, 0.25, 0.25, 0.0]),   # the plurality is wrong; the fraction still pays the right voter
+    ("----", 0.0, [0.0, 0.0, 0.0, 0.0]),
+])
+def test_voting_fraction_scheme_by_hand(ballots, team, without):
+    env = _vote(4, "fraction", ballots)
+    out = env.outcome()
+    assert out["team_reward"] == pytest.approx(team) and env.team_rewards()["team"] == pytest.approx(team)
+    assert [out["team_reward_without"][f"voter_{i}"] for i in range(4)] == pytest.approx(without)
+    for i in range(4):  # the leave-one-out infos equal the ablated recount
+        assert env.ablate(f"voter_{i}").outcome()["team_reward"] == pytest.approx(without[i])
+
+
+def test_voting_fraction_is_additive_and_plurality_is_not():
+    """Fraction: each right ballot adds exactly 1/n. Plurality: with a 3-1 majority no single ballot is pivotal."""
+    frac = _vote(4, "fraction", "RRRW").outcome()
+    assert {v: frac["team_reward"] - w for v, w in frac["team_reward_without"].items()} == pytest.approx(
+        {"voter_0": 0.25, "voter_1": 0.25, "voter_2": 0.25, "voter_3": 0.0})
+    plural = _vote(4, "plurality", "RRRW").outcome()
+    assert plural["team_reward"] == 1.0 and set(plural["team_reward_without"].values()) == {1.0}
+
+
+@pytest.mark.parametrize("scheme", ["plurality", "fraction", "binary", "signed"])
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_voting_leave_one_out_equals_the_ablated_recount_at_every_team_size(scheme, n):
+    rng = np.random.default_rng(n)
+    for seed in range(10):
+        env = make("voting-v0", action_mode="discrete", n_voters=n, reward_scheme=scheme, tie_break="random")
+        env.reset(seed=seed)
+        while not env.done:
+            env.step(random_legal(env, env.agent_selection, rng) if rng.random() > 0.1 else 99)
+        out = env.outcome()
+        assert env.vector_size == env.problem_size + env.num_candidates + n
+        assert env.observe("voter_0")["observation"].shape == (env.vector_size,)
+        for voter in env.possible_agents:
+            assert env.ablate(voter).outcome()["team_reward"] == pytest.approx(out["team_reward_without"][voter])
+            assert env.infos[voter]["team_reward_without"] == out["team_reward_without"]
+        if scheme == "fraction":
+            right = sum(out["own_correct"].values())
+            assert out["team_reward"] == pytest.approx(right / n - len(out["spoiled"]))
+
+
+@pytest.mark.parametrize("scheme", ["plurality", "fraction"])
+@pytest.mark.parametrize("n,ballots", [(2, "RW"), (4, "RRWW"), (4, "WWRR"), (8, "RRRRWWWW"), (16, "RW" * 8)])
+def test_voting_even_team_ties_follow_the_tie_break(scheme, n, ballots):
+    first = _vote(n, scheme, ballots, "first").outcome()
+    none = _vote(n, scheme, ballots, "none").outcome()
+    assert first["correct"] == (ballots[0] == "R")     # the tied answer whose first ballot came first
+    assert none["aggregate"] is None and none["correct"] is False
+    draws = {_vote(n, scheme, ballots, "random").outcome()["aggregate"] for _ in range(3)}
+    assert len(draws) == 1                               # the same episode always breaks its tie the same way
+    if scheme == "fraction":                             # the tie does not matter to the fraction
+        assert first["team_reward"] == none["team_reward"] == pytest.approx(ballots.count("R") / n)
+    else:
+        assert none["team_reward"] == 0.0 and first["team_reward"] == float(ballots[0] == "R")
+
+
+def test_voting_fraction_prompt_is_the_manuals():
+    from marl_llm_envs.envs import voting
+    from marl_llm_envs.tasks import Task, TaskSource
+
+    class Fixed(TaskSource):
+        name = "fixed"
+        feature_size = 2
+
+        def sample(self, rng, split="train"):
+            return Task("fixed/train/0", "Compute the value of 3 + 4 * 2.", "11", "fixed", ("14", "9", "10"), (0, 0))
+
+        def verify(self, task, response):
+            return response.strip() == task.answer
+
+        def spec(self):
+            return {"name": "fixed"}
+
+    env = make("voting-v0", tasks=Fixed(), reward_scheme="fraction")
+    env.reset(seed=0)
+    assert env.observe("voter_0")["text"] == _docstring_block(voting, 'A voter\'s prompt under ``reward_scheme="fraction"``')
+
+
+def test_voting_scheme_names_and_errors():
+    env = make("voting-v0", reward_scheme="fraction")
+    env.reset(seed=1)
+    assert env.transcript()["kwargs"]["reward_scheme"] == "fraction"
+    assert make("voting-v0").reward_scheme == "binary"
+    with pytest.raises(ValueError, match="reward_scheme='fractions' is not one of .*'plurality', 'fraction'"):
+        make("voting-v0", reward_scheme="fractions")
