@@ -574,3 +574,19 @@ def test_credit_suite_anchors_match_the_manuals_optimum_and_random_values():
     for k in (0, 1, 3, 7):
         assert _row("free_riding-v0", f"card_matcher, idle_seats={k}")["mean"] == 1.0
         assert _near(_row("free_riding-v0", f"random, idle_seats={k}"), 1 / 3)
+
+
+def test_new_envs_are_registered_with_specs_and_in_pettingzoos_namespace():
+    import pettingzoo
+
+    from marl_llm_envs import list_envs, spec
+
+    assert {"team_umbrella-v0", "free_riding-v0"} <= set(list_envs("cooperative"))
+    assert spec("team_umbrella-v0").reward_range == (-4.0, 4.0)           # delay 3, noise 1
+    assert make("team_umbrella-v0", delay=30, noise=0.5).reward_range == (-16.0, 16.0)
+    assert spec("free_riding-v0").reward_range == (-1.0, 1.0)
+    assert spec("free_riding-v0").roles == {"decider": "decider", "idle_0": "idle"}
+    for env_id in ("team_umbrella-v0", "free_riding-v0"):
+        env = pettingzoo.make("aec", f"marl_llm/{env_id}")
+        env.reset(seed=0)
+        assert env.unwrapped.env_id == env_id
