@@ -407,7 +407,8 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     page = (tmp_path / "site" / "index.html").read_text()
     assert "alt='learning curves, test-credit@1'" in page
     # a second call reuses the finished runs (nothing retrained) and evaluates them to the same scores
-    weights = sorted((out / "test-credit@1").rglob("state.pt"))
+    weights = sorted((out / "test-credit@1").rglob("state.safetensors"))
+    assert weights
     stamps = [p.stat().st_mtime_ns for p in weights]
     before = validate(out / "test-credit@1" / "none" / "submission", protocol=credit_protocol).scores
     assert main(["benchmark-credit", "baselines.credit.rae:RAE", "--protocol", str(credit_protocol),
