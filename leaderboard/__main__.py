@@ -1,7 +1,7 @@
 """``python -m leaderboard {evaluate,validate,submit,show,render,protocols,benchmark-credit}``.
 
     python -m leaderboard evaluate --protocol policy --player reference --method reference-bots --out sub/
-    python -m leaderboard validate sub/ [--full]
+    python -m leaderboard validate sub/ [--sample N] [--reproduce]
     python -m leaderboard submit sub/
     python -m leaderboard show
     python -m leaderboard render [--out leaderboard/]
@@ -84,11 +84,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--protocol", default=None, help="the protocol file (default: the one the submission names, "
                                                         "from leaderboard/protocols/)")
         if name == "validate":
-            p.add_argument("--full", action="store_true", help="replay every episode (default: --sample of them)")
-            p.add_argument("--sample", type=int, default=200, help="how many random episodes to replay")
-        else:
-            p.add_argument("--sample", type=int, default=None, help="replay only this many random episodes "
-                                                                    "(default: every episode)")
+            p.add_argument("--full", action="store_true", help="replay every episode (the default; overrides "
+                                                                 "--sample)")
+        p.add_argument("--sample", type=int, default=None, help="replay only this many random episodes, at least 1 "
+                                                                "(default: every episode)")
+        p.add_argument("--reproduce", action="store_true",
+                       help="also re-play episodes with the claimed player (random, reference bots, checkpoints "
+                            "present here, local hf: models) and, credit track, re-train a run from the manifest; "
+                            "without it the player's own moves are self-reported")
+        p.add_argument("--reproduce-sample", type=int, default=200, help="episodes to re-play with --reproduce")
+        if name == "submit":
             p.add_argument("--store", default=str(DEFAULT_STORE))
         p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20)
 
@@ -129,15 +134,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "validate":
                 from leaderboard.validate import validate
 
-                v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=limits)
-                print(f"valid: {v.episodes} episodes, {v.replayed} replayed, protocol {v.protocol.key}")
+                v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=limits,
+                             reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
+                print(f"valid: {v.episodes} episodes, {v.replayed} replayed, {v.rederived} opponent moves "
+                      f"re-derived, protocol {v.protocol.key}")
+                if v.reproduced is None:
+                    print("  the player's own moves are self-reported (--reproduce re-plays them)")
+                else:
+                    print(f"  reproduced: {v.reproduced['episodes']} episodes re-played with the claimed player"
+                          + (f"; re-trained {', '.join(v.reproduced['retrained'])}" if v.reproduced["retrained"]
+                             else ""))
                 for task, mean in v.task_means().items():
                     print(f"  {task}: normalized score {mean:.3f}")
             else:
                 from leaderboard.store import submit
 
-                entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=limits)
-                print(f"added {entry['id']} to {args.store}")
+                entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=limits,
+                               reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
+                print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))
         elif args.command == "show":
             from leaderboard.render import show
 
