@@ -77,6 +77,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="a new folder for the submission")
     p.add_argument("--no-progress", action="store_true")
 
+    p = sub.add_parser("evaluate-private", help="maintainer: play a submitted player on seeds drawn now (private-seed "
+                                                "mode), validate, and optionally store it")
+    p.add_argument("--protocol", required=True)
+    p.add_argument("--player", action="append", default=[], help="as for evaluate")
+    p.add_argument("--runs", nargs="*", default=[], help="as for evaluate")
+    p.add_argument("--method", required=True)
+    p.add_argument("--count", type=int, default=None, help="how many private seeds (default: the protocol's count)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--submit", action="store_true")
+    p.add_argument("--store", default=str(DEFAULT_STORE))
+    p.add_argument("--no-progress", action="store_true")
+
     for name, help_ in (("validate", "check a submission and print its scores"),
                         ("submit", "validate a submission and add it to the store")):
         p = sub.add_parser(name, help=help_)
@@ -129,6 +141,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                          progress=not args.no_progress, note=args.note)
             print(f"wrote {args.out}/submission.json and {m['episodes']['count']} episodes "
                   f"({m['wall_time_s']:.1f} s); next: python -m leaderboard validate {args.out}")
+        elif args.command == "evaluate-private":
+            from leaderboard.private import evaluate_private
+
+            protocol = load_protocol(args.protocol)
+            players = _players(protocol, args.player, args.runs)
+            v, entry = evaluate_private(protocol, players, args.out, args.method, count=args.count,
+                                        store=args.store if args.submit else None, progress=not args.no_progress)
+            seeds = v.reproduced["private_seeds"]
+            print(f"valid: {v.episodes} episodes on private seeds {seeds['start']} + {seeds['count']}")
+            for task, mean in v.task_means().items():
+                print(f"  {task}: normalized score {mean:.3f}")
+            if entry is not None:
+                print(f"added {entry['id']} to {args.store}")
         elif args.command in ("validate", "submit"):
             limits = Limits(episodes_bytes=int(args.max_episodes_mb * 2**20))
             if args.command == "validate":
@@ -180,7 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{p.key:18s} {p.track:6s} {p.tier or '':5s} {len(p.tasks)} tasks, {p.seed_count} seeds: "
                       f"{', '.join(t.name for t in p.tasks)}")
     except (SubmissionError, ProtocolError) as e:
-        print(f"rejected: {e}" if args.command in ("validate", "submit") else f"error: {e}", file=sys.stderr)
+        print(f"rejected: {e}" if args.command in ("validate", "submit", "evaluate-private") else f"error: {e}",
+              file=sys.stderr)
         return 1
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -27,7 +27,7 @@ ENTRY_VERSION = 1
 DEFAULT_STORE = Path(__file__).with_name("entries")
 INDEX = "index.json"
 
-__all__ = ["DEFAULT_STORE", "entry_from", "load_entries", "submit"]
+__all__ = ["DEFAULT_STORE", "add_entry", "entry_from", "load_entries", "submit"]
 
 
 def _write_atomic(path: Path, data: Any) -> None:
@@ -101,9 +101,14 @@ def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None,
     duplicate raises :class:`SubmissionError` and writes nothing. Every episode is replayed (an env replay is cheap),
     unless ``sample`` (>= 1) asks for that many random ones. ``reproduce``: re-run the player first
     (:mod:`leaderboard.reproduce`); otherwise the entry is marked self-reported."""
-    store = Path(store)
     validated = validate(folder, protocol=protocol, sample=sample, limits=limits, reproduce=reproduce,
                          reproduce_sample=reproduce_sample)
+    return add_entry(validated, store, seeds)
+
+
+def add_entry(validated: Validated, store: str | Path = DEFAULT_STORE, seeds: str = "public") -> dict[str, Any]:
+    """Add a validated submission to ``store`` (duplicates refused, paths kept inside the store)."""
+    store = Path(store)
     entry = entry_from(validated, seeds=seeds)
     raw_sha = validated.manifest["episodes"]["sha256"]
     content = validated.content_sha256

@@ -387,3 +387,23 @@ def test_a_self_reported_entry_is_marked_in_show(honest, protocol_path, tmp_path
     entry = submit(honest, store, protocol=protocol_path)
     assert entry["self_reported"] is True and entry["results"]["reproduced"] is None
     assert "self-reported" in show(store)
+
+
+# ---------------------------------------------------------------------- private-seed mode
+def test_private_seed_mode_plays_on_seeds_drawn_at_validation_time(protocol_path, tmp_path, capsys):
+    from leaderboard.private import PRIVATE_SEED_START
+
+    store = tmp_path / "store"
+    assert main(["evaluate-private", "--protocol", str(protocol_path), "--player", "random", "--method", "hidden",
+                 "--count", "3", "--out", str(tmp_path / "a"), "--submit", "--store", str(store),
+                 "--no-progress"]) == 0
+    assert "on private seeds" in capsys.readouterr().out
+    (entry,) = load_entries(store)
+    assert entry["seeds"] == "private" and entry["self_reported"] is False
+    start = entry["manifest"]["seeds"]["eval_start"]
+    assert start >= PRIVATE_SEED_START and entry["results"]["reproduced"]["private_seeds"]["start"] == start
+    assert main(["evaluate-private", "--protocol", str(protocol_path), "--player", "random", "--method", "hidden",
+                 "--count", "3", "--out", str(tmp_path / "b"), "--no-progress"]) == 0
+    assert json.loads((tmp_path / "b" / SUBMISSION_FILE).read_text())["seeds"]["eval_start"] != start
+    with pytest.raises(SubmissionError, match="are not the protocol's"):      # not the public seeds
+        validate(tmp_path / "b", protocol=protocol_path)
