@@ -5,6 +5,10 @@ each seat, the opponent in the other), a ``self`` task once (the submission in e
 submission has one run per training seed of the protocol (a trainer run folder each, checked against the protocol's
 budget); a policy-track submission has one run.
 
+With a protocol's ``seeded_moves`` (``policy@2``) every decision, the player's and the opponent's, is seeded from
+(protocol, task, run, episode seed, step, deciding seat) (:func:`cell_policies`), so validation can re-derive the
+opponent's moves and ``--reproduce`` the player's.
+
 Every episode's ``run_id`` says what it is: ``"<task>|<seat>|run<r>"`` (seat ``all`` for self play), and its
 ``transcript`` lets :mod:`leaderboard.validate` replay it. ``submission.json`` (schema ``marl_llm_submission``)
 holds the provenance: method, each env's player (model id, weights hash, decoding settings, the trainer config and

@@ -6,16 +6,24 @@ field; nothing is computed from a submission that fails):
 1. Files: the folder holds exactly ``submission.json`` and ``episodes.jsonl`` (JSON only: no pickle, nothing that
    runs code), each within its size limit (:class:`Limits`).
 2. ``submission.json``: strict JSON (NaN and Infinity rejected), the schema (every field, its type; unknown fields
-   rejected), the protocol it names (id, version and the SHA-256 of the protocol file), the config hash, credit-track
+   rejected; text shown on the board without control characters or ``| < > & ```), the protocol it names (a
+   registered id, never a path; version and the SHA-256 of the protocol file), the config hash, credit-track
    runs against the protocol's training budget and seeds, the envs it lists (current versions, the kwargs the
    protocol gives, the hash of the list), the episodes file's size, count and SHA-256.
-3. ``episodes.jsonl``: strict JSON line by line, the episode schema of :mod:`baselines.episode`, current env
-   versions and the protocol's kwargs, transcripts that describe the episode, exactly one turn per move of the
-   transcript with the move's action, turn rewards that add up to the episode's rewards, finite numbers, the opponent policy the protocol
-   names, and completeness: exactly one episode for every (task, seat, run, seed) of the protocol.
-4. Replay audit: a random sample (or every episode with ``full=True``) is replayed with its transcript
-   (:func:`marl_llm_envs.replay`'s inputs, stepped here so every step's rewards are summed): the replayed rewards and
-   team rewards must equal the recorded ones and the episode must be over.
+3. ``episodes.jsonl``: strict JSON line by line (integers within +-2**63, finite floats, nesting the parser can
+   take; blank lines are ignored), the episode schema of :mod:`baselines.episode`, current env versions and the
+   protocol's kwargs, transcripts that describe the episode, exactly one turn per move of the transcript with the
+   move's action, turn rewards that add up to the episode's rewards, a reward for every agent of the env and a team
+   reward for every team, each within ``spec(env_id).reward_range``, the opponent policy the protocol names, and
+   completeness: exactly one episode for every (task, seat, run, seed) of the protocol. Token counts are
+   non-negative ints; each episode's count is its turns' completion tokens, and the manifest's totals are the sums
+   over the episodes and over the runs' ``train_tokens``.
+4. Replay audit: every episode (or a random ``sample`` of at least 1) is replayed step by step with its transcript:
+   a live agent's step must be a legal move of the env's type (an allowed ``int`` in discrete mode, a string in text
+   mode), ``None`` only a dead agent's step; with the protocol's ``seeded_moves`` each move of the protocol's
+   opponent is re-derived from the seed and must be identical; the replayed rewards and team rewards must equal the
+   recorded ones and the episode must be over. ``reproduce=True`` then re-plays the submitter's own moves with the
+   claimed player (:mod:`leaderboard.reproduce`); without it they are self-reported.
 5. Statistics, from the episodes only (the manifest has none): per task and run, the per-seed scores (team reward
    for self play; the payoff averaged over both seats for versus play), normalized with the protocol's anchors, and
    for versus tasks the win / draw / loss counts against the opponent (for Bradley-Terry), one game per seed: the

@@ -407,3 +407,27 @@ def test_private_seed_mode_plays_on_seeds_drawn_at_validation_time(protocol_path
     assert json.loads((tmp_path / "b" / SUBMISSION_FILE).read_text())["seeds"]["eval_start"] != start
     with pytest.raises(SubmissionError, match="are not the protocol's"):      # not the public seeds
         validate(tmp_path / "b", protocol=protocol_path)
+
+
+def test_reproduce_on_a_version1_credit_protocol_replays_whole_cells(credit_protocol, credit_runs, tmp_path):
+    """credit-micro@1 has no seeded moves: a re-play is exact only cell by cell, as evaluate batched it."""
+    raw = json.loads(credit_protocol.read_text())
+    raw.pop("seeded_moves")
+    v1 = tmp_path / "test-credit-v1.json"
+    v1.write_text(json.dumps(raw))
+    out = tmp_path / "sub"
+    assert main(["evaluate", "--protocol", str(v1), "--runs", *map(str, credit_runs), "--method", "rae",
+                 "--out", str(out), "--no-progress"]) == 0
+    v = validate(out, protocol=v1, reproduce=True, reproduce_sample=1, retrain=0)
+    assert v.rederived == 0 and v.reproduced["episodes"] == v.episodes      # every cell re-played whole
+
+
+def test_reproduce_replays_a_local_hf_model(protocol_path, tmp_path):
+    raw = json.loads(protocol_path.read_text())
+    raw.update(seeds={"start": 2**40, "count": 2})
+    raw["tasks"] = raw["tasks"][:1]
+    small = tmp_path / "test-policy.json"
+    small.write_text(json.dumps(raw))
+    out = _evaluate(small, tmp_path / "tiny", "hf:tiny", "tiny")
+    v = validate(out, protocol=small, reproduce=True)
+    assert v.reproduced["episodes"] == 4 and not v.self_reported
