@@ -38,7 +38,8 @@ SUBMISSION_VERSION = 1
 SUBMISSION_FILE = "submission.json"
 EPISODES_FILE = "episodes.jsonl"
 
-__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "cell_policies", "check_run", "opponent_for", "play_cell", "config_sha256", "evaluate", "file_sha256", "run_label"]
+__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "cell_policies", "check_run", "config_sha256", "evaluate", "file_sha256",
+           "opponent_for", "play_cell", "run_label"]
 
 
 def run_label(task_name: str, seat: str, run: int) -> str:

@@ -213,7 +213,8 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
     for p in policies.values():
         p.version = int(meta["step"])
     return Player(spec, env_id, policies, {
-        "spec": spec, "model_id": cfg.model, "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
+        "spec": spec, "model_id": cfg.model,
+        "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
         "decoding": {r: p.settings() for r, p in sorted(policies.items())},
         "config_hash": config_hash, "credit": cfg.credit, "train_seed": cfg.seed, "step": int(meta["step"]),
         "train_config": {k: v for k, v in raw.items() if k not in ("out", "resume", "progress", "tensorboard",

@@ -30,10 +30,11 @@ over the two seats.
 
 Seeded moves (``"seeded_moves": true``, from ``policy@2``). Every decision of an episode, the submission's and the
 protocol's opponents' and partners', is seeded from (protocol, task, run, episode seed, step, deciding seat) alone
-(:class:`leaderboard.players.SeededMoves`), whoever decides. ``validate`` then re-derives every move the submitter does not own, step by step, and requires the
-identical move; a relabelled task, seat or opponent does not re-derive. ``validate --reproduce`` re-plays the
-submission's own moves the same way for players that can run here. Without the field (the version-1 protocols) the
-opponent keeps one random stream per batch, so its moves can only be checked for legality.
+(:class:`leaderboard.players.SeededMoves`), whoever decides. ``validate`` then re-derives every move the submitter
+does not own, step by step, and requires the identical move; a relabelled task, seat or opponent does not
+re-derive. ``validate --reproduce`` re-plays the submission's own moves the same way for players that can run here.
+Without the field (the version-1 protocols) the opponent keeps one random stream per batch, so its moves can only be
+checked for legality.
 
 Ids. A protocol id matches ``^[a-z0-9][a-z0-9_-]*$`` (:data:`PROTOCOL_ID`) and is registered: a file
 ``protocols/<id>.json``. Submissions name protocols by id only, never by path.
@@ -65,7 +66,8 @@ PLAYS = ("self", "versus")
 ACTION_MODES = ("discrete", "text")
 PROTOCOL_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
-__all__ = ["EVAL_SEED_START", "PROTOCOL_ID", "registered_protocol", "Protocol", "ProtocolError", "Task", "list_protocols", "load_protocol"]
+__all__ = ["EVAL_SEED_START", "PROTOCOL_ID", "Protocol", "ProtocolError", "Task", "list_protocols", "load_protocol",
+           "registered_protocol"]
 
 
 class ProtocolError(ValueError):

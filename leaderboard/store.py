@@ -117,7 +117,7 @@ def add_entry(validated: Validated, store: str | Path = DEFAULT_STORE, seeds: st
     with _locked(store):
         index = read_index(store)
         for row in index:
-            if content in (row.get("content_sha256"), row.get("episodes_sha256")) or row.get("episodes_sha256") == raw_sha:
+            if content == row.get("content_sha256") or row.get("episodes_sha256") in (raw_sha, content):
                 raise SubmissionError(f"duplicate: these episodes were submitted already as {row['id']} "
                                       f"({row['file']}); every submission is kept, the same one is not added twice")
         if target.exists():

@@ -128,8 +128,9 @@ def _loads(text: str, where: str) -> Any:
         raise SubmissionError(f"{where}: {e}") from None
     if out_of_range:
         path = _find_out_of_range(value)
-        raise SubmissionError(f"{where}{path}: the number {out_of_range[0][:30]}{'...' if len(out_of_range[0]) > 30 else ''}"
-                              f" is out of range (integers within +-2**63, finite floats)")
+        shown = out_of_range[0][:30] + ("..." if len(out_of_range[0]) > 30 else "")
+        raise SubmissionError(f"{where}{path}: the number {shown} is out of range (integers within +-2**63, finite "
+                              f"floats)")
     return value
 
 
