@@ -431,3 +431,11 @@ def test_reproduce_replays_a_local_hf_model(protocol_path, tmp_path):
     out = _evaluate(small, tmp_path / "tiny", "hf:tiny", "tiny")
     v = validate(out, protocol=small, reproduce=True)
     assert v.reproduced["episodes"] == 4 and not v.self_reported
+
+
+def test_reproduce_refuses_a_player_that_cannot_run_here(honest, protocol_path, tmp_path):
+    forged = _copy(honest, tmp_path)
+    _reseal(forged, manifest=lambda m: [p.update(spec=f"checkpoint:{tmp_path / 'not-here'}")
+                                        for p in m["players"][KUHN]])
+    _rejected(forged, protocol_path, tmp_path / "store", "cannot be re-run here (its weights are not on this machine)",
+              reproduce=True)
