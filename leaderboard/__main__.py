@@ -1,7 +1,7 @@
 """``python -m leaderboard {evaluate,validate,submit,show,render,protocols,benchmark-credit}``.
 
     python -m leaderboard evaluate --protocol policy --player reference --method reference-bots --out sub/
-    python -m leaderboard validate sub/ [--full]
+    python -m leaderboard validate sub/ [--sample N] [--reproduce]
     python -m leaderboard submit sub/
     python -m leaderboard show
     python -m leaderboard render [--out leaderboard/]
@@ -77,6 +77,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="a new folder for the submission")
     p.add_argument("--no-progress", action="store_true")
 
+    p = sub.add_parser("evaluate-private", help="maintainer: play a submitted player on seeds drawn now (private-seed "
+                                                "mode), validate, and optionally store it")
+    p.add_argument("--protocol", required=True)
+    p.add_argument("--player", action="append", default=[], help="as for evaluate")
+    p.add_argument("--runs", nargs="*", default=[], help="as for evaluate")
+    p.add_argument("--method", required=True)
+    p.add_argument("--count", type=int, default=None, help="how many private seeds (default: the protocol's count)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--submit", action="store_true")
+    p.add_argument("--store", default=str(DEFAULT_STORE))
+    p.add_argument("--no-progress", action="store_true")
+
     for name, help_ in (("validate", "check a submission and print its scores"),
                         ("submit", "validate a submission and add it to the store")):
         p = sub.add_parser(name, help=help_)
@@ -84,11 +96,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--protocol", default=None, help="the protocol file (default: the one the submission names, "
                                                         "from leaderboard/protocols/)")
         if name == "validate":
-            p.add_argument("--full", action="store_true", help="replay every episode (default: --sample of them)")
-            p.add_argument("--sample", type=int, default=200, help="how many random episodes to replay")
-        else:
-            p.add_argument("--sample", type=int, default=None, help="replay only this many random episodes "
-                                                                    "(default: every episode)")
+            p.add_argument("--full", action="store_true", help="replay every episode (the default; overrides "
+                                                                 "--sample)")
+        p.add_argument("--sample", type=int, default=None, help="replay only this many random episodes, at least 1 "
+                                                                "(default: every episode)")
+        p.add_argument("--reproduce", action="store_true",
+                       help="also re-play episodes with the claimed player (random, reference bots, checkpoints "
+                            "present here, local hf: models) and, credit track, re-train a run from the manifest; "
+                            "without it the player's own moves are self-reported")
+        p.add_argument("--reproduce-sample", type=int, default=200, help="episodes to re-play with --reproduce")
+        if name == "submit":
             p.add_argument("--store", default=str(DEFAULT_STORE))
         p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20)
 
@@ -124,20 +141,42 @@ def main(argv: Sequence[str] | None = None) -> int:
                          progress=not args.no_progress, note=args.note)
             print(f"wrote {args.out}/submission.json and {m['episodes']['count']} episodes "
                   f"({m['wall_time_s']:.1f} s); next: python -m leaderboard validate {args.out}")
+        elif args.command == "evaluate-private":
+            from leaderboard.private import evaluate_private
+
+            protocol = load_protocol(args.protocol)
+            players = _players(protocol, args.player, args.runs)
+            v, entry = evaluate_private(protocol, players, args.out, args.method, count=args.count,
+                                        store=args.store if args.submit else None, progress=not args.no_progress)
+            seeds = v.reproduced["private_seeds"]
+            print(f"valid: {v.episodes} episodes on private seeds {seeds['start']} + {seeds['count']}")
+            for task, mean in v.task_means().items():
+                print(f"  {task}: normalized score {mean:.3f}")
+            if entry is not None:
+                print(f"added {entry['id']} to {args.store}")
         elif args.command in ("validate", "submit"):
             limits = Limits(episodes_bytes=int(args.max_episodes_mb * 2**20))
             if args.command == "validate":
                 from leaderboard.validate import validate
 
-                v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=limits)
-                print(f"valid: {v.episodes} episodes, {v.replayed} replayed, protocol {v.protocol.key}")
+                v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=limits,
+                             reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
+                print(f"valid: {v.episodes} episodes, {v.replayed} replayed, {v.rederived} opponent moves "
+                      f"re-derived, protocol {v.protocol.key}")
+                if v.reproduced is None:
+                    print("  the player's own moves are self-reported (--reproduce re-plays them)")
+                else:
+                    print(f"  reproduced: {v.reproduced['episodes']} episodes re-played with the claimed player"
+                          + (f"; re-trained {', '.join(v.reproduced['retrained'])}" if v.reproduced["retrained"]
+                             else ""))
                 for task, mean in v.task_means().items():
                     print(f"  {task}: normalized score {mean:.3f}")
             else:
                 from leaderboard.store import submit
 
-                entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=limits)
-                print(f"added {entry['id']} to {args.store}")
+                entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=limits,
+                               reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
+                print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))
         elif args.command == "show":
             from leaderboard.render import show
 
@@ -166,7 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{p.key:18s} {p.track:6s} {p.tier or '':5s} {len(p.tasks)} tasks, {p.seed_count} seeds: "
                       f"{', '.join(t.name for t in p.tasks)}")
     except (SubmissionError, ProtocolError) as e:
-        print(f"rejected: {e}" if args.command in ("validate", "submit") else f"error: {e}", file=sys.stderr)
+        print(f"rejected: {e}" if args.command in ("validate", "submit", "evaluate-private") else f"error: {e}",
+              file=sys.stderr)
         return 1
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -35,6 +35,7 @@ class Row:
     tokens: dict[str, int] = field(default_factory=dict)
     submitted: str = ""
     entry_id: str = ""
+    self_reported: bool = True       # the entry's player was not re-run by the maintainer (entries before issue 22)
 
 
 @dataclass
@@ -66,7 +67,8 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
         rows.append(Row(label=e["label"], method=e["method"], model=_model(e["manifest"]),
                         iqm=stratified_bootstrap(scores, reps=reps, seed=seed),
                         tasks=dict(e["results"]["task_means"]), runs=len(next(iter(scores.values()))),
-                        tokens=dict(e["manifest"]["tokens"]), submitted=e["submitted"], entry_id=e["id"]))
+                        tokens=dict(e["manifest"]["tokens"]), submitted=e["submitted"], entry_id=e["id"],
+                        self_reported=bool(e.get("self_reported", True))))
     for row, r in zip(rows, ranks([row.iqm[1:] for row in rows])):
         row.rank = r
     best = max(range(len(rows)), key=lambda i: rows[i].iqm[0])

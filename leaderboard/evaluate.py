@@ -5,6 +5,10 @@ each seat, the opponent in the other), a ``self`` task once (the submission in e
 submission has one run per training seed of the protocol (a trainer run folder each, checked against the protocol's
 budget); a policy-track submission has one run.
 
+With a protocol's ``seeded_moves`` (``policy@2``) every decision, the player's and the opponent's, is seeded from
+(protocol, task, run, episode seed, step, deciding seat) (:func:`cell_policies`), so validation can re-derive the
+opponent's moves and ``--reproduce`` the player's.
+
 Every episode's ``run_id`` says what it is: ``"<task>|<seat>|run<r>"`` (seat ``all`` for self play), and its
 ``transcript`` lets :mod:`leaderboard.validate` replay it. ``submission.json`` (schema ``marl_llm_submission``)
 holds the provenance: method, each env's player (model id, weights hash, decoding settings, the trainer config and
@@ -34,7 +38,8 @@ SUBMISSION_VERSION = 1
 SUBMISSION_FILE = "submission.json"
 EPISODES_FILE = "episodes.jsonl"
 
-__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "check_run", "config_sha256", "evaluate", "file_sha256", "run_label"]
+__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "cell_policies", "check_run", "config_sha256", "evaluate", "file_sha256",
+           "opponent_for", "play_cell", "run_label"]
 
 
 def run_label(task_name: str, seat: str, run: int) -> str:
@@ -95,8 +100,12 @@ def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: 
     if provenance.get("step") != train["steps"]:
         raise ValueError(f"{where}: the checkpoint is from step {provenance.get('step')!r}, the protocol evaluates "
                          f"the policy after {train['steps']} steps")
-    tokens = provenance.get("train_tokens") or {}
-    spent = sum(v for v in tokens.values() if isinstance(v, int))
+    tokens = provenance.get("train_tokens")
+    if not isinstance(tokens, dict) or sorted(tokens) != ["branches", "main"] or \
+            any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**62 for v in tokens.values()):
+        raise ValueError(f"{where}.train_tokens: {{'main': N, 'branches': N}} with non-negative integer counts, got "
+                         f"{str(tokens)[:120]}")
+    spent = tokens["main"] + tokens["branches"]
     if train["max_tokens"] is not None and spent > train["max_tokens"]:
         raise ValueError(f"{where}: the run generated {spent} tokens, over the protocol's budget of "
                          f"{train['max_tokens']}")
@@ -121,13 +130,58 @@ def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str,
     return tokens, curve
 
 
+def _agents(env_id: str) -> tuple[str, ...]:
+    from marl_llm_envs import spec
+
+    return tuple(spec(env_id).agents)
+
+
+def opponent_for(protocol: Protocol, task, seat: str, run: int):
+    """The protocol's opponent of one versus cell, as evaluate plays it and validate re-derives it."""
+    from leaderboard.players import SeededMoves, decision_stream
+
+    opponent = opponent_policy(task.env_id, task.opponent, seed=0)
+    if protocol.seeded_moves:
+        opponent = SeededMoves(opponent, decision_stream(protocol.key, task.name, run))
+    return opponent
+
+
+def cell_policies(protocol: Protocol, task, seat: str, run: int, player) -> dict[str, Any]:
+    """role -> Policy for one (task, seat, run) of ``protocol``: the player in ``seat`` (every seat for ``"all"``),
+    the protocol's opponent in the other; with ``protocol.seeded_moves`` each wrapped in
+    :class:`~leaderboard.players.SeededMoves` on the stream of (protocol, task, run): a decision's seed is then
+    (task, run, episode seed, step, deciding seat)."""
+    from leaderboard.players import SeededMoves, decision_stream
+    from marl_llm_envs import make
+
+    env = make(task.env_id, **protocol.env_kwargs(task))
+
+    stream = decision_stream(protocol.key, task.name, run)
+    mine = {r: (SeededMoves(p, stream) if protocol.seeded_moves else p) for r, p in player.policies.items()}
+    if seat == "all":
+        return mine
+    opponent = opponent_for(protocol, task, seat, run)
+    return {env.roles[a]: (mine[env.roles[a]] if a == seat else opponent) for a in env.possible_agents}
+
+
+def play_cell(protocol: Protocol, task, seat: str, run: int, player, seeds: Sequence[int] | None = None,
+              progress: bool = False) -> list:
+    """The episodes of one (task, seat, run) cell, as :func:`evaluate` plays them (``seeds``: a subset of the
+    protocol's seeds; with ``seeded_moves`` a subset plays the same episodes as the whole cell)."""
+    from baselines.rollout import RolloutEngine
+
+    seeds = list(protocol.seeds if seeds is None else seeds)
+    engine = RolloutEngine(cell_policies(protocol, task, seat, run, player), show_progress=progress)
+    return engine.run(task.env_id, num_tasks=len(seeds), seed=protocol.seed_start + run, seeds=seeds,
+                      env_kwargs=protocol.env_kwargs(task), run_id=run_label(task.name, seat, run))
+
+
 def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | Path, method: str,
              greedy: bool = False, progress: bool = False, note: str = "") -> dict[str, Any]:
     """Play ``protocol`` with ``players`` (env id -> one player spec per run) and write the submission to ``out``.
 
     Returns the manifest (also written as ``out/submission.json``)."""
     from baselines.episode import write_jsonl
-    from baselines.rollout import RolloutEngine
     from marl_llm_envs import make
 
     if not method or not isinstance(method, str):
@@ -168,24 +222,13 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
             loaded[env_id].append(player)
         provenance[env_id] = [p.provenance for p in loaded[env_id]]
     for task in protocol.tasks:
-        kwargs = protocol.env_kwargs(task)
-        proto_env = make(task.env_id, **kwargs)
         if task.env_id not in envs:
             envs[task.env_id] = protocol.env_record(task)
         for r, player in enumerate(loaded[task.env_id]):
-            for seat in task.seats(tuple(proto_env.possible_agents)):
-                if seat == "all":
-                    policies = dict(player.policies)
-                else:
-                    opponent = opponent_policy(task.env_id, task.opponent, seed=0)
-                    policies = {proto_env.roles[a]: (player.policies[proto_env.roles[a]] if a == seat else opponent)
-                                for a in proto_env.possible_agents}
-                engine = RolloutEngine(policies, show_progress=progress)
-                label = run_label(task.name, seat, r)
+            for seat in task.seats(_agents(task.env_id)):
                 if progress:
-                    print(f"evaluate {label}: {protocol.seed_count} episodes", file=sys.stderr)
-                episodes += engine.run(task.env_id, num_tasks=protocol.seed_count, seed=protocol.seed_start + r,
-                                       seeds=protocol.seeds, env_kwargs=kwargs, run_id=label)
+                    print(f"evaluate {run_label(task.name, seat, r)}: {protocol.seed_count} episodes", file=sys.stderr)
+                episodes += play_cell(protocol, task, seat, r, player, progress=progress)
     wall = time.perf_counter() - t0
     out.mkdir(parents=True, exist_ok=True)
     episodes_path = out / EPISODES_FILE

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Player", "load_player", "opponent_policy"]
+__all__ = ["Player", "SeededMoves", "decision_stream", "load_player", "opponent_policy"]
 
 
 @dataclass
@@ -74,6 +74,61 @@ def _scripted(env_id: str, name: str, seed: int):
 def opponent_policy(env_id: str, name: str, seed: int = 0):
     """The protocol's opponent ``name`` (a reference policy or ``random``) as a Policy."""
     return _scripted(env_id, name, seed)[0]
+
+
+from baselines.policies.base import Policy as _Policy  # noqa: E402
+
+
+def decision_stream(*parts: Any) -> int:
+    """A 63-bit stream id from named parts (the protocol key, the task, the run): the SHA-256 of their JSON, so two
+    different tasks or runs never share a stream."""
+    text = json.dumps([str(p) for p in parts], separators=(",", ":"))
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+def decision_seed(stream: int, key: tuple[int, ...], agent: str = "") -> int:
+    """The seed of one decision: ``(stream, Request.key, agent)``, i.e. (episode seed, sample, step) and the seat
+    that decides, within a stream. It does not depend on which policy decides, so a policy playing itself in both
+    seats of a duplicate pair draws the same numbers in each seat (common random numbers: the pair cancels)."""
+    import numpy as np
+
+    seat = int.from_bytes(hashlib.sha256(agent.encode("utf-8")).digest()[:4], "big")
+    state = np.random.SeedSequence([int(stream), *[int(k) % 2**63 for k in key], seat]).generate_state(2, np.uint32)
+    return (int(state[0]) << 32 | int(state[1])) >> 1
+
+
+class SeededMoves(_Policy):
+    """A policy whose every decision is seeded from ``(stream, Request.key)`` alone (protocols with
+    ``seeded_moves``): the call seed the rollout engine passes is ignored and each request is decided in its own
+    call, so a move depends on the episode seed, the step and the stream, never on how requests were batched.
+    ``validate`` re-derives the protocol's opponents and partners move by move this way, and ``--reproduce`` the
+    player's own moves."""
+
+    def __init__(self, policy, stream: int) -> None:
+        self.policy = policy
+        self.stream = int(stream)
+
+    @property
+    def name(self) -> str:
+        return self.policy.name
+
+    @property
+    def version(self) -> int:
+        return self.policy.version
+
+    def settings(self) -> dict[str, Any]:
+        return self.policy.settings()
+
+    def generate(self, requests, seed: int | None = None) -> list:
+        if any(not r.key for r in requests):
+            raise ValueError("seeded moves need Request.key (the rollout engine sets it)")
+        out = []
+        for r in requests:
+            out += self.policy.generate([r], seed=decision_seed(self.stream, r.key, r.agent))
+        return out
+
+    def close(self) -> None:
+        self.policy.close()
 
 
 def load_player(spec: str, env_id: str, roles: list[str], action_mode: str, greedy: bool = False) -> Player:
@@ -158,7 +213,8 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
     for p in policies.values():
         p.version = int(meta["step"])
     return Player(spec, env_id, policies, {
-        "spec": spec, "model_id": cfg.model, "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
+        "spec": spec, "model_id": cfg.model,
+        "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
         "decoding": {r: p.settings() for r, p in sorted(policies.items())},
         "config_hash": config_hash, "credit": cfg.credit, "train_seed": cfg.seed, "step": int(meta["step"]),
         "train_config": {k: v for k, v in raw.items() if k not in ("out", "resume", "progress", "tensorboard",

@@ -11,6 +11,7 @@ The file::
      "tier": "micro" | "small" | "gpu",          (credit track only)
      "description": "...", "action_mode": "discrete" | "text",
      "seeds": {"start": 1099511627776, "count": 200},
+     "seeded_moves": false,                       (optional, default false; policy@2 and later: true)
      "train": {"model": ..., "mode": ..., "steps": ..., "tasks_per_step": ..., "group_size": ...,
                "seeds": [0, 1, 2, 3, 4], "max_tokens": null},   (credit track only: the fixed training budget)
      "tasks": [{"name": "kuhn_poker/vs-kuhn_nash", "env_id": "kuhn_poker-v0", "env_version": 0, "env_kwargs": {},
@@ -27,6 +28,17 @@ the team reward. ``"versus"``: a two-player zero-sum env; on every seed the subm
 ``opponent`` (a reference policy of the env, or ``"random"``); the score of a seed is the submission's payoff averaged
 over the two seats.
 
+Seeded moves (``"seeded_moves": true``, from ``policy@2``). Every decision of an episode, the submission's and the
+protocol's opponents' and partners', is seeded from (protocol, task, run, episode seed, step, deciding seat) alone
+(:class:`leaderboard.players.SeededMoves`), whoever decides. ``validate`` then re-derives every move the submitter
+does not own, step by step, and requires the identical move; a relabelled task, seat or opponent does not
+re-derive. ``validate --reproduce`` re-plays the submission's own moves the same way for players that can run here.
+Without the field (the version-1 protocols) the opponent keeps one random stream per batch, so its moves can only be
+checked for legality.
+
+Ids. A protocol id matches ``^[a-z0-9][a-z0-9_-]*$`` (:data:`PROTOCOL_ID`) and is registered: a file
+``protocols/<id>.json``. Submissions name protocols by id only, never by path.
+
 Normalization. ``normalize = {"zero": A, "one": B}`` names two policies measured in ``spec(env_id).anchors``
 (``marl_llm_envs/data/anchors.json``): a score ``x`` becomes ``(x - value(A)) / (value(B) - value(A))``, so A (the
 random policy) scores 0 and B (the reference policy) 1. For ``"self"``, ``value(P)`` is the anchor's mean team
@@ -40,6 +52,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,8 +64,10 @@ TRACKS = ("policy", "credit")
 TIERS = ("micro", "small", "gpu")
 PLAYS = ("self", "versus")
 ACTION_MODES = ("discrete", "text")
+PROTOCOL_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
-__all__ = ["EVAL_SEED_START", "Protocol", "ProtocolError", "Task", "list_protocols", "load_protocol"]
+__all__ = ["EVAL_SEED_START", "PROTOCOL_ID", "Protocol", "ProtocolError", "Task", "list_protocols", "load_protocol",
+           "registered_protocol"]
 
 
 class ProtocolError(ValueError):
@@ -93,6 +108,7 @@ class Protocol:
     seed_count: int
     tasks: tuple[Task, ...]
     train: dict[str, Any] | None = None
+    seeded_moves: bool = False       # see "Seeded moves" in the module docstring
     sha256: str = ""                 # of the file's canonical JSON
     path: str = field(default="", compare=False)
 
@@ -127,6 +143,16 @@ class Protocol:
 
 def list_protocols(folder: str | Path = PROTOCOL_DIR) -> list[str]:
     return sorted(p.stem for p in Path(folder).glob("*.json"))
+
+
+def registered_protocol(pid: Any, where: str = "protocol.id") -> Protocol:
+    """The registered protocol ``pid`` (an id, never a path): ``protocols/<pid>.json`` of this package."""
+    if not isinstance(pid, str) or not PROTOCOL_ID.fullmatch(pid) or len(pid) > 64:
+        raise ProtocolError(f"{where}: {str(pid)[:80]!r} is not a protocol id (^[a-z0-9][a-z0-9_-]*$, at most 64 "
+                            f"characters); registered: {list_protocols()}")
+    if pid not in list_protocols():
+        raise ProtocolError(f"{where}: {pid!r} is not a registered protocol; registered: {list_protocols()}")
+    return load_protocol(PROTOCOL_DIR / f"{pid}.json")
 
 
 def load_protocol(name_or_path: str | Path) -> Protocol:
@@ -182,7 +208,8 @@ def _unknown(d: dict, allowed: set[str], where: str) -> None:
         raise ProtocolError(f"{where}: unknown field(s) {extra}; allowed: {sorted(allowed)}")
 
 
-_TOP = {"schema", "id", "version", "track", "tier", "description", "action_mode", "seeds", "train", "tasks"}
+_TOP = {"schema", "id", "version", "track", "tier", "description", "action_mode", "seeds", "train", "tasks",
+        "seeded_moves"}
 _TASK = {"name", "env_id", "env_version", "env_kwargs", "play", "opponent", "normalize"}
 _TRAIN = {"model", "mode", "steps", "tasks_per_step", "group_size", "seeds", "max_tokens"}
 
@@ -197,6 +224,8 @@ def parse_protocol(raw: Any, where: str = "protocol") -> Protocol:
     if raw.get("schema") != SCHEMA:
         raise ProtocolError(f"{where}.schema: expected {SCHEMA!r}, got {raw.get('schema')!r}")
     pid = _get(raw, "id", str, where)
+    if not PROTOCOL_ID.fullmatch(pid) or len(pid) > 64:
+        raise ProtocolError(f"{where}.id: {pid[:80]!r} must match ^[a-z0-9][a-z0-9_-]*$ (at most 64 characters)")
     version = _get(raw, "version", int, where)
     if version < 1:
         raise ProtocolError(f"{where}.version: must be >= 1, got {version}")
@@ -228,6 +257,7 @@ def parse_protocol(raw: Any, where: str = "protocol") -> Protocol:
         train = _parse_train(train, f"{where}.train")
     elif train is not None:
         raise ProtocolError(f"{where}.train: only credit-track protocols have a training budget")
+    seeded_moves = _get(raw, "seeded_moves", bool, where, optional=True) or False
     raw_tasks = _get(raw, "tasks", list, where)
     if not raw_tasks:
         raise ProtocolError(f"{where}.tasks: a protocol has at least one task")
@@ -239,7 +269,7 @@ def parse_protocol(raw: Any, where: str = "protocol") -> Protocol:
     if dup:
         raise ProtocolError(f"{where}.tasks: task names must be unique; repeated: {dup}")
     return Protocol(pid, version, track, tier, description, action_mode, start, count, tuple(tasks), train,
-                    canonical_sha256(raw), where)
+                    seeded_moves, canonical_sha256(raw), where)
 
 
 def _parse_train(d: dict, where: str) -> dict[str, Any]:

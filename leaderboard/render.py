@@ -53,7 +53,8 @@ def _columns(board: Board) -> list[str]:
 
 
 def _cells(board: Board, row) -> list[str]:
-    cells = [str(row.rank), row.label, row.model, str(row.runs), _ci(row.iqm)]
+    label = row.label + (" (self-reported)" if row.self_reported else "")
+    cells = [str(row.rank), label, row.model, str(row.runs), _ci(row.iqm)]
     if any(r.elo for r in board.rows):
         cells.append(_elo(row.elo))
     cells.append("-" if row.poi_vs_best is None else f"{row.poi_vs_best:.2f}")
@@ -86,7 +87,9 @@ def markdown(found: list[tuple[Board, list[dict]]]) -> str:
            "is recomputed from replay-validated episodes). Scores are normalized per task (random = 0, reference "
            "policy = 1); IQM over runs x tasks with a seeded stratified-bootstrap 95% CI; rank = 1 + the number of "
            "entries whose CI lies entirely above; Elo: Bradley-Terry over the versus games (one game = one seed, "
-           "both seats; random, or else the first opponent, = 1000), each env weighted equally.", ""]
+           "both seats; random, or else the first opponent, = 1000), each env weighted equally. An entry marked "
+           "(self-reported) was not re-run by the maintainer: its own moves are the submitter's word (see the threat "
+           "model in leaderboard/README.md).", ""]
     for board, _ in found:
         cols = _columns(board)
         out += [f"## {board.protocol} ({board.track} track)", "",

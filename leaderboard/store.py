@@ -27,7 +27,7 @@ ENTRY_VERSION = 1
 DEFAULT_STORE = Path(__file__).with_name("entries")
 INDEX = "index.json"
 
-__all__ = ["DEFAULT_STORE", "entry_from", "load_entries", "submit"]
+__all__ = ["DEFAULT_STORE", "add_entry", "entry_from", "load_entries", "submit"]
 
 
 def _write_atomic(path: Path, data: Any) -> None:
@@ -59,9 +59,9 @@ def read_index(store: Path) -> list[dict[str, Any]]:
     return list(data.get("entries", []))
 
 
-def entry_from(v: Validated) -> dict[str, Any]:
+def entry_from(v: Validated, seeds: str = "public") -> dict[str, Any]:
     m = v.manifest
-    sha = m["episodes"]["sha256"]
+    sha = v.content_sha256 or m["episodes"]["sha256"]
     return {
         "schema": ENTRY_SCHEMA,
         "schema_version": ENTRY_VERSION,
@@ -71,10 +71,14 @@ def entry_from(v: Validated) -> dict[str, Any]:
         "track": m["track"],
         "protocol": v.protocol.key,
         "submitted": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "self_reported": v.self_reported,
+        "seeds": seeds,
         "manifest": m,
         "results": {
             "episodes": v.episodes,
             "replayed": v.replayed,
+            "rederived": v.rederived,
+            "reproduced": v.reproduced,
             "anchors": {t.name: {"zero": t.zero, "one": t.one, "names": t.normalize} for t in v.protocol.tasks},
             "task_means": v.task_means(),
             "scores": v.scores,
@@ -83,27 +87,45 @@ def entry_from(v: Validated) -> dict[str, Any]:
     }
 
 
+def _inside(store: Path, rel: str) -> Path:
+    path = (store / rel).resolve()
+    if not path.is_relative_to(store.resolve()):
+        raise SubmissionError(f"store path {rel!r} resolves outside the store {store}")
+    return path
+
+
 def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None, sample: int | None = None,
-           limits: Limits = Limits()) -> dict[str, Any]:
+           limits: Limits = Limits(), reproduce: bool = False, reproduce_sample: int = 200,
+           seeds: str = "public") -> dict[str, Any]:
     """Validate the submission in ``folder`` and add it to ``store``; returns the entry. A failed validation or a
-    duplicate raises :class:`SubmissionError` and writes nothing. Every episode is replayed (an env replay is cheap:
-    18,000 poker and Hanabi episodes take seconds), unless ``sample`` asks for that many random ones."""
+    duplicate raises :class:`SubmissionError` and writes nothing. Every episode is replayed (an env replay is cheap),
+    unless ``sample`` (>= 1) asks for that many random ones. ``reproduce``: re-run the player first
+    (:mod:`leaderboard.reproduce`); otherwise the entry is marked self-reported."""
+    validated = validate(folder, protocol=protocol, sample=sample, limits=limits, reproduce=reproduce,
+                         reproduce_sample=reproduce_sample)
+    return add_entry(validated, store, seeds)
+
+
+def add_entry(validated: Validated, store: str | Path = DEFAULT_STORE, seeds: str = "public") -> dict[str, Any]:
+    """Add a validated submission to ``store`` (duplicates refused, paths kept inside the store)."""
     store = Path(store)
-    validated = validate(folder, protocol=protocol, full=sample is None, sample=sample or 0, limits=limits)
-    entry = entry_from(validated)
-    sha = validated.manifest["episodes"]["sha256"]
-    rel = f"{validated.protocol.key}/{entry['method']}--{sha[:12]}.json"
+    entry = entry_from(validated, seeds=seeds)
+    raw_sha = validated.manifest["episodes"]["sha256"]
+    content = validated.content_sha256
+    rel = f"{validated.protocol.key}/{entry['method']}--{content[:12]}.json"
+    target = _inside(store, rel)
     with _locked(store):
         index = read_index(store)
         for row in index:
-            if row["episodes_sha256"] == sha:
+            if content == row.get("content_sha256") or row.get("episodes_sha256") in (raw_sha, content):
                 raise SubmissionError(f"duplicate: these episodes were submitted already as {row['id']} "
                                       f"({row['file']}); every submission is kept, the same one is not added twice")
-        if (store / rel).exists():
-            raise SubmissionError(f"duplicate: {store / rel} exists already")
-        _write_atomic(store / rel, entry)
+        if target.exists():
+            raise SubmissionError(f"duplicate: {target} exists already")
+        _write_atomic(target, entry)
         index.append({"id": entry["id"], "file": rel, "protocol": entry["protocol"], "method": entry["method"],
-                      "label": entry["label"], "submitted": entry["submitted"], "episodes_sha256": sha})
+                      "label": entry["label"], "submitted": entry["submitted"], "episodes_sha256": raw_sha,
+                      "content_sha256": content, "self_reported": entry["self_reported"]})
         index.sort(key=lambda r: (r["protocol"], r["method"], r["submitted"], r["id"]))
         _write_atomic(store / INDEX, {"schema": "marl_llm_entries_index", "entries": index})
     return entry
@@ -116,7 +138,7 @@ def load_entries(store: str | Path = DEFAULT_STORE, protocol: str | None = None)
     for row in read_index(store):
         if protocol is not None and row["protocol"] != protocol:
             continue
-        entry = json.loads((store / row["file"]).read_text(encoding="utf-8"))
+        entry = json.loads(_inside(store, str(row["file"])).read_text(encoding="utf-8"))
         if entry.get("schema") != ENTRY_SCHEMA:
             raise ValueError(f"{store / row['file']}: not a leaderboard entry")
         out.append(entry)

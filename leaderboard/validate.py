@@ -6,16 +6,24 @@ field; nothing is computed from a submission that fails):
 1. Files: the folder holds exactly ``submission.json`` and ``episodes.jsonl`` (JSON only: no pickle, nothing that
    runs code), each within its size limit (:class:`Limits`).
 2. ``submission.json``: strict JSON (NaN and Infinity rejected), the schema (every field, its type; unknown fields
-   rejected), the protocol it names (id, version and the SHA-256 of the protocol file), the config hash, credit-track
+   rejected; text shown on the board without control characters or ``| < > & ```), the protocol it names (a
+   registered id, never a path; version and the SHA-256 of the protocol file), the config hash, credit-track
    runs against the protocol's training budget and seeds, the envs it lists (current versions, the kwargs the
    protocol gives, the hash of the list), the episodes file's size, count and SHA-256.
-3. ``episodes.jsonl``: strict JSON line by line, the episode schema of :mod:`baselines.episode`, current env
-   versions and the protocol's kwargs, transcripts that describe the episode, exactly one turn per move of the
-   transcript with the move's action, turn rewards that add up to the episode's rewards, finite numbers, the opponent policy the protocol
-   names, and completeness: exactly one episode for every (task, seat, run, seed) of the protocol.
-4. Replay audit: a random sample (or every episode with ``full=True``) is replayed with its transcript
-   (:func:`marl_llm_envs.replay`'s inputs, stepped here so every step's rewards are summed): the replayed rewards and
-   team rewards must equal the recorded ones and the episode must be over.
+3. ``episodes.jsonl``: strict JSON line by line (integers within +-2**63, finite floats, nesting the parser can
+   take; blank lines are ignored), the episode schema of :mod:`baselines.episode`, current env versions and the
+   protocol's kwargs, transcripts that describe the episode, exactly one turn per move of the transcript with the
+   move's action, turn rewards that add up to the episode's rewards, a reward for every agent of the env and a team
+   reward for every team, each within ``spec(env_id).reward_range``, the opponent policy the protocol names, and
+   completeness: exactly one episode for every (task, seat, run, seed) of the protocol. Token counts are
+   non-negative ints; each episode's count is its turns' completion tokens, and the manifest's totals are the sums
+   over the episodes and over the runs' ``train_tokens``.
+4. Replay audit: every episode (or a random ``sample`` of at least 1) is replayed step by step with its transcript:
+   a live agent's step must be a legal move of the env's type (an allowed ``int`` in discrete mode, a string in text
+   mode), ``None`` only a dead agent's step; with the protocol's ``seeded_moves`` each move of the protocol's
+   opponent is re-derived from the seed and must be identical; the replayed rewards and team rewards must equal the
+   recorded ones and the episode must be over. ``reproduce=True`` then re-plays the submitter's own moves with the
+   claimed player (:mod:`leaderboard.reproduce`); without it they are self-reported.
 5. Statistics, from the episodes only (the manifest has none): per task and run, the per-seed scores (team reward
    for self play; the payoff averaged over both seats for versus play), normalized with the protocol's anchors, and
    for versus tasks the win / draw / loss counts against the opponent (for Bradley-Terry), one game per seed: the
@@ -34,9 +42,11 @@ from typing import Any
 
 import numpy as np
 
+from baselines.episode import json_safe
+
 from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_run,
                                   config_sha256, file_sha256, run_label)
-from leaderboard.protocol import PROTOCOL_DIR, Protocol, ProtocolError, canonical_sha256, load_protocol
+from leaderboard.protocol import Protocol, ProtocolError, canonical_sha256, load_protocol, registered_protocol
 
 __all__ = ["Limits", "SubmissionError", "Validated", "validate"]
 
@@ -67,6 +77,14 @@ class Validated:
     episodes: int
     replayed: int
     tokens: dict[str, int] = field(default_factory=dict)
+    content_sha256: str = ""                        # of the canonical episode content (duplicates are found on it)
+    rederived: int = 0                              # moves of the protocol's opponents re-derived and matched
+    reproduced: dict[str, Any] | None = None        # what --reproduce re-ran (None: the player's moves are
+    #                                                 self-reported)
+
+    @property
+    def self_reported(self) -> bool:
+        return self.reproduced is None
 
     def task_means(self) -> dict[str, float]:
         return {t: float(np.mean([np.mean(r) for r in runs])) for t, runs in self.scores.items()}
@@ -77,13 +95,75 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number (NaN and Infinity are rejected)")
 
 
+MAX_INT = 2**63          # integers beyond +-2**63 are rejected (no count, seed or reward of ours comes near)
+
+
 def _loads(text: str, where: str) -> Any:
+    """Strict JSON: NaN, Infinity, numbers that overflow a float and integers beyond +-2**63 are rejected with the
+    field named; so is nesting too deep for the parser."""
+    out_of_range = []
+
+    def parse_int(digits: str) -> int | float:
+        if len(digits) > 20:            # not even parsed: int() of a long digit string is slow
+            out_of_range.append(digits)
+            return math.inf
+        value = int(digits)
+        if abs(value) >= MAX_INT:
+            out_of_range.append(digits)
+        return value
+
+    def parse_float(digits: str) -> float:
+        value = float(digits)
+        if not math.isfinite(value):
+            out_of_range.append(digits)
+        return value
+
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, parse_int=parse_int, parse_float=parse_float)
     except json.JSONDecodeError as e:
         raise SubmissionError(f"{where}: malformed JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except RecursionError:
+        raise SubmissionError(f"{where}: JSON nested too deeply") from None
     except ValueError as e:
         raise SubmissionError(f"{where}: {e}") from None
+    if out_of_range:
+        path = _find_out_of_range(value)
+        shown = out_of_range[0][:30] + ("..." if len(out_of_range[0]) > 30 else "")
+        raise SubmissionError(f"{where}{path}: the number {shown} is out of range (integers within +-2**63, finite "
+                              f"floats)")
+    return value
+
+
+def _find_out_of_range(value: Any) -> str:
+    """The path (``.rewards.player_0``) of the first out-of-range number in ``value`` (parsed as a huge int or an
+    infinite float)."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int) and abs(v) >= MAX_INT or isinstance(v, float) and not math.isfinite(v):
+            return path
+        if isinstance(v, dict):
+            stack += [(f"{path}.{k}", x) for k, x in reversed(list(v.items()))]
+        elif isinstance(v, list):
+            stack += [(f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v)))]
+    return ""
+
+
+# strings that reach LEADERBOARD.md or the page: no control characters (newlines included), no | < > & or `
+_UNSAFE_TEXT = re.compile(r"[\x00-\x1f\x7f-\x9f|<>&`\u2028\u2029]")
+
+
+def _safe_text(value: Any, where: str, limit: int = 200) -> None:
+    if not isinstance(value, str):
+        raise SubmissionError(f"{where}: expected a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise SubmissionError(f"{where}: at most {limit} characters, got {len(value)}")
+    bad = _UNSAFE_TEXT.search(value)
+    if bad:
+        raise SubmissionError(f"{where}: the character {bad.group()!r} is not allowed (no control characters or "
+                              f"newlines, no | < > & `: this text is shown on the leaderboard)")
 
 
 # ---------------------------------------------------------------------- manifest schema
@@ -128,8 +208,7 @@ def _check_manifest(m: Any) -> None:
     if not METHOD_NAME.fullmatch(m["method"]):
         raise SubmissionError(f"{where}.method: {m['method']!r} must be 1-80 characters of letters, digits and ._:+=- "
                               f"starting with a letter or digit")
-    if len(m["note"]) > 2000:
-        raise SubmissionError(f"{where}.note: at most 2000 characters")
+    _safe_text(m["note"], f"{where}.note", limit=2000)
     if not math.isfinite(m["wall_time_s"]) or m["wall_time_s"] < 0:
         raise SubmissionError(f"{where}.wall_time_s: must be a finite number >= 0")
     for key, value in m["tokens"].items():
@@ -148,6 +227,8 @@ def _check_manifest(m: Any) -> None:
                     raise SubmissionError(f"{w}: missing field {key!r}")
                 if not isinstance(p[key], kind):
                     raise SubmissionError(f"{w}.{key}: wrong type {type(p[key]).__name__}")
+            _safe_text(p["spec"], f"{w}.spec", limit=400)
+            _safe_text(p["model_id"], f"{w}.model_id")
     for i, e in enumerate(m["envs"]):
         if not isinstance(e, dict):
             raise SubmissionError(f"{where}.envs[{i}]: must be an object")
@@ -156,12 +237,18 @@ def _check_manifest(m: Any) -> None:
 
 # ---------------------------------------------------------------------- validate
 def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, full: bool = False,
-             sample: int = 200, audit_seed: int | None = None, limits: Limits = Limits()) -> Validated:
+             sample: int | None = None, audit_seed: int | None = None, limits: Limits = Limits(),
+             reproduce: bool = False, reproduce_sample: int = 200, retrain: int = 1,
+             workdir: str | Path | None = None) -> Validated:
     """Check the submission in ``folder`` (see the module docstring) and return its statistics.
 
-    ``protocol``: the protocol (or its name or path); default: the one named in the manifest, from
-    ``leaderboard/protocols/``. ``full``: replay every episode, else ``sample`` episodes drawn at random
-    (``audit_seed`` fixes the draw)."""
+    ``protocol``: the protocol (or its name or path); default: the registered one the manifest names.
+    Every episode is replayed, unless ``sample`` (>= 1) asks for that many random ones (``audit_seed`` fixes the
+    draw; ``full=True`` replays all in any case). ``reproduce``: also re-play ``reproduce_sample`` episodes with the
+    claimed player (and, for the credit track, re-train ``retrain`` of the runs in ``workdir`` first), see
+    :func:`leaderboard.reproduce.reproduce`; a player that cannot run here is a :class:`SubmissionError`."""
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+        raise ValueError(f"sample: replay at least 1 episode (got {sample!r}); leave it out to replay every episode")
     folder = Path(folder)
     if not folder.is_dir():
         raise SubmissionError(f"{folder}: not a folder (a submission is a folder with {SUBMISSION_FILE} and "
@@ -205,9 +292,66 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
         raise SubmissionError(f"{SUBMISSION_FILE}.episodes.count: {ep['count']}, but {EPISODES_FILE} has "
                               f"{len(episodes)} episodes")
     cells = _check_episodes(episodes, manifest, proto)
-    replayed = _audit(episodes, full, sample, audit_seed)
+    _check_tokens(episodes, manifest, proto)
+    replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
     scores, raw, games = _statistics(cells, proto, len(manifest["players"][proto.tasks[0].env_id]))
-    return Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]))
+    v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
+                  content_sha256(episodes, manifest), rederived)
+    if reproduce:
+        from leaderboard.reproduce import reproduce as reproduce_
+
+        v.reproduced = reproduce_(v, cells, sample=reproduce_sample, retrain=retrain, audit_seed=audit_seed,
+                                  workdir=workdir)
+    return v
+
+
+def content_sha256(episodes: list, manifest: dict) -> str:
+    """SHA-256 of what the submission says, independent of how the files are laid out (blank lines, spacing, key
+    order, episode order, timings, notes): per episode its run id, seed, moves and rewards, sorted, with the weights
+    hash of every run's player (two different players that happen to play the same moves are two entries)."""
+    rows = sorted(json.dumps([e.run_id, e.seed, e.transcript.get("actions"), e.rewards, e.team_rewards],
+                             sort_keys=True, separators=(",", ":")) for _, e in episodes)
+    weights = {env_id: [p.get("weights_sha256") for p in runs] for env_id, runs in manifest["players"].items()}
+    return canonical_sha256({"episodes": rows, "weights": weights})
+
+
+def _check_tokens(episodes: list, manifest: dict, proto: Protocol) -> None:
+    """Token counts: non-negative ints (checked with the schema), each episode's count is its turns' completion
+    tokens, and the manifest's totals are the sums over the episodes and the runs' provenance."""
+    where = f"{SUBMISSION_FILE}.tokens"
+    main = branches = 0
+    for line, e in episodes:
+        for name in ("tokens_generated", "branch_tokens_generated"):
+            value = getattr(e, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_INT:
+                raise SubmissionError(f"{EPISODES_FILE}:{line}.{name}: {value!r} is not a non-negative integer")
+        own = sum(len(t.completion_ids) for t in e.turns)
+        if e.tokens_generated != own:
+            raise SubmissionError(f"{EPISODES_FILE}:{line}.tokens_generated: {e.tokens_generated}, but its turns "
+                                  f"hold {own} completion tokens")
+        main += e.tokens_generated
+        branches += e.branch_tokens_generated
+    tokens = manifest["tokens"]
+    if (tokens["eval_main"], tokens["eval_branches"]) != (main, branches):
+        raise SubmissionError(f"{where}: eval_main {tokens['eval_main']} and eval_branches {tokens['eval_branches']} "
+                              f"are not the episodes' sums ({main} and {branches})")
+    train = {"main": 0, "branches": 0}
+    for env_id, runs in manifest["players"].items():
+        for r, p in enumerate(runs):
+            spent = p.get("train_tokens")
+            if proto.track == "policy" and spent is None:
+                continue
+            if not isinstance(spent, dict) or sorted(spent) != ["branches", "main"] or any(
+                    isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < MAX_INT for x in spent.values()):
+                raise SubmissionError(f"{SUBMISSION_FILE}.players.{env_id}[{r}].train_tokens: "
+                                      f"{{'main': N, 'branches': N}} with non-negative integer counts, got "
+                                      f"{str(spent)[:120]}")
+            for k in train:
+                train[k] += spent[k]
+    if (tokens["train_main"], tokens["train_branches"]) != (train["main"], train["branches"]):
+        raise SubmissionError(f"{where}: train_main {tokens['train_main']} and train_branches "
+                              f"{tokens['train_branches']} are not the sums over the runs' train_tokens "
+                              f"({train['main']} and {train['branches']})")
 
 
 def _protocol_of(manifest: dict, protocol) -> Protocol:
@@ -218,7 +362,7 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
         elif protocol is not None:
             proto = load_protocol(protocol)
         else:
-            proto = load_protocol(PROTOCOL_DIR / f"{named['id']}.json")
+            proto = registered_protocol(named["id"], f"{SUBMISSION_FILE}.protocol.id")
     except ProtocolError as e:
         raise SubmissionError(f"{SUBMISSION_FILE}.protocol: {e}") from None
     if (proto.id, proto.version) != (named["id"], named["version"]):
@@ -378,6 +522,20 @@ def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
             raise SubmissionError(f"{where}.seed: {e.seed} is not an evaluation seed of {proto.key}")
         _finite(e.rewards, f"{where}.rewards")
         _finite(e.team_rewards, f"{where}.team_rewards")
+        env_spec = _spec(task.env_id)
+        if sorted(e.rewards) != sorted(agents):
+            raise SubmissionError(f"{where}.rewards: has rewards for {sorted(e.rewards)}; every agent of "
+                                  f"{task.env_id} needs one: {sorted(agents)}")
+        teams = sorted(set(env_spec.teams.values()))
+        if sorted(e.team_rewards) != teams:
+            raise SubmissionError(f"{where}.team_rewards: has {sorted(e.team_rewards)}; {task.env_id}'s teams are "
+                                  f"{teams}")
+        low, high = env_spec.reward_range
+        for name, values in (("rewards", e.rewards), ("team_rewards", e.team_rewards)):
+            for k, value in values.items():
+                if not low - TOL <= value <= high + TOL:
+                    raise SubmissionError(f"{where}.{name}.{k}: {value!r} is outside {task.env_id}'s reward range "
+                                          f"[{low}, {high}]")
         totals: dict[str, float] = {}
         for t in e.turns:
             if isinstance(t.reward, bool) or not isinstance(t.reward, (int, float)) or not math.isfinite(t.reward):
@@ -419,48 +577,118 @@ def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
 
 
 def _agents(env_id: str) -> tuple[str, ...]:
+    return _spec(env_id).agents
+
+
+def _spec(env_id: str):
     from marl_llm_envs import spec
 
-    return spec(env_id).agents
+    return spec(env_id)
 
 
-def _audit(episodes: list, full: bool, sample: int, audit_seed: int | None) -> int:
-    """Replay ``sample`` random episodes (all with ``full``); the rewards must come out as recorded."""
-    from marl_llm_envs import make
-    from marl_llm_envs.core import _unlog
+def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int | None) -> tuple[int, int]:
+    """Replay every episode (or ``sample`` random ones) step by step from its transcript:
 
-    if full or sample >= len(episodes):
+    * a step of a dead agent (terminated or truncated) is ``None``, and only such a step is;
+    * a live agent's step is a move of the type the env defines: an ``int`` index that the action mask allows in
+      discrete mode, a string in text mode;
+    * with ``proto.seeded_moves``, each move of the protocol's opponent is re-derived (the opponent policy is asked
+      again with the seed of that step, see :func:`leaderboard.evaluate.opponent_for`) and must be the same move;
+    * the replayed rewards and team rewards equal the recorded ones, and the episode is over at the end.
+
+    Returns (episodes replayed, opponent moves re-derived)."""
+    if sample is None or sample >= len(episodes):
         chosen = list(range(len(episodes)))
     else:
         rng = random.Random(audit_seed) if audit_seed is not None else random.SystemRandom()
         chosen = sorted(rng.sample(range(len(episodes)), sample))
+    tasks = {t.name: t for t in proto.tasks}
+    opponents: dict[tuple[str, str, int], Any] = {}
+    rederived = 0
     for i in chosen:
         line, e = episodes[i]
         where = f"{EPISODES_FILE}:{line}"
-        tr = e.transcript
-        try:
-            env = make(tr["env_id"], **tr["kwargs"])
-            env.reset(seed=tr["seed"])
-            totals = {a: 0.0 for a in env.possible_agents}
-            for action in tr["actions"]:
-                if env.done:
-                    raise ValueError("the transcript goes on after the episode ended")
-                env.step(_unlog(action))
-                for a, r in env.rewards.items():
-                    totals[a] = totals.get(a, 0.0) + float(r)
-        except Exception as exc:  # noqa: BLE001 - any failure of a submitted transcript is a rejection
-            raise SubmissionError(f"{where}: the transcript does not replay ({type(exc).__name__}: {exc})") from None
+        task_name, seat, run = e.run_id.split("|")
+        task, run = tasks[task_name], int(run[3:])
+        opponent = None
+        if proto.seeded_moves and seat != "all":
+            key = (task.name, seat, run)
+            if key not in opponents:
+                from leaderboard.evaluate import opponent_for
+
+                opponents[key] = opponent_for(proto, task, seat, run)
+            opponent = opponents[key]
+        totals, env, n = _replay(e, where, seat, opponent)
+        rederived += n
         if not env.done:
             raise SubmissionError(f"{where}: the transcript does not replay to the end of the episode")
         for a, r in totals.items():
-            if abs(r - e.rewards.get(a, 0.0)) > TOL:
+            if abs(r - e.rewards.get(a, math.nan)) > TOL:
                 raise SubmissionError(f"{where}: replay gives {a} the reward {r!r}, the episode records "
                                       f"{e.rewards.get(a)!r}")
         replayed = {k: float(v) for k, v in env.team_rewards().items()}
         if set(replayed) != set(e.team_rewards) or any(abs(v - e.team_rewards[k]) > TOL for k, v in replayed.items()):
             raise SubmissionError(f"{where}: replay gives the team rewards {replayed}, the episode records "
                                   f"{e.team_rewards}")
-    return len(chosen)
+    return len(chosen), rederived
+
+
+def _replay(e, where: str, seat: str, opponent) -> tuple[dict[str, float], Any, int]:
+    from baselines.policies.base import Request
+    from baselines.rollout import _env_action
+    from marl_llm_envs import make
+
+    tr = e.transcript
+    try:
+        env = make(tr["env_id"], **tr["kwargs"])
+        env.reset(seed=tr["seed"])
+    except Exception as exc:  # noqa: BLE001 - any failure of a submitted transcript is a rejection
+        raise SubmissionError(f"{where}.transcript: the env does not start ({type(exc).__name__}: {exc})") from None
+    discrete = env.action_mode == "discrete"
+    totals = {a: 0.0 for a in env.possible_agents}
+    rederived = 0
+    for step, action in enumerate(tr["actions"]):
+        w = f"{where}.transcript.actions[{step}]"
+        if env.done:
+            raise SubmissionError(f"{w}: the transcript goes on after the episode ended")
+        agent = env.agent_selection
+        dead = bool(env.terminations.get(agent) or env.truncations.get(agent))
+        if dead:
+            if action is not None:
+                raise SubmissionError(f"{w}: {agent} is done, so its step is None; the transcript has {action!r}")
+        elif action is None:
+            raise SubmissionError(f"{w}: None is a dead agent's step, but {agent} is live and must move")
+        elif discrete:
+            if isinstance(action, bool) or not isinstance(action, int):
+                raise SubmissionError(f"{w}: {agent}'s move must be an action index (int) in discrete mode, got "
+                                      f"{str(action)[:60]}")
+            legal = [int(x) for x in np.flatnonzero(env.action_mask(agent))]
+            if action not in legal:
+                raise SubmissionError(f"{w}: {agent}'s move {action} is not legal now; legal indices: {legal}")
+        elif not isinstance(action, str):
+            raise SubmissionError(f"{w}: {agent}'s move must be text (a string) in text mode, got "
+                                  f"{str(action)[:60]}")
+        if opponent is not None and not dead and agent != seat:
+            legal_text = tuple(env.legal_actions(agent))
+            request = Request(env.env_id, agent, env.roles[agent], env.observe(agent)["text"], legal_text, env,
+                              key=(int(tr["seed"]), 0, step))
+            try:
+                move = _env_action(env, agent, opponent.generate([request])[0].action, legal_text)
+            except Exception as exc:  # noqa: BLE001
+                raise SubmissionError(f"{w}: the protocol's opponent {opponent.name} fails on this state "
+                                      f"({type(exc).__name__}: {exc})") from None
+            if json_safe(move) != action:
+                raise SubmissionError(f"{w}: {agent} is the protocol's opponent {opponent.name}; re-derived from the "
+                                      f"seed it plays {json_safe(move)!r}, the transcript has {action!r} (a move the "
+                                      f"submitter does not own was changed, or the task, seat or opponent relabelled)")
+            rederived += 1
+        try:
+            env.step(action)
+        except Exception as exc:  # noqa: BLE001
+            raise SubmissionError(f"{w}: the transcript does not replay ({type(exc).__name__}: {exc})") from None
+        for a, r in env.rewards.items():
+            totals[a] = totals.get(a, 0.0) + float(r)
+    return totals, env, rederived
 
 
 def _statistics(cells: dict, proto: Protocol, runs: int):

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from baselines.rollout import RolloutEngine
-from baselines.train import TrainConfig, train
+from baselines.train import TrainConfig, checkpoint, train
 from baselines.train.learners import build_team
 from baselines.train.loop import KILL_ENV, _Dist, _samples, _update
 from baselines.train.loss import policy_loss, token_weight
@@ -182,8 +182,8 @@ def test_two_process_data_parallel_matches_one_process(tmp_path):
     for x, y in zip(a, b):
         assert x["reward/team/team"] == y["reward/team/team"]          # the same episodes
         assert x["grad_norm"] == pytest.approx(y["grad_norm"], rel=1e-4)
-    wa = torch.load(tmp_path / "one" / "checkpoints" / "step-0000002" / "state.pt", weights_only=False)
-    wb = torch.load(tmp_path / "two" / "checkpoints" / "step-0000002" / "state.pt", weights_only=False)
+    wa = checkpoint.load(tmp_path / "one" / "checkpoints" / "step-0000002")[1]
+    wb = checkpoint.load(tmp_path / "two" / "checkpoints" / "step-0000002")[1]
     for k, v in wa["learners"][0]["model"].items():
         assert torch.allclose(v, wb["learners"][0]["model"][k].reshape(v.shape), atol=1e-6), k
 

@@ -1,6 +1,18 @@
-"""Checkpoints written atomically: a step's files go into a temporary folder that is renamed into place, then the
-``latest`` pointer is replaced (write + ``os.replace``). A run killed at any moment resumes from the last complete
-checkpoint; older ones beyond ``keep`` are removed."""
+"""Checkpoints without pickle: tensors in ``state.safetensors``, everything else in JSON.
+
+A checkpoint folder ``step-NNNNNNN`` holds ``meta.json`` (step, config hash, credit state), ``state.safetensors``
+(every tensor and array: weights, optimizer moments, RNG states) and ``state.json`` (the structure around them:
+nested dicts, lists, tuples, numbers, strings, with ``{"__tensor__": name}`` where a tensor goes). Nothing in it can
+run code: safetensors is a flat header plus raw bytes, and JSON is data. A ``state.pt`` (the pickle format of older
+versions, and of ``torch.save``) is refused with :class:`CheckpointError`, never unpickled, because unpickling a file
+someone hands you runs whatever it asks for. This is the one path for trainer checkpoints, ``--resume``, the
+leaderboard's ``checkpoint:`` player and ``validate --reproduce``.
+
+Writes are atomic: a step's files go into a temporary folder that is renamed into place, then the ``latest`` pointer
+is replaced (write + ``os.replace``). A run killed at any moment resumes from the last complete checkpoint; older ones
+beyond ``keep`` are removed. Round trips are exact: float tensors keep their dtype and bits, Python floats are written
+with ``repr`` precision, the Python, NumPy and torch RNG states come back bit for bit.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +26,16 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["latest", "load", "rng_state", "save", "set_rng_state"]
+__all__ = ["CheckpointError", "latest", "load", "rng_state", "save", "set_rng_state"]
+
+STATE_TENSORS = "state.safetensors"
+STATE_JSON = "state.json"
+PICKLE_NAMES = ("state.pt", "state.pth", "state.pkl", "state.bin")
+MAX_JSON_BYTES = 64 << 20
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read safely (a pickle, a damaged file); the message says which file and why."""
 
 
 def rng_state() -> dict[str, Any]:
@@ -26,22 +47,79 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    py = state["python"]
+    random.setstate((int(py[0]), tuple(int(x) for x in py[1]), py[2]))
+    np.random.set_state(tuple(state["numpy"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all(list(state["cuda"]))
+
+
+# ---------------------------------------------------------------------- structure <-> JSON + flat tensors
+def _encode(value: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        name = f"t{len(tensors)}"
+        tensors[name] = value.detach().cpu().contiguous().clone()
+        return {"__tensor__": name}
+    if isinstance(value, np.ndarray):
+        name = f"t{len(tensors)}"
+        tensors[name] = torch.from_numpy(np.ascontiguousarray(value).copy())
+        return {"__ndarray__": name}
+    if isinstance(value, np.generic):
+        return _encode(value.item(), tensors)
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return {"__float__": repr(value)}
+        return value
+    if isinstance(value, tuple):
+        return {"__tuple__": [_encode(v, tensors) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v, tensors) for v in value]
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("__") for k in value):
+            return {k: _encode(v, tensors) for k, v in value.items()}
+        return {"__items__": [[_encode(k, tensors), _encode(v, tensors)] for k, v in value.items()]}
+    raise TypeError(f"a checkpoint holds tensors, arrays, numbers, strings, lists, tuples and dicts; got "
+                    f"{type(value).__name__}")
+
+
+def _decode(value: Any, tensors: dict[str, torch.Tensor], where: str) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, tensors, where) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (key, inner), = value.items()
+        if key in ("__tensor__", "__ndarray__"):
+            if not isinstance(inner, str) or inner not in tensors:
+                raise CheckpointError(f"{where}: {STATE_JSON} names a tensor {inner!r} that {STATE_TENSORS} lacks")
+            return tensors[inner] if key == "__tensor__" else tensors[inner].numpy()
+        if key == "__tuple__" and isinstance(inner, list):
+            return tuple(_decode(v, tensors, where) for v in inner)
+        if key == "__items__" and isinstance(inner, list):
+            return {_decode(k, tensors, where): _decode(v, tensors, where) for k, v in inner}
+        if key == "__float__" and inner in ("nan", "inf", "-inf"):
+            return float(inner)
+    return {k: _decode(v, tensors, where) for k, v in value.items()}
 
 
 def save(folder: Path, step: int, meta: dict[str, Any], tensors: dict[str, Any], keep: int = 2) -> Path:
-    """Write checkpoint ``step`` under ``folder`` (``meta``: JSON; ``tensors``: anything ``torch.save`` takes)."""
+    """Write checkpoint ``step`` under ``folder`` (``meta``: JSON; ``tensors``: nested dicts / lists / tuples of
+    tensors, arrays and plain values, such as state dicts, optimizer states and :func:`rng_state`)."""
+    from safetensors.torch import save_file
+
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"step-{step:07d}"
     tmp = folder / f".tmp-step-{step:07d}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-    torch.save(tensors, tmp / "state.pt")
+    flat: dict[str, torch.Tensor] = {}
+    skeleton = _encode(tensors, flat)
+    (tmp / STATE_JSON).write_text(json.dumps(skeleton, allow_nan=False))
+    save_file(flat, str(tmp / STATE_TENSORS))
     for f in tmp.iterdir():
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
@@ -61,10 +139,41 @@ def latest(folder: Path) -> Path | None:
     if not pointer.is_file():
         return None
     path = folder / pointer.read_text().strip()
-    return path if (path / "meta.json").is_file() and (path / "state.pt").is_file() else None
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise CheckpointError(f"{pointer}: points outside {folder} ({path})")
+    complete = all((path / n).is_file() for n in ("meta.json", STATE_JSON, STATE_TENSORS))
+    if not complete and any((path / n).exists() for n in PICKLE_NAMES):
+        _refuse_pickle(path)
+    return path if complete else None
+
+
+def _refuse_pickle(path: Path) -> None:
+    found = [n for n in PICKLE_NAMES if (path / n).exists()]
+    raise CheckpointError(f"{path}: holds {found[0]}, a pickle; checkpoints are read only as {STATE_TENSORS} + "
+                          f"{STATE_JSON} (a pickle can run any code when it is loaded, so it is never opened). "
+                          f"Re-make the run with this version of baselines.train")
 
 
 def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    meta = json.loads((path / "meta.json").read_text())
-    tensors = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
-    return meta, tensors
+    """``(meta, tensors)`` of the checkpoint folder ``path``, read without pickle (:class:`CheckpointError` for a
+    pickle or a damaged file)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not (path / STATE_TENSORS).is_file() or not (path / STATE_JSON).is_file():
+        if any((path / n).exists() for n in PICKLE_NAMES):
+            _refuse_pickle(path)
+        raise CheckpointError(f"{path}: not a checkpoint (it needs meta.json, {STATE_JSON} and {STATE_TENSORS})")
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+        if (path / STATE_JSON).stat().st_size > MAX_JSON_BYTES:
+            raise CheckpointError(f"{path / STATE_JSON}: over {MAX_JSON_BYTES} bytes")
+        skeleton = json.loads((path / STATE_JSON).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise CheckpointError(f"{path}: meta.json or {STATE_JSON} is not valid JSON ({type(e).__name__})") from None
+    try:
+        flat = load_file(str(path / STATE_TENSORS), device="cpu")
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path / STATE_TENSORS}: not a safetensors file ({e})") from None
+    return meta, _decode(skeleton, flat, str(path))
