@@ -203,8 +203,9 @@ def verdicts(board: Board, under_test: str | None = None) -> list[str]:
     others = [r for r in board.rows if r.poi_vs_best is not None]
     if others:
         near = max(others, key=lambda r: r.poi_vs_best[0])
-        verdict = ("CI holds 0.5: not separated" if near.poi_vs_best[1] <= 0.5 <= near.poi_vs_best[2]
-                   else "CI excludes 0.5")
+        lo, hi = near.poi_vs_best[1:]
+        verdict = ("CI holds 0.5: not separated" if lo <= 0.5 <= hi else
+                   f"CI below 0.5: {leader.short} better" if hi < 0.5 else f"CI above 0.5: {near.short} better")
         out.append(f"closest to the leader {leader.short}: P({near.short} > {leader.short}) = "
                    f"{_p(near.poi_vs_best)} ({verdict})")
     rated = [r for r in board.rows if r.elo is not None]

@@ -32,6 +32,7 @@ import base64
 import html
 import io
 import json
+import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,17 +173,17 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
     if wide:
         cols.append(("model", lambda r: r.model))
     cols += [("runs", lambda r: str(r.runs)),
-             (f"IQM, {len(board.tasks)} tasks [95% CI]", lambda r: _ci(r.iqm))]
+             (f"IQM, {len(board.tasks)} tasks [95% CI]" if wide else "IQM [95% CI]", lambda r: _ci(r.iqm))]
     if has_elo:
-        cols.append((f"Elo, {_envs(board)} [95% CI]", lambda r: _elo(r.elo)))
-    cols.append((f"P(entry > {leader}) [95% CI]",
+        cols.append((f"Elo, {_envs(board)} [95% CI]" if wide else "Elo [95% CI]", lambda r: _elo(r.elo)))
+    cols.append((f"P(entry > {leader}) [95% CI]" if wide else "P(entry > leader)",
                  lambda r: "- (leader)" if r.poi_vs_best is None else _ci(r.poi_vs_best, 2)))
     if wide:
         cols += [(t, lambda r, t=t: f"{r.tasks.get(t, float('nan')):.3f}") for t in board.tasks]
         for extra in EXTRA_COLUMNS:
             cols += extra(board)
     cols += [("train tokens", lambda r: str(r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0))),
-             ("counterfactual tokens", lambda r: str(r.tokens.get("train_branches", 0)))]
+             ("counterfactual tokens" if wide else "cf. tokens", lambda r: str(r.tokens.get("train_branches", 0)))]
     return [c for c, _ in cols], [[f(r) for _, f in cols] for r in board.rows]
 
 
@@ -206,15 +207,21 @@ def show(store, wide: bool = False) -> str:
     parts = []
     for board, _ in boards(store):
         cols, rows = _table(board, wide=wide)
-        parts.append(f"{board.protocol} ({board.track} track)")
-        parts += [f"  verdict: {clean(v, 400)}" for v in verdicts(board)]
-        parts += [f"  {c}" for c in _coverage(board)]
+        if not wide:                                      # a long label must not push the table past 120 columns
+            rows = [[clean(c, 30) if i == 1 else c for i, c in enumerate(r)] for r in rows]
+        parts.append(f"{clean(board.protocol)} ({clean(board.track)} track)")
+        for v in verdicts(board):
+            parts += textwrap.wrap(clean(v, 400), SHOW_WIDTH, initial_indent="  verdict: ", subsequent_indent="    ")
+        for c in _coverage(board):
+            parts += textwrap.wrap(c, SHOW_WIDTH, initial_indent="  ", subsequent_indent="    ")
         parts += _text_table(cols, rows)
         if board.opponents:
-            parts.append(f"opponents' Elo ({board.elo_anchor} fixed at 1000): " + _opponents(board))
+            parts += textwrap.wrap(f"opponents' Elo ({board.elo_anchor} fixed at 1000): " + _opponents(board),
+                                   SHOW_WIDTH, subsequent_indent="  ")
         parts.append("")
     if parts and not wide:
-        parts.append("(--wide adds the model and the per-task columns)")
+        parts += textwrap.wrap("leader: the entry with the top IQM; cf. tokens: the counterfactual tokens among the "
+                               "train tokens; --wide adds the model and the per-task columns.", SHOW_WIDTH)
     return "\n".join(parts) if parts else "the leaderboard is empty (python -m leaderboard submit DIR)"
 
 

@@ -33,7 +33,7 @@ def test_no_progress_also_silences_transformers_loading_bars(monkeypatch):
     hf_logging.enable_progress_bar()
     try:
         args = argparse.Namespace(no_progress=True, model="random", seed=0)
-        rollout._build_policy(args).close()
+        rollout._build_policy(args, {}).close()
         assert not hf_logging.is_progress_bar_enabled()
         import os
 
