@@ -617,7 +617,7 @@ counterfactual branches (--branches), comma-separated:
 """
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m baselines.rollout",
         description="Play batched episodes with a policy (an LLM, an untrained MLP or random moves) and write them "
@@ -655,6 +655,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="no progress output (neither ours nor transformers' loading bars); a bar is shown "
                              "only on a terminal, elsewhere one line when the rollout ends")
     parser.add_argument("--out", required=True, help="output JSONL path")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     if args.episodes < 1 or args.group_size < 1 or args.episodes % args.group_size:

@@ -134,7 +134,7 @@ examples:
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog="python -m leaderboard", description=__doc__.split("\n\n")[0],
                                      epilog=_TERMS + "\n" + _EXAMPLES[""], formatter_class=raw)
@@ -202,7 +202,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-progress", action="store_true", help="no progress output at all (bars are shown only on a "
                                                               "terminal; elsewhere one line per finished run)")
 
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         if args.command == "evaluate":
             from leaderboard.evaluate import evaluate

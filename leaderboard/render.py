@@ -46,7 +46,7 @@ from leaderboard.store import load_entries, read_index
 
 __all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "boards", "clean",
            "comparison_markdown", "figure_png", "html_text", "markdown", "md_cell", "mpl_text", "page", "render",
-           "show"]
+           "show", "show_text"]
 
 SHOW_WIDTH = 120
 
@@ -88,8 +88,9 @@ def clean(text: object, limit: int = 80) -> str:
 
 
 def md_cell(text: object, limit: int = 80) -> str:
-    """``text`` safe in a Markdown table cell: one line, ``|`` escaped, ``< > &`` as entities."""
-    return clean(text, limit).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    """``text`` safe in a Markdown table cell: one line, ``|`` escaped, ``<`` as an entity (no tag can open; ``>``
+    stays readable, as in ``P(a > b)``)."""
+    return clean(text, limit).replace("<", "&lt;").replace("|", "\\|")
 
 
 def html_text(text: object, limit: int = 80) -> str:
@@ -182,7 +183,8 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
         cols += [(t, lambda r, t=t: f"{r.tasks.get(t, float('nan')):.3f}") for t in board.tasks]
         for extra in EXTRA_COLUMNS:
             cols += extra(board)
-    cols += [("train tokens", lambda r: str(r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0))),
+    cols += [("train tokens" if wide else "tokens",
+              lambda r: str(r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0))),
              ("counterfactual tokens" if wide else "cf. tokens", lambda r: str(r.tokens.get("train_branches", 0)))]
     return [c for c, _ in cols], [[f(r) for _, f in cols] for r in board.rows]
 
@@ -204,11 +206,19 @@ def _text_table(cols: list[str], rows: list[list[str]]) -> list[str]:
 def show(store, wide: bool = False) -> str:
     """The ranked tables of every protocol in ``store``, as plain text: the verdict, what each statistic covers and
     a table that fits 120 columns (``wide=True`` adds the model and per-task columns)."""
+    return show_text(boards(store), wide)
+
+
+def show_text(found: list[tuple[Board, list[dict]]], wide: bool = False) -> str:
+    """:func:`show` of boards already built."""
     parts = []
-    for board, _ in boards(store):
+    for board, _ in found:
         cols, rows = _table(board, wide=wide)
         if not wide:                                      # a long label must not push the table past 120 columns
-            rows = [[clean(c, 30) if i == 1 else c for i, c in enumerate(r)] for r in rows]
+            rows = [[clean(c) for c in r] for r in rows]
+            width = sum(max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)) + 2 * (len(cols) - 1)
+            keep = max(12, max(len(r[1]) for r in rows) - max(0, width - SHOW_WIDTH))
+            rows = [[clean(c, keep) if i == 1 else c for i, c in enumerate(r)] for r in rows]
         parts.append(f"{clean(board.protocol)} ({clean(board.track)} track)")
         for v in verdicts(board):
             parts += textwrap.wrap(clean(v, 400), SHOW_WIDTH, initial_indent="  verdict: ", subsequent_indent="    ")
@@ -220,8 +230,9 @@ def show(store, wide: bool = False) -> str:
                                    SHOW_WIDTH, subsequent_indent="  ")
         parts.append("")
     if parts and not wide:
-        parts += textwrap.wrap("leader: the entry with the top IQM; cf. tokens: the counterfactual tokens among the "
-                               "train tokens; --wide adds the model and the per-task columns.", SHOW_WIDTH)
+        parts += textwrap.wrap("leader: the entry with the top IQM; tokens: generated in training, all runs; cf. "
+                               "tokens: the counterfactual ones among them; --wide adds the model and the per-task "
+                               "columns.", SHOW_WIDTH)
     return "\n".join(parts) if parts else "the leaderboard is empty (python -m leaderboard submit DIR)"
 
 
@@ -276,9 +287,10 @@ def comparison_markdown(board: Board, context: PageContext) -> str:
 # ---------------------------------------------------------------------------------------------------- figures
 
 def figure_png(fig) -> str:
-    """A matplotlib figure as base64 PNG (150 dpi, tight box)."""
+    """A matplotlib figure as base64 PNG (150 dpi, the figure's own size: figures made 4.6 inches wide with
+    ``layout="constrained"`` show their text at one size on the page)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=150, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=150)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -301,14 +313,13 @@ def _hex(colour) -> str:
 def _legend_below(fig, ax, ncol: int = 3) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, frameon=False,
-                   fontsize=9)
+        fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=9)
 
 
 def _score_figure(board: Board, palette: Palette) -> Figure:
     plt = _pyplot()
     rows = board.rows
-    fig, ax = plt.subplots(figsize=(4.6, 0.32 * len(rows) + 1.1))
+    fig, ax = plt.subplots(figsize=(4.6, 0.32 * len(rows) + 1.6), layout="constrained")
     colours = {}
     for i, r in enumerate(rows):
         y = len(rows) - 1 - i
@@ -334,7 +345,7 @@ def _profile_figure(board: Board, palette: Palette, seed: int = 0) -> Figure:
     lo = min(float(c.min()) for c in cells)
     hi = max(float(c.max()) for c in cells)
     taus = np.linspace(min(lo, 0.0) - 0.05, max(hi, 1.0) + 0.05, 120)
-    fig, ax = plt.subplots(figsize=(4.6, 3.2))
+    fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
     colours = {}
     for r, c in zip(rows, cells):
         boot = bootstrap_cells(r.scores, reps=300, seed=seed).reshape(300, -1)
@@ -342,7 +353,7 @@ def _profile_figure(board: Board, palette: Palette, seed: int = 0) -> Figure:
         low, high = np.percentile(curve, [2.5, 97.5], axis=0)
         colour = palette.colour(r.short)
         (line,) = ax.plot(taus, [(c > t).mean() for t in taus], color=colour, lw=2, label=mpl_text(r.short))
-        ax.fill_between(taus, low, high, color=colour, alpha=0.15, lw=0)
+        ax.fill_between(taus, low, high, color=colour, alpha=0.08, lw=0)
         colours[r.short] = _hex(line.get_color())
     ax.set_xlabel("normalized score \u03c4 (random = 0, reference = 1)")
     ax.set_ylabel("fraction of runs \u00d7 tasks\nwith score > \u03c4")
@@ -370,10 +381,11 @@ def _curve_figures(board: Board, entries: list[dict], palette: Palette, seed: in
     out = []
     rng = np.random.default_rng(seed)
     for env_id, methods in sorted(by_env.items()):
-        fig, ax = plt.subplots(figsize=(4.6, 3.2))
+        fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
         colours = {}
         runs_n = set()
-        for name, curves in sorted(methods.items()):
+        order = {r.short: i for i, r in enumerate(board.rows)}                # the table's order, as every legend
+        for name, curves in sorted(methods.items(), key=lambda kv: order[kv[0]]):
             keys = sorted(k for k in curves[0] if k.startswith("reward/team/"))
             if not keys:
                 continue
@@ -411,7 +423,7 @@ def _cost_figure(board: Board, palette: Palette) -> Figure | None:
     if not rows:
         return None
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(4.6, 3.2))
+    fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
     colours = {}
     for r in rows:
         total = r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0)
@@ -420,7 +432,12 @@ def _cost_figure(board: Board, palette: Palette) -> Figure | None:
                            color=c, ecolor=c, elinewidth=2, capsize=0, label=mpl_text(r.short))
         colours[r.short] = _hex(line.lines[0].get_color())
     ax.set_xscale("log")
-    ax.set_xlabel("training tokens, all runs (log scale;\nincludes counterfactual branches)")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("training tokens, all runs (log scale),\ncounterfactual branches included")
     ax.set_ylabel("IQM normalized score (95% CI)")
     ax.set_title("cost against score", fontsize=9)
     ax.grid(alpha=0.3)
@@ -492,7 +509,7 @@ tr.under-test td { background: #fff6d6; font-weight: bold; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
 dl.facts dt { font-weight: bold; } dl.facts dd { margin: 0; }
 .figs { display: flex; flex-wrap: wrap; gap: 1em; }
-figure { margin: 0; flex: 1 1 360px; max-width: 560px; min-width: 0; }
+figure { margin: 0; flex: 0 1 440px; min-width: 0; }
 figure img { width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.85em; color: #555; }
 @media (max-width: 600px) { body { padding: 0 0.5em; } table { font-size: 13px; } dl.facts { display: block; }

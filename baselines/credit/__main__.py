@@ -43,7 +43,7 @@ examples:
   python -m baselines.rollout --env think_solve-v0 --model random --episodes 32 --group-size 4 \\
       --branches ablate:thinker,ablate:solver --out episodes.jsonl
   python -m baselines.credit --episodes episodes.jsonl --method loo
-  python -m baselines.credit --episodes episodes.jsonl --method dr_mas --option by=\\"agent\\" --json
+  python -m baselines.credit --episodes episodes.jsonl --method dr_mas --option by=agent --json
   python -m baselines.credit --episodes episodes.jsonl --method mypkg.credit:MyMethod
 
 Methods that need counterfactual branches say which when they are missing (loo and ccpo: ablate:AGENT;
@@ -51,7 +51,7 @@ coma: resample:AGENT:K); each method's equation is in its module's docstring (ba
 """
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m baselines.credit",
                                      description="A credit method's advantages for a file of episodes written by "
                                                  "python -m baselines.rollout,\nas per-role statistics, with the "
@@ -63,6 +63,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--option", action="append", type=_option, default=[], metavar="KEY=VALUE",
                         help="a method option (JSON value), e.g. --option std=\"sample\"; repeat for more")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         method = make_credit(args.method, **dict(args.option))
