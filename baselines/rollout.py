@@ -53,7 +53,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass

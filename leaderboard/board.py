@@ -2,11 +2,12 @@
 
 For every entry: the IQM of its normalized scores over runs x tasks with a seeded stratified-bootstrap 95% CI, the
 rank (1 + the number of entries whose CI lies entirely above), the probability that it improves on the leader (the
-entry with the highest IQM), ``P(entry > leader)`` with a seeded bootstrap 95% CI, each task's mean normalized score, and, where the protocol has versus tasks, a Bradley-Terry rating
-on the Elo scale with a bootstrap 95% CI, fitted on every entry's games against the protocol's opponents (which are
-players too; ``random`` is fixed at 1000, or, where no task plays random, the first opponent by name). One game is
-one seed, both seats (duplicate play). Each env weighs the same in that fit: one entry's games in an env get the
-weight ``total games of the entry / (envs x games in that env)``.
+entry with the highest IQM), ``P(entry > leader)`` with a seeded bootstrap 95% CI, each task's mean normalized
+score, and, where the protocol has versus tasks, a Bradley-Terry rating on the Elo scale with a bootstrap 95% CI,
+fitted on every entry's games against the protocol's opponents (which are players too; ``random`` is fixed at 1000,
+or, where no task plays random, the first opponent by name). One game is one seed, both seats (duplicate play).
+Each env weighs the same in that fit: one entry's games in an env get the weight ``total games of the entry /
+(envs x games in that env)``.
 
 Every statistic is seeded (``seed``, default 0) and independent of the order the entries come in: the same entries
 give the same numbers in the stored board, a fresh ``benchmark-credit`` and the page.

@@ -31,8 +31,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 from scipy import stats as _scipy_stats
 
-__all__ = ["bootstrap_cells", "bradley_terry", "bradley_terry_bootstrap", "cell_matrix", "iqm", "probability_of_improvement",
-           "probability_of_improvement_ci", "ranks", "stratified_bootstrap"]
+__all__ = ["bootstrap_cells", "bradley_terry", "bradley_terry_bootstrap", "cell_matrix", "iqm",
+           "probability_of_improvement", "probability_of_improvement_ci", "ranks", "stratified_bootstrap"]
 
 ELO = 400.0 / np.log(10.0)
 

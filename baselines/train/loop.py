@@ -14,7 +14,6 @@ import json
 import math
 import os
 import signal
-import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
