@@ -120,6 +120,7 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
 def _elo(board: Board, entries: list[dict[str, Any]], seed: int) -> None:
     strata: dict[str, list[tuple[str, str, float, int]]] = {}
     weights: dict[str, float] = {}
+    envs: set[str] = set()
     for e in entries:
         games = e["results"]["games"]
         if not games:
@@ -128,7 +129,12 @@ def _elo(board: Board, entries: list[dict[str, Any]], seed: int) -> None:
         total = sum(per_env.values())
         for env, by_opp in sorted(games.items()):
             for opp, c in by_opp.items():
-                key = f"{e['label']}|{env}|{opp}"
+                # the stratum's name seeds its bootstrap draws: by method, not by label (whose hash changes with
+                # the episodes file), so a stored board and a fresh benchmark of the same games agree exactly
+                key = f"{e['method']}|{env}|{opp}"
+                if key in strata:
+                    key += f"|{e['label']}"
+                envs.add(env)
                 strata[key] = [(e["label"], opp, 1.0, c["win"]), (e["label"], opp, 0.5, c["draw"]),
                                (e["label"], opp, 0.0, c["loss"])]
                 weights[key] = total / (len(per_env) * per_env[env])
@@ -140,7 +146,7 @@ def _elo(board: Board, entries: list[dict[str, Any]], seed: int) -> None:
     fit = bradley_terry_bootstrap(strata, weights, anchor=anchor, anchor_elo=ANCHOR_ELO, prior=1.0, reps=200,
                                   seed=seed)
     board.elo_anchor = anchor
-    board.elo_envs = sorted({k.split("|")[1] for k in strata})
+    board.elo_envs = sorted(envs)
     for row in board.rows:
         row.elo = fit.get(row.label)
     board.opponents = {p: v for p, v in fit.items() if p not in labels}
