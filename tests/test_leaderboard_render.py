@@ -149,3 +149,23 @@ def test_one_method_has_one_colour_in_every_figure(board, entries):
         drawn = {f.colours[name] for f in figs if name in f.colours}
         assert drawn == {palette.colour(name)}, (name, drawn)
     assert len({palette.colour(n) for n in ("strong", "twin", "other")}) == 3
+
+
+def test_extra_columns_and_figures_hooks_add_to_every_surface(board, entries, monkeypatch):
+    # the credit suite's hook (issue 16): a column per family and its own figures, in the page's colours
+    from leaderboard import render
+
+    monkeypatch.setattr(render, "EXTRA_COLUMNS", [lambda bd: [("family: team size", lambda r: f"{r.runs * 0.1:.1f}")]])
+
+    def radar(bd, es, palette):
+        return [render.Figure("radar", "a radar chart", "iVBORw0KGgo=", {r.short: palette.colour(r.short)
+                                                                          for r in bd.rows})]
+
+    monkeypatch.setattr(render, "EXTRA_FIGURES", [radar])
+    found = [(board, entries)]
+    assert "| family: team size |" in render.markdown(found)
+    html = render.page(found)
+    assert "<th onclick='sortTable(this)'>family: team size</th>" in html and "<td>0.4</td>" in html
+    assert "data-figure='radar'" in html
+    assert "family: team size" in render.show_text(found, wide=True)
+    assert "family: team size" not in render.show_text(found)            # narrow keeps 120 columns
