@@ -626,10 +626,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default="tiny",
                         help='"smollm2-135m" (SmolLM2-135M-Instruct, a real small model), "random" (uniformly '
                              'random legal moves, no model), "mlp" (an untrained MLP on the numeric observation, '
-                             'initialised from --seed; discrete action_mode only; train one with python -m '
-                             'baselines.train --model mlp), a local model folder or a hub id. The default "tiny" is '
-                             "a randomly initialised 0.15M-parameter model for smoke tests: its replies are "
-                             "gibberish (default: %(default)s)")
+                             'initialised from the seed; discrete action_mode only; baselines.train trains one), a '
+                             'local model folder or a hub id. The default "tiny" is a randomly initialised '
+                             "0.15M-parameter model for smoke tests: its replies are gibberish (default: %(default)s)")
     parser.add_argument("--episodes", type=int, default=64,
                         help="total episodes, tasks x group size (default: %(default)s)")
     parser.add_argument("--group-size", type=int, default=1,
@@ -644,7 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
     parser.add_argument("--branches", default="",
                         help='counterfactual branches per episode: KIND:AGENT[:K], comma-separated, e.g. '
-                             '"ablate:thinker,resample:solver:4" (explained below; default: none)')
+                             '"ablate:thinker,resample:solver:4"; explained below (default: none)')
     parser.add_argument("--env-kwargs", default="{}",
                         help='JSON dict of env kwargs, e.g. \'{"action_mode": "discrete"}\' (default: {})')
     parser.add_argument("--seed", type=int, default=0,

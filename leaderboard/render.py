@@ -34,6 +34,7 @@ import io
 import json
 import textwrap
 import unicodedata
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -125,7 +126,7 @@ class Palette:
                 self._map[name] = _FIXED[name]
         for name in sorted(set(names)):
             if name not in self._map:
-                self._map[name] = free.pop(0) if free else "#%06x" % (hash(name) & 0xFFFFFF)
+                self._map[name] = free.pop(0) if free else "#%06x" % (zlib.crc32(name.encode("utf-8")) & 0xFFFFFF)
         self._free = free
 
     def colour(self, name: str) -> str:
@@ -529,19 +530,12 @@ def _html_board(board: Board, entries: list[dict], palette: Palette, under_test:
     entry_col = cols.index("entry")
     for r, cells in zip(board.rows, rows):
         mine = under_test in (r.short, r.label)
-        tds = []
-        for i, c in enumerate(cells):
-            if i == entry_col:
-                name, _, tag = r.label.rpartition("#")
-                name = name or r.label
-                tds.append(f"<td title='{html_text(r.entry_id, 200)}' data-colour='{palette.colour(r.short)}'>"
-                           f"<span class='swatch' style='background:{palette.colour(r.short)}'></span>"
-                           f"{html_text(name)}<span class='hash'>#{html_text(tag)}</span></td>" if tag else
-                           f"<td title='{html_text(r.entry_id, 200)}' data-colour='{palette.colour(r.short)}'>"
-                           f"<span class='swatch' style='background:{palette.colour(r.short)}'></span>"
-                           f"{html_text(c)}</td>")
-            else:
-                tds.append(f"<td>{html_text(c)}</td>")
+        colour = palette.colour(r.short)
+        name, _, tag = r.label.rpartition("#")
+        entry = f"{html_text(name)}<span class='hash'>#{html_text(tag)}</span>" if name else html_text(r.label)
+        tds = [f"<td title='{html_text(r.entry_id, 200)}' data-colour='{colour}'><span class='swatch' "
+               f"style='background:{colour}'></span>{entry}</td>" if i == entry_col else f"<td>{html_text(c)}</td>"
+               for i, c in enumerate(cells)]
         out.append(f"<tr{' class=under-test' if mine else ''} data-method='{html_text(r.short)}'>" + "".join(tds) +
                    "</tr>")
     out.append("</tbody></table></div>")

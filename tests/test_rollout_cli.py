@@ -14,7 +14,7 @@ def test_every_rollout_flag_has_help_with_its_default(capsys):
     with pytest.raises(SystemExit):
         rollout.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    options = text.split("options:")[1].split("Example:")[0]
+    options = text.split("options:")[1].split("examples:")[0]
     flags = re.findall(r"(--[a-z-]+) [A-Z_]+ ", options)
     assert len(flags) >= 12
     for flag in sorted(set(flags) - {"--env", "--out"}):  # the two required flags have no default
