@@ -476,15 +476,12 @@ class RolloutEngine:
             return
         bar = None
         if self.show_progress:
-            try:
-                from tqdm.auto import tqdm
+            from baselines.progress import Progress
 
-                # no remaining-time estimate: episodes finish in bursts (every env advances each tick), so an
-                # estimate from the first finished episodes is far off
-                bar = tqdm(total=len(jobs), desc=desc, unit="ep", leave=False, file=sys.stderr,
+            # a bar on a terminal, plain lines elsewhere; no remaining-time estimate: episodes finish in bursts
+            # (every env advances each tick), so an estimate from the first finished episodes is far off
+            bar = Progress(len(jobs), desc, unit="episode",
                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} episodes [{elapsed}]")
-            except ImportError:  # progress bars are optional
-                bar = None
         policies = self._ordered_policies()
         index_of = {id(p): i for i, p in enumerate(policies)}
         cap = self.max_concurrent or len(jobs)
@@ -631,7 +628,7 @@ def summarize(episodes: Sequence[Episode], wall_s: float | None = None) -> dict[
     return out
 
 
-def _build_policy(args) -> Policy:
+def _build_policy(args, env_kwargs: dict[str, Any] | None = None) -> Policy:
     if args.no_progress:  # also silence transformers' and the hub's loading bars
         import os
 
@@ -647,25 +644,53 @@ def _build_policy(args) -> Policy:
         from marl_llm_envs.scripted import random_legal
 
         return ScriptedPolicy(random_legal, seed=args.seed)
+    if args.model == "mlp":
+        from baselines.policies.mlp import MLPPolicy
+        from marl_llm_envs import make
+
+        return MLPPolicy.for_env(make(args.env, **(env_kwargs or {})), seed=args.seed, temperature=args.temperature)
     from baselines.policies.hf import TransformersPolicy
 
     return TransformersPolicy.from_name(args.model, device=args.device, mode=args.mode, temperature=args.temperature,
                                         max_new_tokens=args.max_new_tokens)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+_EXAMPLES = """\
+examples:
+  # 16 episodes of think_solve with SmolLM2 choosing among the legal moves
+  python -m baselines.rollout --env think_solve-v0 --model smollm2-135m --mode choice \\
+      --env-kwargs '{"action_mode": "discrete"}' --episodes 16 --out episodes.jsonl
+  # random legal moves, 8 tasks x 4 samples, each turn also played without its agent (what loo needs)
+  python -m baselines.rollout --env think_solve-v0 --model random --episodes 32 --group-size 4 \\
+      --branches ablate:thinker,ablate:solver --out episodes.jsonl
+  # then: the advantages a credit method gives these episodes
+  python -m baselines.credit --episodes episodes.jsonl --method loo
+
+counterfactual branches (--branches), comma-separated:
+  ablate:AGENT        at each of AGENT's decisions, AGENT plays its null move instead (the thinker sends nothing,
+                      a voter abstains) and the episode is played out: what the team gets without it (loo, ccpo)
+  resample:AGENT:K    at each of AGENT's decisions, K new samples of its action, each played out to the end: what
+                      another choice would have got (coma)
+  In a branch the other agents reuse their recorded moves where they see exactly what they saw before.
+  AGENT is an agent name (thinker, voter_0) or a role (voter: every agent with that role).
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m baselines.rollout",
-        description="Play batched episodes with an LLM policy and write them as JSONL (one header line, then one "
-                    "episode per line; see baselines.episode).",
-        epilog="Example: python -m baselines.rollout --env think_solve-v0 --model smollm2-135m --mode choice "
-               "--env-kwargs '{\"action_mode\": \"discrete\"}' --episodes 16 --out episodes.jsonl")
+        description="Play batched episodes with a policy (an LLM, an untrained MLP or random moves) and write them "
+                    "as JSONL:\none header line, then one episode per line (see baselines.episode).",
+        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", required=True, help="env id, e.g. think_solve-v0 (see marl_llm_envs.list_envs())")
     parser.add_argument("--model", default="tiny",
-                        help='"tiny" (a randomly initialised 0.15M-parameter model for smoke tests: its replies are '
-                             'gibberish), "smollm2-135m" (SmolLM2-135M-Instruct, a real small model), "random" '
-                             "(uniformly random legal moves, no model) or a local model folder (default: %(default)s)")
-    parser.add_argument("--episodes", type=int, default=64, help="total episodes, tasks x group size (default: %(default)s)")
+                        help='"smollm2-135m" (SmolLM2-135M-Instruct, a real small model), "random" (uniformly '
+                             'random legal moves, no model), "mlp" (an untrained MLP on the numeric observation, '
+                             'initialised from the seed; discrete action_mode only; baselines.train trains one), a '
+                             'local model folder or a hub id. The default "tiny" is a randomly initialised '
+                             "0.15M-parameter model for smoke tests: its replies are gibberish (default: %(default)s)")
+    parser.add_argument("--episodes", type=int, default=64,
+                        help="total episodes, tasks x group size (default: %(default)s)")
     parser.add_argument("--group-size", type=int, default=1,
                         help="samples per task, a GRPO group: same seed, same problem (default: %(default)s)")
     parser.add_argument("--mode", choices=("generate", "choice"), default="generate",
@@ -673,17 +698,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                              "each legal move and sample one (no format errors; needs legal moves, e.g. discrete "
                              "action_mode or the games) (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help='torch device, e.g. "cpu" or "cuda" (default: %(default)s)')
-    parser.add_argument("--max-new-tokens", type=int, default=32, help="generation length limit per turn (default: %(default)s)")
+    parser.add_argument("--max-new-tokens", type=int, default=32,
+                        help="generation length limit per turn (default: %(default)s)")
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
     parser.add_argument("--branches", default="",
-                        help='counterfactual branches per episode, e.g. "ablate:thinker,resample:solver:4" '
-                             "(default: none)")
-    parser.add_argument("--env-kwargs", default="{}", help='JSON dict of env kwargs, e.g. \'{"action_mode": "discrete"}\' (default: {})')
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first task; task i uses seed + i (default: %(default)s)")
+                        help='counterfactual branches per episode: KIND:AGENT[:K], comma-separated, e.g. '
+                             '"ablate:thinker,resample:solver:4"; explained below (default: none)')
+    parser.add_argument("--env-kwargs", default="{}",
+                        help='JSON dict of env kwargs, e.g. \'{"action_mode": "discrete"}\' (default: {})')
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the first task; task i uses seed + i (default: %(default)s)")
     parser.add_argument("--max-concurrent", type=int, default=None, help="envs played at once (default: all)")
     parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bars (neither ours nor transformers' loading bars)")
+                        help="no progress output (neither ours nor transformers' loading bars); a bar is shown "
+                             "only on a terminal, elsewhere one line when the rollout ends")
     parser.add_argument("--out", required=True, help="output JSONL path")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     if args.episodes < 1 or args.group_size < 1 or args.episodes % args.group_size:
@@ -699,7 +733,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except ValueError as e:
         parser.error(str(e))
 
-    policy = _build_policy(args)
+    try:
+        policy = _build_policy(args, env_kwargs)
+    except ValueError as e:
+        parser.error(str(e))
     engine = RolloutEngine(policy, show_progress=not args.no_progress, max_concurrent=args.max_concurrent)
     t0 = time.perf_counter()
     try:

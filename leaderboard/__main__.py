@@ -1,9 +1,10 @@
-"""``python -m leaderboard {evaluate,validate,submit,show,render,protocols,benchmark-credit}``.
+"""python -m leaderboard: evaluate a player or a credit method under a fixed protocol, check and store the result,
+and rank the entries.
 
     python -m leaderboard evaluate --protocol policy --player reference --method reference-bots --out sub/
     python -m leaderboard validate sub/ [--sample N] [--reproduce]
     python -m leaderboard submit sub/
-    python -m leaderboard show
+    python -m leaderboard show [--wide]
     python -m leaderboard render [--out leaderboard/]
     python -m leaderboard benchmark-credit broadcast --tier micro --quick
 """
@@ -16,10 +17,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from baselines.credit import list_credits
 from leaderboard.benchmark import BASELINES
 from leaderboard.protocol import ProtocolError, list_protocols, load_protocol
 from leaderboard.store import DEFAULT_STORE
 from leaderboard.validate import Limits, SubmissionError
+
+_STORE_HELP = f"the entry store (default: {DEFAULT_STORE})"
 
 
 def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, list[str]]:
@@ -59,12 +63,94 @@ def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, l
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m leaderboard", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+_TERMS = """\
+words used here:
+  protocol  a fixed test: the tasks (env, opponent or self-play), the evaluation seeds and, for the credit
+            track, the training budget. Versioned (policy@1, credit-micro@1); list them with
+            'python -m leaderboard protocols'.
+  track     policy: rank a player as it is (a bot, an LLM, a checkpoint).
+            credit: rank a credit-assignment method: train it under the protocol's budget with its training
+            seeds, then evaluate the trained policies.
+  tier      the size of a credit protocol: micro (an MLP on CPU, minutes), small (SmolLM2-135M on CPU,
+            hours), gpu (a model you name, on a GPU). Each has a --quick variant with a smaller budget that
+            ranks only against other quick entries.
+  score     normalized per task: random play = 0, the reference policy = 1.
+"""
 
-    p = sub.add_parser("evaluate", help="play a protocol; write submission.json and episodes.jsonl")
+_EXAMPLES = {
+    "": """\
+examples:
+  python -m leaderboard benchmark-credit broadcast --tier micro --quick    # the 2-minute demo
+  python -m leaderboard show                                               # the ranked tables
+  python -m leaderboard evaluate --protocol policy --player reference --method reference-bots --out sub/
+  python -m leaderboard validate sub/ && python -m leaderboard submit sub/
+  python -m leaderboard render                   # rewrite leaderboard/LEADERBOARD.md and index.html
+""",
+    "evaluate": """\
+examples:
+  python -m leaderboard evaluate --protocol policy --player random --method random --out sub/
+  python -m leaderboard evaluate --protocol policy --player hf:smollm2-135m --method smollm2 --out sub/
+  python -m leaderboard evaluate --protocol policy --player kuhn_poker-v0=checkpoint:runs/kuhn \\
+      --player reference --method my-kuhn --out sub/
+  python -m leaderboard evaluate --protocol credit-micro --runs runs/*/seed* --method my-credit --out sub/
+""",
+    "validate": """\
+examples:
+  python -m leaderboard validate sub/              # replays every episode, re-derives every opponent move
+  python -m leaderboard validate sub/ --sample 200 # replays 200 random episodes
+  python -m leaderboard validate sub/ --reproduce  # also re-plays the claimed player (and re-trains a credit run)
+""",
+    "evaluate-private": """\
+example:
+  python -m leaderboard evaluate-private --protocol policy --player checkpoint:runs/kuhn --method my-kuhn \\
+      --out private/ --submit
+""",
+    "submit": """\
+examples:
+  python -m leaderboard submit sub/
+  python -m leaderboard submit sub/ --store /tmp/my-store
+""",
+    "show": """\
+examples:
+  python -m leaderboard show
+  python -m leaderboard show --wide | less -S
+""",
+    "render": """\
+examples:
+  python -m leaderboard render                     # into leaderboard/
+  python -m leaderboard render --store /tmp/my-store --out /tmp/site
+""",
+    "protocols": """\
+example:
+  python -m leaderboard protocols
+""",
+    "benchmark-credit": """\
+tiers:
+  micro   an MLP policy on the numeric observation, discrete mode, on CPU (credit-micro; --quick: about
+          2 minutes for every baseline)
+  small   SmolLM2-135M in choice mode on CPU (credit-small; hours)
+  gpu     the model you give with --model, on a GPU (credit-gpu)
+
+examples:
+  python -m leaderboard benchmark-credit broadcast --tier micro --quick
+  python -m leaderboard benchmark-credit loo --tier micro --baselines broadcast,none
+  python -m leaderboard benchmark-credit mypkg.credit:MyMethod --tier micro --out runs/mine
+  python -m leaderboard benchmark-credit dr_mas --tier gpu --model Qwen/Qwen2.5-1.5B-Instruct --submit
+""",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog="python -m leaderboard", description=__doc__.split("\n\n")[0],
+                                     epilog=_TERMS + "\n" + _EXAMPLES[""], formatter_class=raw)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_: str):
+        return sub.add_parser(name, help=help_, description=help_[0].upper() + help_[1:] + ".",
+                              epilog=_EXAMPLES[name], formatter_class=raw)
+
+    p = command("evaluate", "play a protocol; write submission.json and episodes.jsonl")
     p.add_argument("--protocol", required=True, help=f"a protocol name ({', '.join(list_protocols())}) or a path")
     p.add_argument("--player", action="append", default=[],
                    help="random | reference | reference:NAME | hf:MODEL[:choice|generate] (e.g. hf:smollm2-135m) | "
@@ -75,24 +161,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--note", default="", help="a short free-text note kept with the submission")
     p.add_argument("--greedy", action="store_true", help="play sampling policies at temperature 0")
     p.add_argument("--out", required=True, help="a new folder for the submission")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (one is shown only on a terminal)")
 
-    p = sub.add_parser("evaluate-private", help="maintainer: play a submitted player on seeds drawn now (private-seed "
-                                                "mode), validate, and optionally store it")
-    p.add_argument("--protocol", required=True)
-    p.add_argument("--player", action="append", default=[], help="as for evaluate")
-    p.add_argument("--runs", nargs="*", default=[], help="as for evaluate")
-    p.add_argument("--method", required=True)
+    p = command("evaluate-private", "maintainer: play a submitted player on seeds drawn now (private-seed mode), "
+                                    "validate, and optionally store it")
+    p.add_argument("--protocol", required=True, help=f"a protocol name ({', '.join(list_protocols())})")
+    p.add_argument("--player", action="append", default=[], help="the submitted player, as for evaluate")
+    p.add_argument("--runs", nargs="*", default=[], help="the submitted run folders, as for evaluate")
+    p.add_argument("--method", required=True, help="the entry's method name")
     p.add_argument("--count", type=int, default=None, help="how many private seeds (default: the protocol's count)")
-    p.add_argument("--out", required=True)
-    p.add_argument("--submit", action="store_true")
-    p.add_argument("--store", default=str(DEFAULT_STORE))
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--out", required=True, help="a new folder for the submission")
+    p.add_argument("--submit", action="store_true", help="add the validated entry to the store")
+    p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (one is shown only on a terminal)")
 
     for name, help_ in (("validate", "check a submission and print its scores"),
                         ("submit", "validate a submission and add it to the store")):
-        p = sub.add_parser(name, help=help_)
-        p.add_argument("folder")
+        p = command(name, help_)
+        p.add_argument("folder", help="the folder written by 'python -m leaderboard evaluate --out'")
         p.add_argument("--protocol", default=None, help="the protocol file (default: the one the submission names, "
                                                         "from leaderboard/protocols/)")
         if name == "validate":
@@ -106,31 +192,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "without it the player's own moves are self-reported")
         p.add_argument("--reproduce-sample", type=int, default=200, help="episodes to re-play with --reproduce")
         if name == "submit":
-            p.add_argument("--store", default=str(DEFAULT_STORE))
-        p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20)
+            p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
+        p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20,
+                       help="refuse an episodes.jsonl larger than this many MiB (default: %(default)s)")
 
-    p = sub.add_parser("show", help="print the ranked tables")
-    p.add_argument("--store", default=str(DEFAULT_STORE))
-    p = sub.add_parser("render", help="write LEADERBOARD.md and index.html")
-    p.add_argument("--store", default=str(DEFAULT_STORE))
-    p.add_argument("--out", default=str(Path(__file__).parent))
-    sub.add_parser("protocols", help="list the protocols")
-    p = sub.add_parser("benchmark-credit", help="train a credit method beside the built-in baselines under a "
-                                                "credit-track protocol, evaluate all, print the comparison")
-    p.add_argument("method", help="a registered credit method or package.module:ClassName")
-    p.add_argument("--tier", default="micro", choices=("micro", "small", "gpu"))
+    p = command("show", "print the verdicts and the ranked tables")
+    p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
+    p.add_argument("--wide", action="store_true", help="add the model and per-task columns (wider than 120 "
+                                                       "columns)")
+    p = command("render", "write LEADERBOARD.md and index.html")
+    p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
+    p.add_argument("--out", default=str(Path(__file__).parent), help="the folder to write into (default: the "
+                                                                      "leaderboard package folder)")
+    command("protocols", "list the protocols")
+    p = command("benchmark-credit", "train a credit method beside the built-in baselines under a credit-track "
+                                    "protocol, evaluate all, print the comparison")
+    p.add_argument("method", help=f"the method under test: a registered name ({', '.join(list_credits())}) or "
+                                  f"package.module:ClassName")
+    p.add_argument("--tier", default="micro", choices=("micro", "small", "gpu"),
+                   help="the protocol's size: micro, small or gpu (described below; default: micro)")
     p.add_argument("--quick", action="store_true", help="the tier's quick protocol (a smaller budget)")
     p.add_argument("--protocol", default=None, help="another credit-track protocol (a name or a path)")
     p.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated built-in methods to compare "
-                                                                      "against ('' for none)")
-    p.add_argument("--model", default=None, help="gpu tier: the model to train")
-    p.add_argument("--out", default="runs/benchmark-credit", help="where the runs and submissions go")
+                                                                      "against ('' for none; default: all of them)")
+    p.add_argument("--model", default=None, help="gpu tier: the model to train (a hub id or a local "
+                                                              "folder); micro and small fix their own")
+    p.add_argument("--out", default="runs/benchmark-credit", help="where the runs and submissions go; a finished run "
+                                                                  "found there is reused (default: %(default)s)")
     p.add_argument("--submit", action="store_true", help="add every submission to the store")
-    p.add_argument("--store", default=str(DEFAULT_STORE))
+    p.add_argument("--store", default=str(DEFAULT_STORE), help="with --submit: " + _STORE_HELP)
     p.add_argument("--export", choices=("marl-eval",), default=None, help="also write the results in this format")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress output at all (bars are shown only on a "
+                                                              "terminal; elsewhere one line per finished run)")
 
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         if args.command == "evaluate":
             from leaderboard.evaluate import evaluate
@@ -180,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "show":
             from leaderboard.render import show
 
-            print(show(args.store))
+            print(show(args.store, wide=args.wide))
         elif args.command == "render":
             from leaderboard.render import render
 

@@ -84,7 +84,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     "submissions": {method: folder}, "markdown": str}``."""
     from leaderboard.board import build_board
     from leaderboard.evaluate import evaluate
-    from leaderboard.render import _cells, _columns
+    from leaderboard.render import PageContext, comparison_markdown
     from leaderboard.store import entry_from, submit
     from leaderboard.validate import validate
 
@@ -125,26 +125,24 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
         if submit_to is not None:
             submit(sub, submit_to, protocol=protocol)
     board = build_board(entries)
-    lines = [f"# benchmark-credit {method} on {protocol.key} ({protocol.tier} tier)", "",
-             f"{protocol.description}", "",
-             f"Budget per run: {protocol.train['steps']} steps x {protocol.train['tasks_per_step']} tasks x "
-             f"{protocol.train['group_size']} samples, model {model or protocol.train['model']}; training seeds "
-             f"{protocol.train['seeds']}; {protocol.seed_count} evaluation seeds per task. Wall time "
-             f"{time.perf_counter() - t0:.0f} s.", ""]
+    context = PageContext(
+        title=f"benchmark-credit {method} on {protocol.key} ({protocol.tier} tier)", under_test=_safe(method),
+        facts=[("protocol", protocol.description),
+               ("budget per run", f"{protocol.train['steps']} steps x {protocol.train['tasks_per_step']} tasks x "
+                                  f"{protocol.train['group_size']} samples, model {model or protocol.train['model']}"),
+               ("seeds", f"training seeds {protocol.train['seeds']}; {protocol.seed_count} evaluation seeds per task"),
+               ("wall time", f"{time.perf_counter() - t0:.0f} s")],
+        notes=[f"{m}: not applicable here ({why})" for m, why in skipped.items()])
     if board is not None:
-        cols = _columns(board) + ["counterfactual tokens"]
-        lines += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-        for row in board.rows:
-            lines.append("| " + " | ".join([*_cells(board, row), str(row.tokens.get("train_branches", 0))]) + " |")
-    for m, why in skipped.items():
-        lines.append(f"\n- {m}: not applicable here ({why})")
-    text = "\n".join(lines) + "\n"
+        text = comparison_markdown(board, context)
+    else:
+        text = "\n".join([f"# {context.title}", "", *(f"- {n}" for n in context.notes)]) + "\n"
     out.mkdir(parents=True, exist_ok=True)
     (out / "comparison.md").write_text(text)
     if board is not None:
         from leaderboard.render import page
 
-        (out / "index.html").write_text(page([(board, entries)]), encoding="utf-8")
+        (out / "index.html").write_text(page([(board, entries)], context), encoding="utf-8")
     if export == "marl-eval":
         (out / "marl_eval.json").write_text(json.dumps(marl_eval(validated), indent=1))
     elif export is not None:

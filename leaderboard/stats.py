@@ -12,21 +12,27 @@ the team reward of a self-play episode, or the payoff averaged over both seats o
   drawn run its units with replacement (two levels: with one run the CI still reflects the evaluation seeds).
   Seeded: the same inputs and seed give the same CI.
 * :func:`probability_of_improvement`: ``P(X > Y)`` averaged over tasks, each task's the Mann-Whitney
-  ``U / (n m)`` (ties count one half) between the two entries' run means (unit scores when either has one run).
+  ``U / (n m)`` (ties count one half) between the two entries' run means (unit scores when either has one run),
+  as in rliable (Agarwal et al. 2021, "Deep RL at the Edge of the Statistical Precipice", eq. for P(X > Y)).
+  :func:`probability_of_improvement_ci` adds its percentile bootstrap CI: each replicate redraws, in every task,
+  both entries' samples (run means or units, as above) with replacement.
 * :func:`bradley_terry`: ratings from weighted pairwise outcomes (win 1, draw 1/2, loss 0) by the MM algorithm
   (Hunter 2004), on the Elo scale (400 log10 of the strength; the ``anchor`` player is fixed at ``anchor_elo``).
+  :func:`bradley_terry_bootstrap` redraws each stratum from its own generator, seeded by ``(seed, crc32(stratum
+  name))``: the same strata give the same CI whatever order they come in (a stored board and a fresh one agree).
 * :func:`ranks`: rank = 1 + the number of entries whose CI lies entirely above this entry's CI.
 """
 
 from __future__ import annotations
 
+import zlib
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as _scipy_stats
 
-__all__ = ["bradley_terry", "bradley_terry_bootstrap", "cell_matrix", "iqm", "probability_of_improvement", "ranks",
-           "stratified_bootstrap"]
+__all__ = ["bootstrap_cells", "bradley_terry", "bradley_terry_bootstrap", "cell_matrix", "iqm",
+           "probability_of_improvement", "probability_of_improvement_ci", "ranks", "stratified_bootstrap"]
 
 ELO = 400.0 / np.log(10.0)
 
@@ -54,12 +60,10 @@ def cell_matrix(scores: Mapping[str, Sequence[Sequence[float]]]) -> np.ndarray:
     return np.array([[float(np.mean(r)) for r in task_runs] for task_runs in scores.values()]).T
 
 
-def stratified_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]],
-                         statistic: Callable[[np.ndarray], float] = iqm, reps: int = 2000, seed: int = 0,
-                         confidence: float = 0.95) -> tuple[float, float, float]:
-    """``(point, low, high)``: the statistic of the cell matrix and its percentile bootstrap CI (see the module
-    docstring for the two-level, task-stratified resampling)."""
-    point = statistic(cell_matrix(scores))
+def bootstrap_cells(scores: Mapping[str, Sequence[Sequence[float]]], reps: int = 2000, seed: int = 0) -> np.ndarray:
+    """``reps x runs x tasks``: bootstrap replicates of the cell matrix (see the module docstring for the two-level,
+    task-stratified resampling). Seeded: the same inputs and seed give the same replicates."""
+    cell_matrix(scores)                                    # checks the shape
     rng = np.random.default_rng(seed)
     columns = []
     for task_runs in scores.values():
@@ -74,7 +78,16 @@ def stratified_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]],
                 idx = rng.integers(u.size, size=(rows.size, u.size))
                 col[rows, pos] = u[idx].mean(axis=1)
         columns.append(col)
-    batch = np.stack(columns, axis=2)                      # reps x runs x tasks
+    return np.stack(columns, axis=2)
+
+
+def stratified_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]],
+                         statistic: Callable[[np.ndarray], float] = iqm, reps: int = 2000, seed: int = 0,
+                         confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(point, low, high)``: the statistic of the cell matrix and its percentile bootstrap CI over
+    :func:`bootstrap_cells` replicates."""
+    point = statistic(cell_matrix(scores))
+    batch = bootstrap_cells(scores, reps=reps, seed=seed)  # reps x runs x tasks
     if statistic is iqm:
         boot = _iqm_batch(batch)
     else:
@@ -84,23 +97,64 @@ def stratified_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]],
     return float(point), float(low), float(high)
 
 
-def probability_of_improvement(x: Mapping[str, Sequence[Sequence[float]]],
-                               y: Mapping[str, Sequence[Sequence[float]]]) -> float:
-    """``P(X > Y)`` over the tasks both entries have (see the module docstring)."""
+def _poi_samples(x, y) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per shared task, the two samples P(X > Y) compares: run means, or unit scores when either has one run."""
     common = [t for t in x if t in y]
     if not common:
         raise ValueError("the two entries share no task")
     out = []
     for t in common:
         if len(x[t]) > 1 and len(y[t]) > 1:
-            a = np.array([np.mean(r) for r in x[t]])
-            b = np.array([np.mean(r) for r in y[t]])
+            a = np.array([np.mean(r) for r in x[t]], dtype=np.float64)
+            b = np.array([np.mean(r) for r in y[t]], dtype=np.float64)
         else:
-            a = np.concatenate([np.asarray(r, float) for r in x[t]])
-            b = np.concatenate([np.asarray(r, float) for r in y[t]])
+            a = np.concatenate([np.asarray(r, np.float64) for r in x[t]])
+            b = np.concatenate([np.asarray(r, np.float64) for r in y[t]])
+        out.append((a, b))
+    return out
+
+
+def probability_of_improvement(x: Mapping[str, Sequence[Sequence[float]]],
+                               y: Mapping[str, Sequence[Sequence[float]]]) -> float:
+    """``P(X > Y)`` over the tasks both entries have (see the module docstring)."""
+    out = []
+    for a, b in _poi_samples(x, y):
         u = _scipy_stats.mannwhitneyu(a, b, alternative="two-sided").statistic
         out.append(float(u) / (a.size * b.size))
     return float(np.mean(out))
+
+
+def _resampled_counts(rng: np.random.Generator, value_index: np.ndarray, n_values: int, reps: int) -> np.ndarray:
+    """``reps x n_values``: how often each distinct value is drawn when the samples (``value_index``: each one's
+    value) are redrawn with replacement, ``reps`` times."""
+    n = value_index.size
+    drawn = value_index[rng.integers(n, size=(reps, n))] + n_values * np.arange(reps)[:, None]
+    return np.bincount(drawn.ravel(), minlength=reps * n_values).reshape(reps, n_values).astype(np.float64)
+
+
+def probability_of_improvement_ci(x: Mapping[str, Sequence[Sequence[float]]],
+                                  y: Mapping[str, Sequence[Sequence[float]]], reps: int = 1000, seed: int = 0,
+                                  confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(P(X > Y), low, high)``: :func:`probability_of_improvement` and its percentile bootstrap CI.
+
+    A replicate redraws, in every task, X's and Y's samples with replacement (``c_x(v)``, ``c_y(v)``: how often
+    each distinct value ``v`` is drawn); its ``U`` is ``sum_v c_x(v) (c_y(< v) + c_y(= v) / 2)``,
+    so a replicate costs one cumulative sum, not ``n m`` comparisons. Seeded: the same inputs and seed give the
+    same CI."""
+    point = probability_of_improvement(x, y)
+    rng = np.random.default_rng(seed)
+    total = np.zeros(reps)
+    samples = _poi_samples(x, y)
+    for a, b in samples:
+        values, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
+        cx = _resampled_counts(rng, inverse[:a.size], values.size, reps)
+        cy = _resampled_counts(rng, inverse[a.size:], values.size, reps)
+        below = np.cumsum(cy, axis=1) - cy
+        total += (cx * (below + 0.5 * cy)).sum(axis=1) / (a.size * b.size)
+    boot = total / len(samples)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return point, float(low), float(high)
 
 
 def bradley_terry(games: Sequence[tuple[str, str, float, float]], anchor: str | None = None,
@@ -168,17 +222,16 @@ def bradley_terry_bootstrap(strata: Mapping[str, Sequence[tuple[str, str, float,
                 for (i, j, score, count) in rows if count > 0]
 
     point = bradley_terry(games_of(strata), anchor, anchor_elo, prior)
-    rng = np.random.default_rng(seed)
+    draws = {}
+    for k in sorted(strata):
+        counts = np.array([r[3] for r in strata[k]], dtype=np.float64)
+        total = int(counts.sum())
+        if total > 0:
+            rng = np.random.default_rng([seed, zlib.crc32(k.encode("utf-8"))])
+            draws[k] = rng.multinomial(total, counts / total, size=reps)
     samples: dict[str, list[float]] = {p: [] for p in point}
-    for _ in range(reps):
-        redrawn = {}
-        for k, rows in strata.items():
-            counts = np.array([r[3] for r in rows], dtype=np.float64)
-            total = int(counts.sum())
-            if total == 0:
-                continue
-            new = rng.multinomial(total, counts / total)
-            redrawn[k] = [(r[0], r[1], r[2], int(c)) for r, c in zip(rows, new)]
+    for rep in range(reps):
+        redrawn = {k: [(r[0], r[1], r[2], int(c)) for r, c in zip(strata[k], new[rep])] for k, new in draws.items()}
         fit = bradley_terry(games_of(redrawn), anchor, anchor_elo, prior)
         for p, v in fit.items():
             samples[p].append(v)

@@ -386,14 +386,23 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     out = tmp_path / "bench"
     store = tmp_path / "store"
     # the method under test given as package.module:ClassName, a control, and a method that cannot play Kuhn
+    # with progress on, as the README demo runs it: written to a file or a pipe (capsys is neither a terminal),
+    # the output has no carriage-return frames, one line per finished training run
     assert main(["benchmark-credit", "baselines.credit.rae:RAE", "--protocol", str(credit_protocol),
                  "--baselines", "none,ccpo_v1", "--out", str(out), "--submit", "--store", str(store),
-                 "--export", "marl-eval", "--no-progress"]) == 0
-    text = capsys.readouterr().out
+                 "--export", "marl-eval"]) == 0
+    captured = capsys.readouterr()
+    text = captured.out
+    assert "\r" not in captured.out + captured.err
+    assert captured.err.count(": done, 1 steps in ") == 4                  # 2 methods x 2 training seeds
     assert "| rank | entry |" in text and "baselines.credit.rae_RAE#" in text and "none#" in text
     assert "ccpo_v1: not applicable here" in text
+    assert "baselines.credit.rae_RAE vs none: " in text                   # the verdict of the method under test
     assert (out / "test-credit@1" / "comparison.md").read_text() in text
-    assert "<table class='board'" in (out / "test-credit@1" / "index.html").read_text()
+    comparison = (out / "test-credit@1" / "index.html").read_text()
+    assert "<table class='board'" in comparison
+    assert "Method under test: <strong>baselines.credit.rae_RAE</strong>" in comparison
+    assert "<dt>wall time</dt>" in comparison and "ccpo_v1: not applicable here" in comparison
     runs = sorted(p.name for p in (out / "test-credit@1" / "none" / "kuhn_poker-v0").iterdir())
     assert runs == ["seed0", "seed1"]
     assert sorted(e["method"] for e in load_entries(store)) == ["baselines.credit.rae_RAE", "none"]
@@ -404,7 +413,7 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     assert len(runs_of_none["run_1"]["absolute_metrics"]["normalized_score"]) == 3      # one per evaluation seed
     assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
     page = (tmp_path / "site" / "index.html").read_text()
-    assert "alt='learning curves, test-credit@1'" in page
+    assert "data-figure='curves-kuhn_poker-v0'" in page
     # a second call reuses the finished runs (nothing retrained) and evaluates them to the same scores
     weights = sorted((out / "test-credit@1").rglob("state.safetensors"))
     assert weights

@@ -1,6 +1,9 @@
-"""The rendered leaderboard page in a real browser: headless Chromium loads the offline page, the plots decode and
-the table sorts. Skips where no Chromium is installed (Debian: apt-get install chromium)."""
+"""The rendered leaderboard page in a real browser: headless Chromium loads the offline page, the plots decode, the
+table sorts, the verdict is there, one method has one colour in two figures (the drawn pixels, not only the
+recorded colours) and nothing overflows the body at 390 px. Skips where no Chromium is installed (Debian: apt-get
+install chromium)."""
 
+import html
 import json
 import re
 import shutil
@@ -15,9 +18,10 @@ CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "goog
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
 
 
-def _dom(url: str, tmp_path) -> str:
+def _dom(url: str, tmp_path, width: int = 1400) -> str:
     out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url],
+                          f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},900",
+                          "--hide-scrollbars", "--dump-dom", url],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
@@ -43,7 +47,8 @@ def site(tmp_path_factory):
 
 def _rows(dom: str) -> list[str]:
     body = re.search(r"<tbody>(.*?)</tbody>", dom, re.S).group(1)
-    return [re.findall(r"<td>(.*?)</td>", row)[1] for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
+    return [re.sub(r"<[^>]+>", "", row[1]) for row in cells]          # the entry: its name, then #hash
 
 
 def test_page_renders_the_table_and_both_plots_and_sorts_in_chromium(site, tmp_path):
@@ -53,3 +58,50 @@ def test_page_renders_the_table_and_both_plots_and_sorts_in_chromium(site, tmp_p
     assert [r.split("#")[0] for r in _rows(ascending)] == ["random", "reference"]
     descending = _dom(site.as_uri() + "#sort=1-desc", tmp_path)
     assert [r.split("#")[0] for r in _rows(descending)] == ["reference", "random"]
+
+
+# Measures the page as a reader sees it and writes the results into <body data-...> for --dump-dom: the body's
+# horizontal overflow, and for each figure the number of pixels drawn in each method's colour (read back from the
+# decoded PNG through a canvas; data: images are same-origin).
+_PROBE = """<script>
+window.addEventListener('load', () => {
+  const b = document.body, root = document.documentElement;
+  b.dataset.overflow = Math.max(root.scrollWidth, b.scrollWidth) - window.innerWidth;
+  const out = {};
+  document.querySelectorAll('figure[data-figure]').forEach(f => {
+    const img = f.querySelector('img'), c = document.createElement('canvas');
+    c.width = img.naturalWidth; c.height = img.naturalHeight;
+    const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
+    const px = ctx.getImageData(0, 0, c.width, c.height).data, colours = JSON.parse(f.dataset.colours), n = {};
+    for (const [name, hex] of Object.entries(colours)) {
+      const r = parseInt(hex.slice(1, 3), 16), g = parseInt(hex.slice(3, 5), 16), bl = parseInt(hex.slice(5, 7), 16);
+      let k = 0;
+      for (let i = 0; i < px.length; i += 4) if (px[i] === r && px[i + 1] === g && px[i + 2] === bl) k++;
+      n[name] = [hex, k];
+    }
+    out[f.dataset.figure] = n;
+  });
+  b.dataset.pixels = JSON.stringify(out);
+});
+</script></body>"""
+
+
+def _probe(dom: str, name: str) -> str:
+    return html.unescape(re.search(rf'data-{name}="([^"]*)"', dom).group(1))
+
+
+def test_page_gives_the_verdict_fixed_colours_and_fits_a_phone(site, tmp_path):
+    probed = tmp_path / "probed.html"
+    probed.write_text(site.read_text().replace("</body>", _PROBE))
+    phone = _dom(probed.as_uri(), tmp_path, width=390)
+    verdict = re.search(r"<div class=\"verdict\"[^>]*>(.*?)</div>", phone, re.S).group(1)
+    assert "IQM (all 2 tasks x 1 run, 8 eval seeds each): " in verdict
+    assert re.search(r"closest to the leader (\w+): P\((\w+) &gt; \1\) = 0\.\d\d \[0\.\d\d, 0\.\d\d\] \(CI ",
+                     verdict), verdict
+    assert int(_probe(phone, "overflow")) <= 0, "the body scrolls sideways at 390 px"
+    pixels = json.loads(_probe(phone, "pixels"))
+    for method in ("reference", "random"):
+        (colour_a, drawn_a), (colour_b, drawn_b) = pixels["iqm"][method], pixels["profile"][method]
+        assert colour_a == colour_b, (method, colour_a, colour_b)
+        assert drawn_a > 20 and drawn_b > 20, (method, drawn_a, drawn_b)      # drawn in that colour in both
+    assert pixels["iqm"]["reference"][0] != pixels["iqm"]["random"][0]

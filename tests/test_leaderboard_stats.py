@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from leaderboard.stats import (bradley_terry, bradley_terry_bootstrap, cell_matrix, iqm, probability_of_improvement,
-                               ranks, stratified_bootstrap)
+                               probability_of_improvement_ci, ranks, stratified_bootstrap)
 
 
 def test_iqm_is_the_mean_of_the_middle_half():
@@ -54,6 +54,35 @@ def test_probability_of_improvement_counts_ties_as_half():
     y = {"t": [[0.0], [2.0], [2.0]], "u": [[0.0], [0.0], [0.0]]}
     assert probability_of_improvement(x, y) == pytest.approx(5 / 6)
     assert probability_of_improvement(y, x) == pytest.approx(1 / 6)
+
+
+def test_probability_of_improvement_ci_of_two_units_gives_the_hand_computed_percentiles():
+    # x has units 0 and 1, y the single unit 1/2: a resample of x holds k ones of 2, so P(X > Y) = k / 2 is
+    # 0 (p 1/4), 1/2 (p 1/2) or 1 (p 1/4); the 2.5% and 97.5% percentiles are 0 and 1, the point 1/2
+    assert probability_of_improvement_ci({"t": [[0.0, 1.0]]}, {"t": [[0.5]]}, reps=4000, seed=1) == (0.5, 0.0, 1.0)
+    # always above: every replicate is 1; ties count one half in every replicate too
+    assert probability_of_improvement_ci({"t": [[2.0, 3.0]]}, {"t": [[0.0, 1.0]]}, reps=50) == (1.0, 1.0, 1.0)
+    assert probability_of_improvement_ci({"t": [[1.0, 1.0]]}, {"t": [[1.0]]}, reps=50) == (0.5, 0.5, 0.5)
+
+
+def test_probability_of_improvement_ci_is_seeded_and_holds_the_point():
+    rng = np.random.default_rng(2)
+    x = {t: [list(rng.normal(0.2, 1, size=30)) for _ in range(4)] for t in "ab"}
+    y = {t: [list(rng.normal(0.0, 1, size=30)) for _ in range(4)] for t in "ab"}
+    ci = probability_of_improvement_ci(x, y, reps=400, seed=3)
+    assert ci == probability_of_improvement_ci(x, y, reps=400, seed=3)
+    assert ci[0] == probability_of_improvement(x, y)
+    assert ci[1] <= ci[0] <= ci[2]
+
+
+def test_elo_bootstrap_does_not_depend_on_the_order_of_the_strata():
+    # the same games listed in another order (a stored board and a fresh one) give the same CIs
+    strata = {"a|kuhn|bot": [("a", "bot", 1.0, 30), ("a", "bot", 0.5, 10), ("a", "bot", 0.0, 20)],
+              "b|kuhn|bot": [("b", "bot", 1.0, 25), ("b", "bot", 0.5, 5), ("b", "bot", 0.0, 30)],
+              "c|leduc|bot": [("c", "bot", 1.0, 12), ("c", "bot", 0.5, 1), ("c", "bot", 0.0, 9)]}
+    reordered = dict(reversed(list(strata.items())))
+    assert bradley_terry_bootstrap(strata, anchor="bot", reps=100, seed=0) == \
+        bradley_terry_bootstrap(reordered, anchor="bot", reps=100, seed=0)
 
 
 def test_bradley_terry_three_wins_in_four_is_190_elo():

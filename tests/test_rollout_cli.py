@@ -14,7 +14,7 @@ def test_every_rollout_flag_has_help_with_its_default(capsys):
     with pytest.raises(SystemExit):
         rollout.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    options = text.split("options:")[1].split("Example:")[0]
+    options = text.split("options:")[1].split("examples:")[0]
     flags = re.findall(r"(--[a-z-]+) [A-Z_]+ ", options)
     assert len(flags) >= 12
     for flag in sorted(set(flags) - {"--env", "--out"}):  # the two required flags have no default
@@ -33,7 +33,7 @@ def test_no_progress_also_silences_transformers_loading_bars(monkeypatch):
     hf_logging.enable_progress_bar()
     try:
         args = argparse.Namespace(no_progress=True, model="random", seed=0)
-        rollout._build_policy(args).close()
+        rollout._build_policy(args, {}).close()
         assert not hf_logging.is_progress_bar_enabled()
         import os
 

@@ -1,5 +1,5 @@
-"""``python -m baselines.credit --episodes episodes.jsonl --method ccpo_v2``: a credit method's advantages for a file of
-episodes written by ``python -m baselines.rollout``, as per-role statistics, with the method's diagnostics."""
+"""python -m baselines.credit --episodes episodes.jsonl --method ccpo_v2: a credit method's advantages for a file of
+episodes written by python -m baselines.rollout, as per-role statistics, with the method's diagnostics."""
 
 from __future__ import annotations
 
@@ -38,13 +38,36 @@ def role_statistics(episodes, advantages) -> dict[str, dict[str, float]]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m baselines.credit", description=__doc__.split("\n\n")[0])
+_EXAMPLES = """\
+examples:
+  python -m baselines.rollout --env think_solve-v0 --model random --episodes 32 --group-size 4 \\
+      --branches ablate:thinker,ablate:solver --out episodes.jsonl
+  python -m baselines.credit --episodes episodes.jsonl --method loo
+  python -m baselines.credit --episodes episodes.jsonl --method dr_mas --option by=agent --json
+  python -m baselines.credit --episodes episodes.jsonl --method mypkg.credit:MyMethod
+
+Methods that need counterfactual branches say which when they are missing (loo and ccpo: ablate:AGENT;
+coma: resample:AGENT:K); each method's equation is in its module's docstring (baselines/credit/NAME.py).
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m baselines.credit",
+                                     description="A credit method's advantages for a file of episodes written by "
+                                                 "python -m baselines.rollout,\nas per-role statistics, with the "
+                                                 "method's diagnostics.",
+                                     epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", required=True, help="a JSONL file written by python -m baselines.rollout")
-    parser.add_argument("--method", required=True, help=f"one of {', '.join(list_credits())}, or module:Class")
+    parser.add_argument("--method", required=True, help=f"the credit method: {', '.join(list_credits())}; or "
+                                                        f"package.module:ClassName for your own")
     parser.add_argument("--option", action="append", type=_option, default=[], metavar="KEY=VALUE",
                         help="a method option (JSON value), e.g. --option std=\"sample\"; repeat for more")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         method = make_credit(args.method, **dict(args.option))

@@ -27,25 +27,30 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 @dataclass
 class TrainConfig:
     # ---- what is played
-    env: str = _f("think_solve-v0", "env id, e.g. think_solve-v0, voting-v0, kuhn_poker-v0")
-    env_kwargs: dict = _f({}, "JSON dict of env kwargs, e.g. '{\"n_voters\": 3}'")
-    action_mode: str = _f("", "the env's action mode: text or discrete (default: text for LLMs, discrete for mlp)")
+    env: str = _f("think_solve-v0", "the env to train on: an env id such as think_solve-v0, voting-v0, kuhn_poker-v0 "
+                                    "(marl_llm_envs.list_envs() lists them)")
+    env_kwargs: dict = _f({}, "the env's keyword arguments as a JSON object, e.g. '{\"n_voters\": 3}'")
+    action_mode: str = _f("", "the env's action mode: 'text' or 'discrete'; empty: text for LLMs, discrete for mlp")
     # ---- who plays it, and which weights are trained
-    model: str = _f("tiny", "one model for every role ('tiny', 'smollm2-135m', a local path, or 'mlp' for a small "
-                            "MLP on the numeric observation), or one per role: 'thinker=smollm2-135m,solver=tiny'")
-    mode: str = _f("generate", "LLM decisions: 'generate' (free text) or 'choice' (score each legal move)")
+    model: str = _f("tiny", "one model for every role, or one per role ('thinker=smollm2-135m,solver=mlp'): 'mlp' (a "
+                            "small MLP on the numeric observation; learns in minutes on CPU), 'smollm2-135m' "
+                            "(SmolLM2-135M-Instruct, a real small LLM), a local folder or a hub id. The default "
+                            "'tiny' is a randomly initialised 0.15M-parameter LLM for smoke tests only: it writes "
+                            "gibberish and does not learn the games")
+    mode: str = _f("generate", "how an LLM decides: 'generate' (writes free text, parsed into a move) or 'choice' "
+                               "(scores each legal move; what learns on CPU); ignored for mlp")
     adapters: str = _f("none", "LoRA (peft): 'none' (train the full weights), 'shared' (one adapter for every role "
                                "of a model) or 'per_role' (one adapter per role on a shared base)")
-    lora_r: int = _f(8, "LoRA rank")
-    lora_alpha: float = _f(16.0, "LoRA alpha")
+    lora_r: int = _f(8, "LoRA rank (with --adapters shared or per_role)")
+    lora_alpha: float = _f(16.0, "LoRA alpha, the adapter's scale numerator (with --adapters shared or per_role)")
     frozen: str = _f("", "comma-separated roles whose policy plays but is not trained (e.g. 'solver')")
     partners: str = _f("", "roles played by a scripted bot: 'player_1=reference' (the env's reference bot) or "
                            "'player_1=random'")
     alternate_every: int = _f(0, "train one role at a time, switching every N steps (CCPO's schedule); 0 = all "
                                  "roles every step")
     # ---- credit
-    credit: str = _f("broadcast", "credit method: a name from baselines.credit.list_credits() or module:Class")
-    credit_options: dict = _f({}, "JSON dict of credit-method options, e.g. '{\"std\": \"sample\"}'")
+    credit: str = _f("broadcast", "the credit method: {credits}; or package.module:ClassName for your own")
+    credit_options: dict = _f({}, "the credit method's options as a JSON object, e.g. '{\"std\": \"sample\"}'")
     # ---- budget and batch
     steps: int = _f(20, "training steps (one rollout batch and one update each)")
     tasks_per_step: int = _f(8, "tasks (GRPO groups) per step")
@@ -69,7 +74,7 @@ class TrainConfig:
     micro_batch_tokens: int = _f(4096, "gradient accumulation: at most this many prompt+completion tokens per forward")
     grad_clip: float = _f(1.0, "max gradient norm (0 = no clipping)")
     # ---- hardware
-    device: str = _f("cpu", "cpu or cuda")
+    device: str = _f("cpu", "where to train: cpu or cuda")
     dtype: str = _f("float32", "training dtype: float32, or bfloat16 (autocast; logits in float32 for the loss)")
     compile: bool = _f(False, "torch.compile the training forward")
     # ---- output
@@ -79,25 +84,34 @@ class TrainConfig:
     resume: bool = _f(False, "continue the run in --out from its latest checkpoint")
     tensorboard: bool = _f(True, "also log to TensorBoard when it is installed")
     wandb: str = _f("", "W&B project to log to (needs wandb installed); empty = off")
-    progress: bool = _f(True, "show a progress bar")
+    progress: bool = _f(True, "show progress: a bar on a terminal; written to a file or a pipe, a summary line "
+                              "every 30 s and one when the run ends")
 
     # ------------------------------------------------------------------ parsing
     @classmethod
     def parser(cls) -> argparse.ArgumentParser:
+        from baselines.credit import list_credits
+
         p = argparse.ArgumentParser(prog="python -m baselines.train",
+                                    usage="python -m baselines.train [--env ENV] [--model MODEL] [--credit METHOD] "
+                                          "[--steps N] [--out DIR] [option ...]",
                                     description="Train a team of LLM agents (or small MLP policies) with a credit "
-                                                "method: rollout -> credit -> clipped policy-gradient update.")
+                                                "method:\nrollout -> credit -> clipped policy-gradient update. Writes "
+                                                "config.json, metrics.jsonl and\ncheckpoints into --out.",
+                                    epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
         for f in dataclasses.fields(cls):
             name = "--" + f.name.replace("_", "-")
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            help_ = f"{f.metadata['help']} (default: {json.dumps(default)})"
+            help_ = f.metadata["help"].replace("{credits}", ", ".join(list_credits()))
+            if "default" not in help_:
+                help_ += f" (default: {json.dumps(default)})"
             if f.type in ("bool", bool):
                 p.add_argument(name, action=argparse.BooleanOptionalAction, default=default, help=help_)
             elif f.type in ("dict", dict):
                 p.add_argument(name, type=_json_dict(f.name), default=default, help=help_, metavar="JSON")
             else:
                 kind = {"int": int, "float": float, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
-                p.add_argument(name, type=kind, default=default, help=help_)
+                p.add_argument(name, type=kind, default=default, help=help_, metavar=f.name.upper())
         return p
 
     @classmethod
@@ -192,6 +206,19 @@ class TrainConfig:
             raise ValueError(f"--dtype must be float32 or bfloat16, got {self.dtype!r}")
         if "action_mode" in self.env_kwargs:
             raise ValueError("give the action mode with --action-mode, not in --env-kwargs")
+
+
+_EXAMPLES = """\
+examples:
+  # an MLP team that learns Kuhn poker in a few minutes on CPU, with leave-one-out credit
+  python -m baselines.train --env kuhn_poker-v0 --model mlp --credit loo --steps 100 --out runs/kuhn-loo
+  # a real small LLM choosing among legal moves (CPU: slow; GPU: --device cuda)
+  python -m baselines.train --env think_solve-v0 --model smollm2-135m --mode choice --credit ccpo_v2 --out runs/ts
+  # a smoke test of the whole loop (the 'tiny' model writes gibberish; nothing is learned)
+  python -m baselines.train --steps 2 --out /tmp/smoke
+  # continue a run from its latest checkpoint, for 50 more steps
+  python -m baselines.train --out runs/kuhn-loo --resume --steps 150
+"""
 
 
 def _json_dict(name: str):

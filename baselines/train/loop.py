@@ -14,7 +14,6 @@ import json
 import math
 import os
 import signal
-import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -327,10 +326,9 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
         run = wandb.init(project=cfg.wandb, config=cfg.to_dict(), dir=str(out), resume="allow")
     bar = None
     if cfg.progress and dist.main:
-        from tqdm.auto import tqdm
+        from baselines.progress import Progress
 
-        bar = tqdm(total=cfg.steps, initial=start, desc=f"train {cfg.env} {cfg.credit}", unit="step",
-                   file=sys.stderr)
+        bar = Progress(cfg.steps, f"train {cfg.env} {cfg.credit}", unit="step", initial=start)   # a bar on a TTY only
     engine = RolloutEngine(team.policies, show_progress=False)
     metrics: dict[str, Any] = {}
     alt_roles = sorted(team.trainable)
@@ -379,8 +377,7 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
             if bar is not None:
                 reward = next((v for k, v in metrics.items() if k.startswith("reward/team/")), 0.0)
                 tps = (metrics["tokens/main"] + metrics["tokens/branches"]) / max(1e-9, metrics["time/step"])
-                bar.set_postfix(reward=f"{reward:+.3f}", tok_s=f"{tps:.0f}")
-                bar.update(1)
+                bar.update(1, reward=f"{reward:+.3f}", tok_s=f"{tps:.0f}")
         # ---- checkpoint
         if dist.main and ((step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps):
             meta = {"step": step + 1, "config_hash": cfg.hash(), "credit": method.state_dict()}
