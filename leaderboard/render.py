@@ -226,6 +226,10 @@ def show_text(found: list[tuple[Board, list[dict]]], wide: bool = False) -> str:
         for c in _coverage(board):
             parts += textwrap.wrap(c, SHOW_WIDTH, initial_indent="  ", subsequent_indent="    ")
         parts += _text_table(cols, rows)
+        mine = [r.label for r in board.rows if r.self_reported]
+        if mine:
+            parts += textwrap.wrap("self-reported (the player was not re-run by the maintainer): "
+                                   + ", ".join(clean(m) for m in mine), SHOW_WIDTH, subsequent_indent="  ")
         if board.opponents:
             parts += textwrap.wrap(f"opponents' Elo ({board.elo_anchor} fixed at 1000): " + _opponents(board),
                                    SHOW_WIDTH, subsequent_indent="  ")

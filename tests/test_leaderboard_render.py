@@ -16,7 +16,7 @@ def _entry(label: str, scores: dict, games: dict | None = None, model: str = "ml
     method = label.split("#")[0]
     runs = len(next(iter(scores.values())))
     return {"id": f"test@1/{label}", "label": label, "method": method, "protocol": "test@1", "track": "credit",
-            "submitted": submitted,
+            "submitted": submitted, "self_reported": False,
             "results": {"scores": scores, "task_means": {t: float(np.mean(v)) for t, v in scores.items()},
                         "games": games or {}},
             "manifest": {"players": {"kuhn_poker-v0": [{"model_id": model}] * runs},
