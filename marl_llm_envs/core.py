@@ -27,6 +27,9 @@ One place for what all our text environments have in common (the games only writ
 * **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it. ``reset()`` without a seed draws
   the next episode's seed from the env's own RNG, so every episode has a concrete seed in its transcript. The global
   ``random`` module and NumPy's global state are never touched.
+* **Global state.** ``state()`` (PettingZoo's API) is the concatenation of every agent's ``"observation"`` vector,
+  for a centralized critic (``baselines.credit``'s ``mappo``); a game overrides it where a shorter union of the
+  private views exists (Hanabi).
 * **Infos.** ``infos[agent]`` carries ``team``, ``role``, ``team_reward`` (the team's return so far; final at the end),
   ``invalid_action`` and ``invalid_count``; games add their own keys at the end of an episode.
 * **Counterfactuals.** ``clone()`` is an independent copy (RNG included) that shares all static data;
@@ -272,6 +275,18 @@ class TextEnv(AECEnv):
         if self.action_mode == "discrete":
             obs["action_mask"] = self.action_mask(agent)
         return obs
+
+    def state(self) -> np.ndarray:
+        """PettingZoo's global state (for a centralized critic): every possible agent's ``"observation"`` vector,
+        concatenated in ``possible_agents`` order (``len(possible_agents) * vector_size`` float32 entries). A game
+        where the union of the private views is shorter overrides it (Hanabi)."""
+        if self._seed is None:
+            raise _before_reset("state()")
+        n = self.vector_size
+        out = np.zeros(len(self.possible_agents) * n, np.float32)
+        for i, agent in enumerate(self.possible_agents):
+            self._vector(agent, out[i * n:(i + 1) * n])
+        return out
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         try:

@@ -69,6 +69,6 @@ statistics and the method's diagnostics for a file written by ``python -m baseli
 """
 
 from baselines.credit.base import CreditMethod, list_credits, make_credit, register
-from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas  # noqa: F401,E402  (registration)
+from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas, mappo, ippo  # noqa: F401,E402  (registration)
 
 __all__ = ["CreditMethod", "list_credits", "make_credit", "register"]
