@@ -250,3 +250,44 @@ def test_two_process_data_parallel_with_a_critic_matches_one_process(tmp_path):
     for key, net in ca["critics"].items():
         for p, q in zip(net["params"], cb["critics"][key]["params"]):
             assert np.allclose(p, q, atol=1e-6), key
+
+
+# ---------------------------------------------------------------------- LLM tiers: a value head on the policy model
+@pytest.mark.slow
+def test_the_trainer_attaches_the_value_head_and_logs_its_loss(tmp_path):
+    from baselines.train import TrainConfig, train
+
+    cfg = TrainConfig(env="think_solve-v0", model="tiny", max_new_tokens=4, credit="mappo",
+                      credit_options={"critic": "value_head"}, steps=1, tasks_per_step=2, group_size=2,
+                      out=str(tmp_path / "run"), progress=False, tensorboard=False)
+    metrics = train(cfg)
+    assert metrics["credit/critic_loss"] > 0 and "credit/critic_explained_variance" in metrics
+    state = json.loads((tmp_path / "run" / "checkpoints" / "step-0000001" / "meta.json").read_text())["credit"]
+    assert sorted(state["critics"]) == ["value_head"]
+    assert state["critics"]["value_head"]["in_size"] == 64          # the tiny model's hidden size
+
+
+def test_per_role_value_heads_read_each_roles_adapter_at_the_last_prompt_token():
+    pytest.importorskip("peft")
+    from baselines.train import TrainConfig
+    from baselines.train.learners import build_team
+
+    cfg = TrainConfig(env="think_solve-v0", model="tiny", max_new_tokens=4, adapters="per_role")
+    env = make("think_solve-v0")
+    team = build_team(cfg, env, sorted(set(env.roles.values())))
+    method = make_credit("ippo", critic="value_head", heads="per_role")
+    assert method.needs_state is None                       # it reads prompt tokens, not a recorded state
+    e = RolloutEngine(team.policies, show_progress=False).run("think_solve-v0", 1, 2, seed=2)
+    with pytest.raises(ValueError, match="the trainer attaches it"):
+        method.advantages(e)
+    method.attach(team)
+    model = team.learners[0].module
+    for t in e[0].turns:
+        model.set_adapter(t.role)
+        with torch.no_grad():
+            h = model(input_ids=torch.tensor([t.prompt_ids]), output_hidden_states=True).hidden_states[-1][0, -1]
+        assert method.features(e[0], 0, t) == pytest.approx(h.tolist(), abs=1e-6)
+    assert [len(a) for a in method.advantages(e)] == [len(x.turns) for x in e]
+    assert method.update(e)["critic_loss"] > 0
+    assert sorted(method.critic.nets) == ["value_head/solver", "value_head/thinker"]
+    assert all(p.requires_grad for n, p in model.named_parameters() if "lora_" in n)   # both adapters still train

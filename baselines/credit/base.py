@@ -55,6 +55,10 @@ class CreditMethod:
         """The method's trainable tensors (a learned critic's); ``[]`` for Monte Carlo methods."""
         return []
 
+    def attach(self, team) -> None:
+        """Called once by the trainer with its team (learners and their models) before the first rollout, for a
+        critic that reads the policy model (``mappo``/``ippo`` with ``critic="value_head"``). Default: nothing."""
+
     def update(self, episodes: Sequence[Episode]) -> dict[str, float]:
         """Train the method's own parameters on the batch, with its own optimizer; called by the trainer after
         :meth:`advantages` on the same (whole, gathered) batch. Returns numbers to log (e.g. ``critic_loss``)."""

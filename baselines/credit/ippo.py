@@ -28,9 +28,14 @@ class IPPO(MAPPO):
     needs_state = "observation"
 
     def key(self, episode: Episode, turn) -> str:
-        """One network per (env, agent)."""
+        """One network per (env, agent) (the value head: mappo's, one or one per role)."""
+        if self.kind == "value_head":
+            return super().key(episode, turn)
         return f"{episode.env_id}/{turn.agent}"
 
     def features(self, episode: Episode, index: int, turn) -> list[float]:
-        """The agent's own numeric observation before its turn (no seat one-hot: the network is the agent's)."""
+        """The agent's own numeric observation before its turn (no seat one-hot: the network is the agent's); the
+        value head reads the policy model's hidden state, as mappo's."""
+        if self.kind == "value_head":
+            return super().features(episode, index, turn)
         return self._state(episode, index, turn)

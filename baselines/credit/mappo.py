@@ -67,13 +67,15 @@ def gae(rewards: Sequence[float], values: Sequence[float], gamma: float = 1.0, l
 
 
 class MLPCritic:
-    """Value networks by key, each ``Linear(in, h) - tanh - Linear(h, h) - tanh - Linear(h, 1)`` with its own Adam,
-    built the first time its key is seen (input size from that input)."""
+    """Value networks by key, each ``Linear(in, h) - tanh - Linear(h, h) - tanh - Linear(h, 1)`` (``hidden = 0``: a
+    linear value head ``Linear(in, 1)``) with its own Adam, built the first time its key is seen (input size from that
+    input)."""
 
     def __init__(self, hidden: int, lr: float, seed: int) -> None:
         self.hidden, self.lr, self.seed = hidden, lr, seed
         self.nets: dict[str, torch.nn.Module] = {}
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
+        self.in_sizes: dict[str, int] = {}
 
     def net(self, key: str, in_size: int) -> torch.nn.Module:
         if key not in self.nets:
@@ -81,9 +83,10 @@ class MLPCritic:
 
             with torch.random.fork_rng(devices=[]):     # the global torch RNG is left as it was
                 torch.manual_seed(self.seed + zlib.crc32(key.encode()))
-                self.nets[key] = MLP(in_size, 1, self.hidden)
+                self.nets[key] = MLP(in_size, 1, self.hidden) if self.hidden else torch.nn.Linear(in_size, 1)
             self.optimizers[key] = torch.optim.Adam(self.nets[key].parameters(), lr=self.lr, foreach=False)
-        have = self.nets[key].net[0].in_features
+            self.in_sizes[key] = in_size
+        have = self.in_sizes[key]
         if have != in_size:
             raise ValueError(f"the critic of {key} reads {have} numbers but got a state of {in_size}: a batch mixes "
                              "states of different sizes under one key")
@@ -100,14 +103,14 @@ class MLPCritic:
             adam = [{"step": float(moments[n]["step"]), "exp_avg": moments[n]["exp_avg"].flatten().tolist(),
                      "exp_avg_sq": moments[n]["exp_avg_sq"].flatten().tolist()} if n in moments else None
                     for n in range(len(params))]
-            out[key] = {"in_size": self.nets[key].net[0].in_features,
+            out[key] = {"in_size": self.in_sizes[key],
                         "params": [p.detach().flatten().tolist() for p in params], "adam": adam}
         return out
 
     def load_state_dict(self, state: dict[str, Any], method: str) -> None:
         if not isinstance(state, dict):
             raise ValueError(f"{method} state 'critics' is {{key: {{in_size, params, adam}}}}, got {type(state)}")
-        self.nets, self.optimizers = {}, {}
+        self.nets, self.optimizers, self.in_sizes = {}, {}, {}
         for key, entry in state.items():
             if not isinstance(entry, dict) or set(entry) != {"in_size", "params", "adam"}:
                 raise ValueError(f"{method} state of critic {key!r} needs exactly in_size, params and adam")
@@ -131,6 +134,48 @@ class MLPCritic:
             self.optimizers[key].load_state_dict({"state": moments, "param_groups": groups})
 
 
+CRITICS = ("mlp", "value_head")
+HEADS = ("shared", "per_role")
+
+
+class HiddenStates:
+    """The policy model's last hidden state at a prompt's last token, per role (the LLM tiers' critic input).
+
+    Read from the trainer's team: the model of the learner that plays the role (with per-role LoRA adapters, the
+    role's adapter is active). No gradient flows into the policy: the value loss trains the head only, so the policy
+    update is the same as with any other credit method. Each prompt is read once per batch (a cache keyed by the
+    role and its token ids, cleared when it holds ``cache`` entries)."""
+
+    def __init__(self, team, cache: int = 4096) -> None:
+        self.models: dict[str, tuple[Any, str]] = {}
+        for learner in team.learners:
+            if not hasattr(learner, "tokenizer"):
+                continue                      # an MLP learner: nothing to read
+            for role in learner.roles:
+                self.models[role] = (learner.module, getattr(learner, "adapters", "none"))
+        self.cache: dict[tuple[str, tuple[int, ...]], list[float]] = {}
+        self.size = cache
+
+    def __call__(self, role: str, prompt_ids: Sequence[int]) -> list[float]:
+        if role not in self.models:
+            raise ValueError(f"the value head has no LLM for role {role!r} (LLM roles: {sorted(self.models)})")
+        key = (role, tuple(int(x) for x in prompt_ids))
+        if key not in self.cache:
+            if len(self.cache) >= self.size:
+                self.cache.clear()
+            model, adapters = self.models[role]
+            if adapters == "per_role":
+                model.set_adapter(role)
+                for name, p in model.named_parameters():   # set_adapter freezes the other adapters: keep them
+                    if "lora_" in name:                       # trainable, as the learner does
+                        p.requires_grad_(True)
+            device = next(model.parameters()).device
+            with torch.no_grad():
+                out = model(input_ids=torch.tensor([key[1]], device=device), output_hidden_states=True)
+            self.cache[key] = out.hidden_states[-1][0, -1].float().cpu().tolist()
+        return self.cache[key]
+
+
 @lru_cache(maxsize=64)
 def _seats(env_id: str, kwargs_json: str) -> tuple[str, ...]:
     from marl_llm_envs import make
@@ -148,7 +193,8 @@ class MAPPO(CreditMethod):
     needs_state = "global"
 
     def __init__(self, gamma: float = 1.0, lam: float = 0.95, normalize: bool = True, hidden: int = 64,
-                 lr: float = 1e-3, epochs: int = 10, seed: int = 0) -> None:
+                 lr: float = 1e-3, epochs: int = 10, seed: int = 0, critic: str = "mlp",
+                 heads: str = "shared") -> None:
         self.gamma = finite(gamma, "gamma")
         self.lam = finite(lam, "lam")
         if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.lam <= 1.0:
@@ -160,22 +206,48 @@ class MAPPO(CreditMethod):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-        self.normalize, self.epochs = normalize, epochs
-        self.critic = MLPCritic(hidden, check_positive("lr", lr), seed)
+        if critic not in CRITICS:
+            raise ValueError(f"critic={critic!r} is not one of {list(CRITICS)}")
+        if heads not in HEADS:
+            raise ValueError(f"heads={heads!r} is not one of {list(HEADS)}")
+        self.normalize, self.epochs, self.kind, self.heads = normalize, epochs, critic, heads
+        self.critic = MLPCritic(hidden if critic == "mlp" else 0, check_positive("lr", lr), seed)
+        self.hidden_states: HiddenStates | None = None
+        if critic == "value_head":
+            self.needs_state = None          # it reads the prompt tokens through the policy model instead
+
+    def attach(self, team) -> None:
+        """The value head reads the policy models of the trainer's team (see :class:`HiddenStates`)."""
+        if self.kind == "value_head":
+            self.hidden_states = HiddenStates(team)
 
     # ------------------------------------------------------------------ what the critic reads
     def key(self, episode: Episode, turn) -> str:
-        """Which network values this turn: one per (env, team)."""
+        """Which network values this turn: one per (env, team); the value head: one, or one per role."""
+        if self.kind == "value_head":
+            return "value_head" if self.heads == "shared" else f"value_head/{turn.role}"
         return f"{episode.env_id}/{turn.team}"
 
     def features(self, episode: Episode, index: int, turn) -> list[float]:
-        """The critic's input for a turn: the recorded global state, then the acting agent's seat one-hot."""
+        """The critic's input for a turn: the recorded global state, then the acting agent's seat one-hot (the
+        value head: the policy model's last hidden state at the turn's last prompt token)."""
+        if self.kind == "value_head":
+            return self._hidden(episode, index, turn)
         state = self._state(episode, index, turn)
         seats = seats_of(episode)
         onehot = [0.0] * len(seats)
         if turn.agent in seats:
             onehot[seats.index(turn.agent)] = 1.0
         return state + onehot
+
+    def _hidden(self, episode: Episode, index: int, turn) -> list[float]:
+        if self.hidden_states is None:
+            raise ValueError(f"{self.name} with critic='value_head' reads the policy model: the trainer attaches it "
+                             "(method.attach(team)) before the first rollout")
+        if not turn.prompt_ids:
+            raise ValueError(f"{self.name}: turn {turn.turn_index} ({turn.agent}) of {describe(episode, index)} has "
+                             "no prompt tokens for the value head (an LLM policy's turn has them)")
+        return self.hidden_states(turn.role, turn.prompt_ids)
 
     def _state(self, episode: Episode, index: int, turn) -> list[float]:
         if turn.state is None:

@@ -319,6 +319,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
         bar = tqdm(total=cfg.steps, initial=start, desc=f"train {cfg.env} {cfg.credit}", unit="step",
                    file=sys.stderr)
+    method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
     engine = RolloutEngine(team.policies, show_progress=False, record_state=method.needs_state)
     metrics: dict[str, Any] = {}
     alt_roles = sorted(team.trainable)
