@@ -288,6 +288,11 @@ class TextEnv(AECEnv):
             self._vector(agent, out[i * n:(i + 1) * n])
         return out
 
+    @property
+    def state_space(self) -> spaces.Box:
+        """The space of :meth:`state` (PettingZoo's ``state_space``)."""
+        return spaces.Box(-1.0, 1.0, (len(self.possible_agents) * self.vector_size,), np.float32)
+
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         try:
             return super().last(observe)

@@ -4,6 +4,7 @@ resume, two-process data parallel)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -178,6 +179,15 @@ def test_hanabi_state_is_the_union_of_the_private_views():
     assert state.size < P * env.vector_size
 
 
+@pytest.mark.parametrize("env_id", ["kuhn_poker-v0", "mini_hanabi-v1", "voting-v0"])
+def test_state_passes_pettingzoos_state_test(env_id):
+    pettingzoo_state = importlib.import_module("pettingzoo.test.state_test")   # the module (its name is shadowed)
+
+    env = make(env_id, action_mode="discrete")
+    pettingzoo_state.test_state_space(env)
+    pettingzoo_state.test_state(env, num_cycles=50)
+
+
 @pytest.mark.parametrize("kind", ["global", "observation"])
 def test_the_engine_records_the_state_before_each_turn_when_asked(kind):
     from baselines.policies.scripted import RandomPolicy
@@ -291,3 +301,26 @@ def test_per_role_value_heads_read_each_roles_adapter_at_the_last_prompt_token()
     assert method.update(e)["critic_loss"] > 0
     assert sorted(method.critic.nets) == ["value_head/solver", "value_head/thinker"]
     assert all(p.requires_grad for n, p in model.named_parameters() if "lora_" in n)   # both adapters still train
+
+
+def test_the_critic_example_in_the_package_docstring_runs_and_fits(monkeypatch):
+    import textwrap
+
+    import baselines.credit as credit
+    from baselines.credit import base
+
+    doc = credit.__doc__
+    start = doc.index('    @register("my_critic")')
+    source = textwrap.dedent(doc[start:doc.index("\n(with ``state_dict``", start)])
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))        # keep the example out of the registry
+    namespace = {"torch": torch, "register": base.register, "CreditMethod": base.CreditMethod,
+                 "check_batch": base.check_batch, "check_positive": base.check_positive, "fill": base.fill,
+                 "outcome": base.outcome}
+    exec(compile(source, "baselines.credit docstring", "exec"), namespace)
+    method = make_credit("my_critic", lr=0.05)
+    batch = _batch()
+    assert [len(a) for a in method.advantages(batch)] == [2] * len(batch)
+    first = method.update(batch)["critic_loss"]
+    for _ in range(100):
+        last = method.update(batch)["critic_loss"]
+    assert last < 0.5 * first and len(method.parameters()) == 2

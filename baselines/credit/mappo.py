@@ -21,6 +21,13 @@ the rollout engine because this method sets ``needs_state = "global"``. ``V`` is
 ``hidden``) on ``s_j`` followed by a one-hot of the acting agent's seat (MAPPO's agent-specific global state), one
 network per (env, team): cooperative teams share one value; opponents in a zero-sum game each have their own.
 
+The critic (LLM tiers), ``critic="value_head"``: a linear value head ``V = w . h + b`` on ``h``, the policy model's
+last hidden state at the turn's last prompt token (:class:`HiddenStates`; with per-role LoRA adapters, the role's
+adapter active), one head shared by every role (``heads="shared"``) or one per role (``heads="per_role"``). The head
+reads the live policy model, which the trainer hands over with ``method.attach(team)`` before the first rollout; the
+value loss trains the head only (no gradient into the policy's weights), so the policy update is unchanged. No state
+is recorded (``needs_state`` is ``None``): the prompt tokens are in every LLM turn.
+
 ``update(episodes)``, called by the trainer after ``advantages`` on the same batch: the targets ``G_j`` from the critic
 before the update, then ``epochs`` full-batch Adam steps (learning rate ``lr``) on ``0.5 * mean_j (V(s_j) - G_j)^2``
 (MAPPO's value loss without its clipping). It returns ``critic_loss`` (before the first step), ``critic_loss_after``,

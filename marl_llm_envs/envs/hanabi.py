@@ -563,6 +563,14 @@ class raw_env(TextEnv):
                 hands[(q * H + i) * CR + card] = 1.0
         return np.concatenate([hands, own[self._off["short"]:]])
 
+    @property
+    def state_space(self):
+        """The space of :meth:`state`."""
+        from gymnasium import spaces
+
+        size = self.players * self.hand_size * self.colors * self.ranks + self.vector_size - self._off["short"]
+        return spaces.Box(-1.0, 1.0, (size,), np.float32)
+
     # -------------------------------------------------------------- numeric observation (HLE canonical encoding)
     def _vector(self, agent: str, out: np.ndarray) -> None:
         p = self._seat(agent)
