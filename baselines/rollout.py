@@ -632,6 +632,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--env-kwargs", default="{}", help='JSON dict of env kwargs, e.g. \'{"action_mode": "discrete"}\' (default: {})')
     parser.add_argument("--seed", type=int, default=0, help="seed of the first task; task i uses seed + i (default: %(default)s)")
     parser.add_argument("--max-concurrent", type=int, default=None, help="envs played at once (default: all)")
+    parser.add_argument("--record-state", choices=("global", "observation"), default=None,
+                        help="record Turn.state for a learned critic: env.state() (mappo) or the agent's numeric "
+                             "observation (ippo) (default: none)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (neither ours nor transformers' loading bars)")
     parser.add_argument("--out", required=True, help="output JSONL path")
@@ -651,7 +654,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error(str(e))
 
     policy = _build_policy(args)
-    engine = RolloutEngine(policy, show_progress=not args.no_progress, max_concurrent=args.max_concurrent)
+    engine = RolloutEngine(policy, show_progress=not args.no_progress, max_concurrent=args.max_concurrent,
+                           record_state=args.record_state)
     t0 = time.perf_counter()
     try:
         episodes = engine.run(args.env, num_tasks=args.episodes // args.group_size, group_size=args.group_size,

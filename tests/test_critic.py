@@ -324,3 +324,18 @@ def test_the_critic_example_in_the_package_docstring_runs_and_fits(monkeypatch):
     for _ in range(100):
         last = method.update(batch)["critic_loss"]
     assert last < 0.5 * first and len(method.parameters()) == 2
+
+
+def test_the_rollout_command_records_states_for_the_credit_command(tmp_path, capsys):
+    from baselines.credit.__main__ import main as credit_main
+    from baselines.rollout import main as rollout_main
+
+    path = tmp_path / "episodes.jsonl"
+    base = ["--env", "kuhn_poker-v0", "--model", "random", "--env-kwargs", '{"action_mode": "discrete"}',
+            "--episodes", "8", "--group-size", "2", "--no-progress", "--out", str(path)]
+    rollout_main([*base, "--record-state", "global"])
+    assert credit_main(["--episodes", str(path), "--method", "mappo", "--json"])["episodes"] == 8
+    rollout_main(base)
+    with pytest.raises(SystemExit):
+        credit_main(["--episodes", str(path), "--method", "mappo"])
+    assert "python -m baselines.rollout --record-state global" in capsys.readouterr().err

@@ -260,7 +260,8 @@ class MAPPO(CreditMethod):
         if turn.state is None:
             raise ValueError(f"{self.name}: turn {turn.turn_index} ({turn.agent}) of {describe(episode, index)} has no "
                              f"recorded state; {self.name} reads Turn.state: play the rollout with "
-                             f"RolloutEngine(record_state={self.needs_state!r}) (the trainer does)")
+                             f"RolloutEngine(record_state={self.needs_state!r}) (the trainer does; the command line: "
+                             f"python -m baselines.rollout --record-state {self.needs_state})")
         return [float(x) for x in turn.state]
 
     # ------------------------------------------------------------------ values, GAE
