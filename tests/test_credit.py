@@ -390,4 +390,5 @@ def test_every_method_is_a_credit_method_and_returns_one_value_per_turn():
         adv = method.advantages(es)
         assert [len(a) for a in adv] == [len(e.turns) for e in es], name
         assert all(np.isfinite(np.concatenate([np.ravel(x) for x in row])).all() for row in adv), name
+        assert isinstance(method.update(es), dict), name       # the trainer's hook (a no-op without a critic)
         json.dumps(method.state_dict())
