@@ -300,6 +300,13 @@ def test_per_role_value_heads_read_each_roles_adapter_at_the_last_prompt_token()
     assert [len(a) for a in method.advantages(e)] == [len(x.turns) for x in e]
     assert method.update(e)["critic_loss"] > 0
     assert sorted(method.critic.nets) == ["value_head/solver", "value_head/thinker"]
+    with torch.no_grad():                     # the policy moves between batches: the next batch reads it anew
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.add_(0.5)
+    before = method.features(e[0], 0, e[0].turns[0])
+    method.advantages(e)
+    assert method.features(e[0], 0, e[0].turns[0]) != pytest.approx(before, abs=1e-6)
     assert all(p.requires_grad for n, p in model.named_parameters() if "lora_" in n)   # both adapters still train
 
 

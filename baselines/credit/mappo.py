@@ -150,8 +150,9 @@ class HiddenStates:
 
     Read from the trainer's team: the model of the learner that plays the role (with per-role LoRA adapters, the
     role's adapter is active). No gradient flows into the policy: the value loss trains the head only, so the policy
-    update is the same as with any other credit method. Each prompt is read once per batch (a cache keyed by the
-    role and its token ids, cleared when it holds ``cache`` entries)."""
+    update is the same as with any other credit method. Each prompt is read once per batch: a cache keyed by the
+    role and its token ids, emptied by every ``advantages`` call (the policy's weights change between batches) and
+    when it holds ``cache`` entries."""
 
     def __init__(self, team, cache: int = 4096) -> None:
         self.models: dict[str, tuple[Any, str]] = {}
@@ -301,6 +302,8 @@ class MAPPO(CreditMethod):
 
     def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
         episodes = check_batch(episodes, self.name)
+        if self.hidden_states is not None:
+            self.hidden_states.cache.clear()      # a new batch: the policy model has changed since the last one
         values, _ = self._values(episodes)
         adv, _ = self._gae(episodes, values)
         if self.normalize and len(adv) > 1:
