@@ -94,6 +94,8 @@ class Turn:
     #                                 that reads no legal moves, e.g. the MLP: its mask is in extra["mask"])
     replayed: bool = False          # branches only: the recorded action of the main episode was reused (no new tokens)
     extra: dict[str, Any] = field(default_factory=dict)  # the policy's Generation.extra (JSON-safe)
+    state: list[float] | None = None  # what a learned critic reads, recorded before the step only when asked
+    #                                   (RolloutEngine(record_state=...): "global" = env.state(), "observation")
 
     @property
     def num_tokens(self) -> int:

@@ -78,6 +78,7 @@ from marl_llm_envs.text import parse_bracketed
 __all__ = ["BranchSpec", "RolloutEngine", "main", "summarize", "training_seeds"]
 
 BRANCH_KINDS = ("ablate", "resample")
+STATE_KINDS = (None, "global", "observation")
 
 
 @dataclass(frozen=True)
@@ -281,10 +282,16 @@ class RolloutEngine:
     policy against a frozen copy or a scripted reference bot); every role of the env must be in it.
     ``max_concurrent``: how many envs are played at once (``None``: all of them; ``1``: one env at a time).
     ``max_steps``: a safety limit on the steps of one episode.
+    ``record_state``: ``None`` (default), ``"global"`` (``Turn.state`` = ``env.state()``, the centralized state) or
+    ``"observation"`` (``Turn.state`` = the acting agent's numeric observation), taken before each step, for a
+    learned critic (the trainer passes the credit method's ``needs_state``).
     """
 
     def __init__(self, policy: Policy | Mapping[str, Policy], show_progress: bool = True,
-                 max_concurrent: int | None = None, max_steps: int = 10_000) -> None:
+                 max_concurrent: int | None = None, max_steps: int = 10_000, record_state: str | None = None) -> None:
+        if record_state not in STATE_KINDS:
+            raise ValueError(f"record_state={record_state!r} is not one of {list(STATE_KINDS)}")
+        self.record_state = record_state
         if isinstance(policy, Mapping):
             if not policy:
                 raise ValueError("the policy mapping is empty; give role -> policy")
@@ -579,6 +586,9 @@ class RolloutEngine:
         turn.obs_digest = digest
         turn.legal_actions = list(request.legal_actions)
         turn.reward = job.before_first.pop(agent, 0.0)
+        if self.record_state is not None:
+            vector = env.state() if self.record_state == "global" else env.observe(agent, text=False)["observation"]
+            turn.state = [float(x) for x in vector]
         job.turns.append(turn)
         job.last_turn[agent] = turn
         job.occurrence[agent] += 1
@@ -709,6 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the first task; task i uses seed + i (default: %(default)s)")
     parser.add_argument("--max-concurrent", type=int, default=None, help="envs played at once (default: all)")
+    parser.add_argument("--record-state", choices=("global", "observation"), default=None,
+                        help="record Turn.state for a learned critic: env.state() (mappo) or the agent's numeric "
+                             "observation (ippo) (default: none)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress output (neither ours nor transformers' loading bars); a bar is shown "
                              "only on a terminal, elsewhere one line when the rollout ends")
@@ -737,7 +750,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         policy = _build_policy(args, env_kwargs)
     except ValueError as e:
         parser.error(str(e))
-    engine = RolloutEngine(policy, show_progress=not args.no_progress, max_concurrent=args.max_concurrent)
+    engine = RolloutEngine(policy, show_progress=not args.no_progress, max_concurrent=args.max_concurrent,
+                           record_state=args.record_state)
     t0 = time.perf_counter()
     try:
         episodes = engine.run(args.env, num_tasks=args.episodes // args.group_size, group_size=args.group_size,

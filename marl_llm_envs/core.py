@@ -34,6 +34,9 @@ One place for what all our text environments have in common (the games only writ
 * **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it. ``reset()`` without a seed draws
   the next episode's seed from the env's own RNG, so every episode has a concrete seed in its transcript. The global
   ``random`` module and NumPy's global state are never touched.
+* **Global state.** ``state()`` (PettingZoo's API) is the concatenation of every agent's ``"observation"`` vector,
+  for a centralized critic (``baselines.credit``'s ``mappo``); a game overrides it where a shorter union of the
+  private views exists (Hanabi).
 * **Infos.** ``infos[agent]`` carries ``team``, ``role``, ``team_reward`` (the team's return so far; final at the end),
   ``invalid_action`` and ``invalid_count``; games add their own keys at the end of an episode.
 * **Counterfactuals.** ``clone()`` is an independent copy (RNG included) that shares all static data;
@@ -286,6 +289,23 @@ class TextEnv(AECEnv):
         if self.action_mode == "discrete":
             obs["action_mask"] = self.action_mask(agent)
         return obs
+
+    def state(self) -> np.ndarray:
+        """PettingZoo's global state (for a centralized critic): every possible agent's ``"observation"`` vector,
+        concatenated in ``possible_agents`` order (``len(possible_agents) * vector_size`` float32 entries). A game
+        where the union of the private views is shorter overrides it (Hanabi)."""
+        if self._seed is None:
+            raise _before_reset("state()")
+        n = self.vector_size
+        out = np.zeros(len(self.possible_agents) * n, np.float32)
+        for i, agent in enumerate(self.possible_agents):
+            self._vector(agent, out[i * n:(i + 1) * n])
+        return out
+
+    @property
+    def state_space(self) -> spaces.Box:
+        """The space of :meth:`state` (PettingZoo's ``state_space``)."""
+        return spaces.Box(-1.0, 1.0, (len(self.possible_agents) * self.vector_size,), np.float32)
 
     def last(self, observe: bool = True, text: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """PettingZoo's ``last()``; ``text=False`` observes without the text (see :meth:`observe`)."""

@@ -384,7 +384,11 @@ def test_every_method_is_a_credit_method_and_returns_one_value_per_turn():
     for name in list_credits():
         method = make_credit(name)
         assert isinstance(method, CreditMethod)
+        for e in es:                 # a learned critic (mappo, ippo) reads the state the rollout records for it
+            for t in e.turns:
+                t.state = [0.5, -0.5] if method.needs_state else None
         adv = method.advantages(es)
         assert [len(a) for a in adv] == [len(e.turns) for e in es], name
         assert all(np.isfinite(np.concatenate([np.ravel(x) for x in row])).all() for row in adv), name
+        assert isinstance(method.update(es), dict), name       # the trainer's hook (a no-op without a critic)
         json.dumps(method.state_dict())

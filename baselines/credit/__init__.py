@@ -34,7 +34,56 @@ The methods (each module's docstring states its equation and cites its source):
 ``ccpo_v1``    CCPO's history-aware shaping of ``R_joint - R_solo`` (think_solve)
 ``ccpo_v2``    CCPO's event bonus: thinker ``+0.2`` when it helped, ``-0.2`` when it hurt (think_solve)
 ``dr_mas``     Dr. MAS: GRPO normalization per role within the group, over the role's turns
+``mappo``      MAPPO: GAE(gamma, lambda) on each agent's turns with a learned centralized critic ``V(s_t)``
+``ippo``       IPPO: the same with a learned per-agent critic ``V(o_a,t)`` on the agent's own observation
 =============  ===============================================================================================
+
+A method with a learned critic (``mappo``, ``ippo``) uses three more hooks, all no-ops on the Monte Carlo methods:
+
+* ``method.needs_state``: ``"global"`` or ``"observation"`` makes the rollout record ``Turn.state`` (``env.state()``,
+  or the acting agent's numeric observation) before every turn: ``RolloutEngine(policies,
+  record_state=method.needs_state)``;
+* ``method.attach(team)``: the trainer hands over its team once, before the first rollout (an LLM value head reads
+  the policy model);
+* ``method.update(episodes) -> dict[str, float]``: called by the trainer right after ``advantages`` on the same
+  whole (gathered) batch, on every process, so the critic stays identical everywhere; it trains ``parameters()``
+  with the method's own optimizer and returns numbers to log (``credit/critic_loss``). Its weights and optimizer
+  moments go in ``state_dict()`` as lists of floats, so checkpoints and ``--resume`` are exact.
+
+A critic method in full is ``update`` plus ``advantages`` that read the critic; the shape of ``mappo``::
+
+    @register("my_critic")
+    class MyCritic(CreditMethod):
+        needs_state = "global"
+
+        def __init__(self, lr: float = 1e-3) -> None:
+            self.net = None                                        # built at the first batch (state size known)
+            self.lr = check_positive("lr", lr)
+
+        def values(self, episodes):                                # V(Turn.state) of every turn, as a tensor
+            x = torch.tensor([t.state for e in episodes for t in e.turns])
+            if self.net is None:
+                self.net = torch.nn.Linear(x.shape[1], 1)
+                self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr)
+            return self.net(x)[:, 0]
+
+        def advantages(self, episodes):
+            episodes = check_batch(episodes, self.name)
+            with torch.no_grad():
+                v = iter(self.values(episodes).tolist())
+            return fill(episodes, lambda i, k, t: outcome(episodes[i], i, t.agent) - next(v))
+
+        def update(self, episodes):
+            target = torch.tensor([outcome(e, i, t.agent) for i, e in enumerate(episodes) for t in e.turns])
+            loss = 0.5 * ((self.values(episodes) - target) ** 2).mean()
+            self.opt.zero_grad(); loss.backward(); self.opt.step()
+            return {"critic_loss": float(loss.detach())}
+
+        def parameters(self):
+            return [] if self.net is None else list(self.net.parameters())
+
+(with ``state_dict``/``load_state_dict`` holding the weights and Adam moments; :mod:`baselines.credit.mappo` has
+them, and ``gae``, the estimator both critic methods share.)
 
 Writing your own. A method is one small class; register it with ``@register("name")`` (or load it with
 ``make_credit("package.module:ClassName")``). Dr. MAS's agent-wise normalization, the whole of
@@ -69,6 +118,6 @@ statistics and the method's diagnostics for a file written by ``python -m baseli
 """
 
 from baselines.credit.base import CreditMethod, list_credits, make_credit, register
-from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas  # noqa: F401,E402  (registration)
+from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas, mappo, ippo  # noqa: F401,E402  (registration)
 
 __all__ = ["CreditMethod", "list_credits", "make_credit", "register"]

@@ -28,6 +28,8 @@ class CreditMethod:
 
     name: str = ""
     per_token: bool = False   # True: advantages() returns, per turn, one value per completion token
+    needs_state: str | None = None   # a learned critic's input: "global" (env.state()) or "observation", recorded in
+    #                                  Turn.state by the rollout engine (RolloutEngine(record_state=needs_state))
 
     def branches(self, env_id: str) -> list[BranchSpec]:
         """The counterfactual branches the rollout engine must play for this method on ``env_id``."""
@@ -47,6 +49,19 @@ class CreditMethod:
 
     def diagnostics(self, episodes: Sequence[Episode]) -> dict[str, float]:
         """Optional numbers worth logging (e.g. CCPO's help/hurt/same rates)."""
+        return {}
+
+    def parameters(self) -> list:
+        """The method's trainable tensors (a learned critic's); ``[]`` for Monte Carlo methods."""
+        return []
+
+    def attach(self, team) -> None:
+        """Called once by the trainer with its team (learners and their models) before the first rollout, for a
+        critic that reads the policy model (``mappo``/``ippo`` with ``critic="value_head"``). Default: nothing."""
+
+    def update(self, episodes: Sequence[Episode]) -> dict[str, float]:
+        """Train the method's own parameters on the batch, with its own optimizer; called by the trainer after
+        :meth:`advantages` on the same (whole, gathered) batch. Returns numbers to log (e.g. ``critic_loss``)."""
         return {}
 
     def __repr__(self) -> str:

@@ -31,7 +31,7 @@ class RAE(CreditMethod):
         self.decay = check_positive("decay", decay, upper=1.0)
         if update not in UPDATES:
             raise ValueError(f"update={update!r} is not one of {list(UPDATES)}")
-        self.update = update
+        self.update_mode = update    # (not self.update: that is the learner hook of CreditMethod)
         self.baselines: dict[str, dict[str, float]] = {}   # env_id -> role -> b
 
     def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
@@ -49,7 +49,7 @@ class RAE(CreditMethod):
                 ret = float(np.mean([outcome(e, i, a) for a in agents]))
                 b = table.get(role, 0.0)
                 before.update({(i, a): b for a in agents})
-                if self.update == "episode":
+                if self.update_mode == "episode":
                     table[role] = self.decay * b + (1.0 - self.decay) * ret
                 else:
                     batch.setdefault((e.env_id, role), []).append(ret)

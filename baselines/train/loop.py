@@ -1,5 +1,8 @@
 """The training loop, top to bottom: fresh seeds -> rollout (with the credit method's branches) -> advantages ->
-clipped policy-gradient update -> metrics and checkpoints.
+clipped policy-gradient update -> metrics and checkpoints. A credit method with a learned critic (``mappo``, ``ippo``)
+gets the turns' states recorded (``RolloutEngine(record_state=method.needs_state)``) and trains it with
+``method.update(episodes)`` right after ``advantages``; what it returns is logged as ``credit/<name>`` (e.g.
+``credit/critic_loss``) and its state is in the checkpoint's ``credit`` entry.
 
 Data parallel. Under ``accelerate launch --num_processes N`` each process plays a contiguous shard of the step's
 tasks, the episodes are gathered so every process computes the same advantages on the whole batch, and each process
@@ -329,7 +332,8 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
         from baselines.progress import Progress
 
         bar = Progress(cfg.steps, f"train {cfg.env} {cfg.credit}", unit="step", initial=start)   # a bar on a TTY only
-    engine = RolloutEngine(team.policies, show_progress=False)
+    method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
+    engine = RolloutEngine(team.policies, show_progress=False, record_state=method.needs_state)
     metrics: dict[str, Any] = {}
     alt_roles = sorted(team.trainable)
     for step in range(start, cfg.steps):
@@ -345,6 +349,7 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
         # ---- credit, on the whole batch
         advantages = method.advantages(episodes)
         diag = method.diagnostics(episodes)
+        diag.update(method.update(episodes))     # a learned critic's own step (the same on every process)
         t2 = time.perf_counter()
         # ---- update: this process's turns, weights over the whole batch
         if cfg.alternate_every:

@@ -54,6 +54,10 @@ thermometer, fireworks one-hot per colour, information and life token thermomete
 per card type); the last move (acting player offset, move type, target offset, colour, rank, slots the hint touched,
 slot played or discarded, the card, play succeeded, token gained); and the card knowledge of every hand, the agent's
 first (per slot: plausible cards, revealed colour, revealed rank). The agent's own cards are in neither.
+Global state (``env.unwrapped.state()``, for a centralized critic; never part of an agent's observation): the union
+of the private views, ``players * hand_size * colors * ranks + vector_size - (players - 1) * hand_size * colors *
+ranks`` entries: every hand's cards (one-hot card per slot, seats in order from player_0), then player_0's observation
+from its "hand is short" bits on (board, discards, last move and every hand's hint knowledge, which all players see).
 A policy reads the same information without touching hidden state through ``env.unwrapped.card_knowledge(agent)``
 (hint knowledge of a hand, public for every hand), ``visible_hands(agent)`` (the partners' cards) and
 ``public_state()`` (tokens, fireworks, deck size, discards, score); :func:`marl_llm_envs.reference.hanabi.rule_bot`
@@ -546,6 +550,28 @@ class raw_env(TextEnv):
             if self._pos >= len(self._deck):
                 turn = f"The deck is empty: {self._turns_left} turns left in the game. {turn}"
         return f"{text}\n{turn}"
+
+    # -------------------------------------------------------------- global state (centralized critics only)
+    def state(self) -> np.ndarray:
+        """The union of the private views: every hand's cards, then player_0's view of everything else."""
+        if self._seed is None:
+            return super().state()      # raises the before-reset error
+        own = np.zeros(self.vector_size, np.float32)
+        self._vector(self.possible_agents[0], own)
+        P, H, CR = self.players, self.hand_size, self.colors * self.ranks
+        hands = np.zeros(P * H * CR, np.float32)
+        for q in range(P):
+            for i, card in enumerate(self._hands[q]):
+                hands[(q * H + i) * CR + card] = 1.0
+        return np.concatenate([hands, own[self._off["short"]:]])
+
+    @property
+    def state_space(self):
+        """The space of :meth:`state`."""
+        from gymnasium import spaces
+
+        size = self.players * self.hand_size * self.colors * self.ranks + self.vector_size - self._off["short"]
+        return spaces.Box(-1.0, 1.0, (size,), np.float32)
 
     # -------------------------------------------------------------- numeric observation (HLE canonical encoding)
     def _vector(self, agent: str, out: np.ndarray) -> None:
