@@ -34,6 +34,7 @@ The methods (each module's docstring states its equation and cites its source):
 ``ccpo_v1``    CCPO's history-aware shaping of ``R_joint - R_solo`` (think_solve)
 ``ccpo_v2``    CCPO's event bonus: thinker ``+0.2`` when it helped, ``-0.2`` when it hurt (think_solve)
 ``dr_mas``     Dr. MAS: GRPO normalization per role within the group, over the role's turns
+``shuffled``   a negative control: each turn gets broadcast's advantage of another, random episode of its group
 =============  ===============================================================================================
 
 Writing your own. A method is one small class; register it with ``@register("name")`` (or load it with
@@ -69,6 +70,6 @@ statistics and the method's diagnostics for a file written by ``python -m baseli
 """
 
 from baselines.credit.base import CreditMethod, list_credits, make_credit, register
-from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas  # noqa: F401,E402  (registration)
+from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas, shuffled  # noqa: F401,E402
 
 __all__ = ["CreditMethod", "list_credits", "make_credit", "register"]
