@@ -111,6 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--submit", action="store_true", help="add every submission to the store")
     p.add_argument("--store", default=str(DEFAULT_STORE))
     p.add_argument("--export", choices=("marl-eval",), default=None, help="also write the results in this format")
+    p.add_argument("--jobs", type=int, default=1, help="suite: play the independent runs (seeds x methods x settings) "
+                                                        "in N processes (the results are the same as with 1)")
+    p.add_argument("--ray", default=None, metavar="auto|ADDRESS|local",
+                   help="suite: play the runs over Ray (pip install 'marl-llm-envs[ray]'): auto = the running "
+                        "cluster, an address, or local = a private local instance")
     p.add_argument("--no-progress", action="store_true")
 
     args = parser.parse_args(argv)
@@ -154,8 +159,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       [b.strip() for b in args.baselines.split(",") if b.strip()], args.out,
                                       args.model, progress=not args.no_progress,
                                       submit_to=args.store if args.submit else None, protocol=args.protocol,
-                                      export=args.export)
+                                      export=args.export, jobs=args.jobs, ray=args.ray)
             print(result["markdown"])
+            if result.get("suite"):
+                print(f"wrote {result['out'] / 'comparison.md'}, results.json, radar.png, scaling.png and the page "
+                      f"{result['out'] / 'index.html'}" + ("; the entries are in the store" if args.submit else ""))
+                return 0
             print(f"wrote {result['out'] / 'comparison.md'} and the page {result['out'] / 'index.html'}; the "
                   f"submissions are in "
                   f"{result['out']}/<method>/submission" + ("" if args.submit else
