@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from baselines.credit import make_credit
@@ -78,3 +79,16 @@ def test_agents_absent_from_other_episodes_get_zero():
     two = episode(0, {"a": 0.0}, [("a", 0.0)], sample=1)
     adv = make_credit("shuffled").advantages([one, two])
     assert adv == [pytest.approx([-1.0, 0.0], abs=1e-5), pytest.approx([1.0], abs=1e-5)]
+
+
+def test_drawing_from_others_is_minus_broadcast_over_g_minus_1_on_average_and_any_is_zero():
+    # rewards [1, 0, 0, 0]: broadcast A = [3, -1, -1, -1] / sqrt(3). Averaged over many calls, "others" gives
+    # -A_i / 3 (the documented bias), "any" gives 0 for every episode.
+    batch = [think_solve(0, 1.0 if s == 0 else 0.0, sample=s) for s in range(4)]
+    a = 1 / math.sqrt(3)
+    for draw, want in (("others", [-a, a / 3, a / 3, a / 3]), ("any", [0.0] * 4)):
+        method = make_credit("shuffled", draw=draw)
+        mean = np.mean([[row[0] for row in method.advantages(batch)] for _ in range(3000)], axis=0)
+        assert mean == pytest.approx(want, abs=0.05)
+    with pytest.raises(ValueError, match="draw="):
+        make_credit("shuffled", draw="all")

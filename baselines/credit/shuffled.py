@@ -7,12 +7,16 @@ Definition. Let ``A_j(a)`` be broadcast's advantage of agent ``a`` in episode ``
 
     A_shuffled(i, k) = A_J(a),   J ~ Uniform{ j in g : j != i, a acts in j },
 
-one independent draw per turn. Every value handed out is one of the group's own broadcast advantages, so the marginal
-distribution (over the draw) is the group's; but ``J`` is independent of what episode ``i`` did, so the expected
-advantage of an action is the group mean, 0, whatever the action earned: no credit at all. A learner trained on it
-should stay where it started (up to the drift of a zero-mean random gradient), which is what a credit benchmark must be
-able to tell apart from real credit (issue 16). An agent that acts in no other episode of its group (a group of one)
-gets 0.
+one independent draw per turn (issue 16's definition, ``draw="others"``, the default). Every value handed out is one
+of the group's own broadcast advantages, so the marginal distribution is the group's, and ``J`` does not depend on
+what episode ``i`` did. But it is not quite information-free: the ``A_j`` of a group sum to 0, so
+
+    E[A_shuffled(i, k)] = (sum_{j != i} A_j(a)) / (G - 1) = -A_i(a) / (G - 1),
+
+a scaled-down *negative* of broadcast's advantage (-1/3 of it at G = 4): in expectation the control unlearns what
+broadcast learns, and a policy trained on it drifts below random play. ``draw="any"`` draws ``J`` uniformly from the
+whole group, ``i`` included: ``E = mean_g A = 0``, no credit at all (the drift of a zero-mean random gradient only).
+An agent that acts in no other episode of its group (a group of one) gets 0.
 
 Determinism. The draws of one call come from a NumPy ``default_rng`` seeded with the SHA-256 of ``(seed, calls,
 group key)``: ``seed`` the method's option, ``calls`` how many batches it has scored before (kept in
@@ -20,7 +24,7 @@ group key)``: ``seed`` the method's option, ``calls`` how many batches it has sc
 :attr:`~baselines.episode.Episode.group_key`. The same batch after the same history gets the same advantages, in any
 process; the order of the groups in the batch does not matter.
 
-``std`` and ``eps`` are broadcast's.
+``std`` and ``eps`` are broadcast's; ``seed`` shifts every draw.
 """
 
 from __future__ import annotations
@@ -38,10 +42,12 @@ from baselines.episode import Episode
 
 @register("shuffled")
 class Shuffled(CreditMethod):
-    def __init__(self, seed: int = 0, std: str | None = "population", eps: float = 1e-6) -> None:
+    def __init__(self, seed: int = 0, draw: str = "others", std: str | None = "population", eps: float = 1e-6) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-        self.seed = seed
+        if draw not in ("others", "any"):
+            raise ValueError(f"draw={draw!r} is not one of ['others', 'any']")
+        self.seed, self.draw = seed, draw
         self.broadcast = Broadcast(std=std, eps=eps)
         self.calls = 0
 
@@ -61,7 +67,7 @@ class Shuffled(CreditMethod):
             rng = self._rng(key)
             for i in members:
                 for k, t in enumerate(episodes[i].turns):
-                    others = [j for j in members if j != i and (j, t.agent) in value]
+                    others = [j for j in members if (j != i or self.draw == "any") and (j, t.agent) in value]
                     out[(i, k)] = value[(others[int(rng.integers(len(others)))], t.agent)] if others else 0.0
         self.calls += 1
         return fill(episodes, lambda i, k, t: out[(i, k)])
