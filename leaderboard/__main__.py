@@ -174,6 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 p = load_protocol(name)
                 print(f"{p.key:18s} {p.track:6s} {p.tier or '':5s} {len(p.tasks)} tasks, {p.seed_count} seeds: "
                       f"{', '.join(t.name for t in p.tasks)}")
+            from leaderboard.suite import list_suites, load_suite      # the credit-assignment suites (issue 16)
+
+            for name in list_suites():
+                su = load_suite(name)
+                print(f"{su.key:18s} {su.track:6s} {su.tier:5s} suite, {len(su.settings)} settings: "
+                      f"{', '.join(f.name for f in su.families)}")
     except (SubmissionError, ProtocolError) as e:
         print(f"rejected: {e}" if args.command in ("validate", "submit") else f"error: {e}", file=sys.stderr)
         return 1

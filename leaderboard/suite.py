@@ -484,6 +484,10 @@ def score(suite: Suite, results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """
     anchors = {s.name: {"zero": anchor_value(suite, s, "zero"), "one": anchor_value(suite, s, "one")}
                for s in suite.settings if any(r["setting"] == s.name for r in results)}
+    for name, a in anchors.items():
+        if not a["one"] > a["zero"]:
+            raise ProtocolError(f"{suite.key}: setting {name}: the 'one' anchor ({a['one']:.4f}) must score above the "
+                                f"'zero' anchor ({a['zero']:.4f}) in {suite.action_mode} mode")
     by: dict[str, dict[str, dict[int, float]]] = {}
     tokens: dict[str, dict[str, int]] = {}
     for r in results:
