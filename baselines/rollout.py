@@ -19,9 +19,17 @@ fixed ``num_tasks``); pass them as ``run(..., seeds=training_seeds(base, k, n), 
 seeds in a range training never reaches (the leaderboard's protocols use seeds from ``2**40`` on).
 
 A tick. Every live env's agent to move is gathered (an agent that is already terminated is stepped with ``None``), a
-:class:`~baselines.policies.base.Request` is built from ``env.observe(agent)["text"]`` and ``env.legal_actions(agent)``
-(empty for free-text turns: the env's format is in the prompt), the requests are grouped by policy and each policy's
-``generate`` is called once with all of them; then every env is stepped. In ``action_mode="discrete"`` a text move
+:class:`~baselines.policies.base.Request` is built with what its policy reads (:attr:`Policy.observes
+<baselines.policies.base.Policy.observes>`): ``env.observe(agent)["text"]``, ``env.legal_actions(agent)`` (empty for
+free-text turns: the env's format is in the prompt), and for vector policies ``env.observe(agent, text=False)``'s
+vector and mask (the prompt is then not rendered at all), the requests are grouped by policy and each policy's
+``generate`` is called once with all of them (one batched forward per tick for an MLP); then every env is stepped.
+``Turn.obs_digest`` (a digest of the prompt and the legal moves) is computed only in runs with branches, where replay
+needs it (``""`` otherwise); ``Turn.legal_actions`` is recorded whenever the legal moves were computed (always for a
+policy that reads them, and in runs with branches), else ``[]``.
+
+Envs are reused: the engine keeps the envs it made (per env id and kwargs) and resets them for the next episodes, of
+this call and of later calls (a trainer calls ``run`` every step), so an env is built once, not once per episode. In ``action_mode="discrete"`` a text move
 such as ``"[bet]"`` returned by a policy is turned into its action index (anything else is passed on as is, and the
 env's invalid-move policy handles it).
 
@@ -53,6 +61,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 import time
 from collections import Counter
@@ -161,6 +170,25 @@ def _digest(text: str, legal: Sequence[str]) -> str:
     return h.hexdigest()
 
 
+_PLAIN = frozenset({int, str, bool, type(None)})
+
+
+def _json_safe_turn_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    """``json_safe(extra)`` with a fast path for what an MLP policy returns: flat lists of finite floats or ints."""
+    out: dict[str, Any] = {}
+    for k, v in extra.items():
+        if type(v) is list and v and type(v[0]) in (float, int) and set(map(type, v)) <= {float, int}:
+            try:
+                finite = math.isfinite(sum(v))         # a finite sum means every entry is finite
+            except OverflowError:
+                finite = False
+            if finite:
+                out[str(k)] = list(v)
+                continue
+        out[str(k)] = v if type(v) in _PLAIN else json_safe(v)
+    return out
+
+
 def _call_seed(seed: int, phase: int, tick: int, index: int) -> int:
     state = np.random.SeedSequence([int(seed) % 2**63, phase, tick, index]).generate_state(1)
     return int(state[0]) & 0x7FFFFFFF
@@ -217,6 +245,7 @@ class _Job:
         self.snapshots: list[tuple[int, str, Any, dict[str, float]]] = []
         self.finished = False
         self.final_infos: dict[str, Any] = {}
+        self.digest = False                # compute Turn.obs_digest (runs with branches: replay checks it)
 
     def start(self) -> None:
         self.t0 = time.perf_counter()
@@ -274,6 +303,7 @@ class RolloutEngine:
         self.max_concurrent = max_concurrent
         self.max_steps = max_steps
         self.last_stats: dict[str, Any] = {}
+        self._pool: dict[tuple[str, str], list] = {}   # (env id, kwargs) -> envs to reuse (reset per episode)
 
     # ------------------------------------------------------------------ policies
     def _ordered_policies(self) -> list[Policy]:
@@ -328,14 +358,30 @@ class RolloutEngine:
         for b in branches:
             if not isinstance(b, BranchSpec):
                 raise TypeError(f"branches must be BranchSpec objects, got {b!r}")
-        proto = make(env_id, **env_kwargs)
+        pool_key = (env_id, json.dumps(json_safe(env_kwargs), sort_keys=True))
+        pool = self._pool.setdefault(pool_key, [])
+        taken: list = []
+
+        def take():
+            env = pool.pop() if pool else make(env_id, **env_kwargs)
+            taken.append(env)
+            return env
+
+        try:
+            return self._run(env_id, num_tasks, group_size, seed, env_kwargs, branches, seeds, run_id, take)
+        finally:
+            pool.extend(reversed(taken))
+
+    def _run(self, env_id, num_tasks, group_size, seed, env_kwargs, branches, seeds, run_id, take) -> list[Episode]:
+        proto = take()
         self._check_roles(proto)
         watch = frozenset(a for b in branches for a in b.agents(proto))
 
         t_start = time.perf_counter()
-        jobs = [_Job(make(env_id, **env_kwargs), seed=seeds[i], group_id=i, sample_index=j, watch=watch,
-                     key=(seeds[i], j))
+        jobs = [_Job(take(), seed=seeds[i], group_id=i, sample_index=j, watch=watch, key=(seeds[i], j))
                 for i in range(num_tasks) for j in range(group_size)]
+        for job in jobs:
+            job.digest = bool(branches)
         self._play(jobs, seed=int(seed), phase=0, desc=f"{env_id} episodes")
         t_main = time.perf_counter() - t_start
 
@@ -353,6 +399,7 @@ class RolloutEngine:
                             continue
                         for new in self._branch_jobs(spec_, episode, turn_index, agent, clone, rewards_before,
                                                      job.key):
+                            new.digest = True
                             branch_jobs.append((episode, new))
             self._play([bj for _, bj in branch_jobs], seed=int(seed), phase=1, desc=f"{env_id} branches")
             for episode, bj in branch_jobs:
@@ -439,6 +486,7 @@ class RolloutEngine:
             except ImportError:  # progress bars are optional
                 bar = None
         policies = self._ordered_policies()
+        index_of = {id(p): i for i, p in enumerate(policies)}
         cap = self.max_concurrent or len(jobs)
         waiting = list(reversed(jobs))
         active: list[_Job] = []
@@ -467,11 +515,22 @@ class RolloutEngine:
                         raise RuntimeError(f"{env.env_id}: an episode ran past max_steps={self.max_steps}")
                     still.append(job)
                     agent = env.agent_selection
-                    text = env.observe(agent)["text"]
-                    legal = tuple(env.legal_actions(agent))
-                    request = Request(env.env_id, agent, env.roles[agent], text, legal, env,
-                                      key=(*job.key, job.step_index))
-                    pending.append((job, agent, request, _digest(text, legal)))
+                    role = env.roles[agent]
+                    observes = self._policy_for(role).observes
+                    text, legal, vector, mask = "", (), None, None
+                    if job.digest or "text" in observes:
+                        obs = env.observe(agent)
+                        text = obs["text"]
+                        if "vector" in observes:
+                            vector, mask = obs["observation"], obs.get("action_mask")
+                    elif "vector" in observes:
+                        obs = env.observe(agent, text=False)
+                        vector, mask = obs["observation"], obs.get("action_mask")
+                    if job.digest or "legal_actions" in observes:
+                        legal = tuple(env.legal_actions(agent))
+                    request = Request(env.env_id, agent, role, text, legal, env, key=(*job.key, job.step_index),
+                                      observation=vector, action_mask=mask)
+                    pending.append((job, agent, request, _digest(text, legal) if job.digest else ""))
                 active = still
                 if not pending:
                     continue
@@ -484,8 +543,7 @@ class RolloutEngine:
                         if rec is not None and rec.obs_digest == digest:
                             decided[n] = (None, rec)
                             continue
-                    policy = self._policy_for(request.role)
-                    pidx = next(i for i, p in enumerate(policies) if p is policy)
+                    pidx = index_of[id(self._policy_for(request.role))]
                     by_policy.setdefault(pidx, []).append(n)
                 for pidx, idxs in by_policy.items():
                     policy = policies[pidx]
@@ -516,7 +574,8 @@ class RolloutEngine:
             action = _env_action(env, agent, gen.action, request.legal_actions)
             turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
                         [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
-                        json_safe(action), extra=json_safe(gen.extra or {}))
+                        action if type(action) in _PLAIN else json_safe(action),
+                        extra=_json_safe_turn_extra(gen.extra) if gen.extra else {})
             job.tokens += gen.num_tokens
         turn.turn_index = len(job.turns)
         turn.step_index = job.step_index

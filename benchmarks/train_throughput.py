@@ -11,6 +11,23 @@
 
     python benchmarks/train_throughput.py                     # tiny, think_solve-v0, ccpo_v2, 3 steps
     python benchmarks/train_throughput.py --model smollm2-135m --tasks 4 --group-size 2 --steps 2
+
+``--model mlp`` (the micro tier, issue 17) measures something else, for voting-v0 (7 and 16 voters), kuhn_poker-v0
+and mini_hanabi-v1 in discrete mode, all in one run:
+
+* **env-only rate** (the anchor): one env, ``reset`` per episode, ``env.last()`` every step, a uniformly random legal
+  index from the mask, ``step``; steps/s counts the moves of live agents. Two rows per env: with the full
+  observation (text included, what ``env.last()`` builds) and with text not requested (``env.last(text=False)``:
+  vector and mask only; on code without that keyword the row says so).
+* **MLP training decisions/s**: ``baselines.train`` with ``--model mlp`` (broadcast credit, ``--tasks`` x
+  ``--group-size`` episodes per step, ``--steps`` steps, one torch thread): decisions (MLP-sampled turns) divided by
+  the summed ``time/step`` (rollout + credit + update; startup excluded), and the training rate as a share of the
+  env-only rate without text.
+* **startup**: a fresh ``python`` process, from its first line to the end of step 1 of a 1-step MLP run
+  (imports, env and model construction, AdamW, the first rollout and update).
+
+    python benchmarks/train_throughput.py --model mlp                 # ~1 min
+    python benchmarks/train_throughput.py --model mlp --seconds 1 --steps 5
 """
 
 from __future__ import annotations
@@ -39,7 +56,15 @@ def main() -> None:
     p.add_argument("--max-new-tokens", type=int, default=16)
     p.add_argument("--repeats", type=int, default=3, help="timed repeats of each update (median reported)")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--seconds", type=float, default=2.0, help="--model mlp: wall-clock budget of each env-only row")
     args = p.parse_args()
+    if args.model == "mlp":
+        if "--tasks" not in sys.argv:
+            args.tasks = 16
+        if "--steps" not in sys.argv:
+            args.steps = 8
+        mlp_main(args)
+        return
 
     import numpy as np
     import torch
@@ -128,6 +153,99 @@ def main() -> None:
     print(f"| bare forward+backward+AdamW (anchor) | {tb:.3f} | {prompt_tokens / tb:.0f} | 1.00 |")
     print(f"| baselines.train update | {to:.3f} | {prompt_tokens / to:.0f} | {to / tb:.2f} |")
     print(f"\nupdate vs bare loop: {to / tb:.2f}x (goal <= 1.25x: {'met' if to / tb <= 1.25 else 'NOT met'})")
+
+
+MLP_ENVS = [("voting-v0", {"n_voters": 7}), ("voting-v0", {"n_voters": 16}), ("kuhn_poker-v0", {}),
+            ("mini_hanabi-v1", {})]
+
+
+def env_only_rate(env_id: str, kwargs: dict, seconds: float, text: bool) -> float | None:
+    """Steps/s of the issue's loop: one env, reset per episode, env.last() every step, random legal moves."""
+    import inspect
+    import random
+
+    import numpy as np
+
+    from marl_llm_envs import make
+
+    env = make(env_id, action_mode="discrete", **kwargs)
+    if not text and "text" not in inspect.signature(env.last).parameters:
+        return None
+    last = env.last if text else (lambda: env.last(text=False))
+    rng = random.Random(0)
+    steps, episode = 0, 0
+    deadline = time.perf_counter() + seconds
+    t0 = time.perf_counter()
+    while True:
+        env.reset(seed=episode)
+        episode += 1
+        for agent in env.agent_iter():
+            obs, _, term, trunc, _ = last()
+            if term or trunc:
+                env.step(None)
+                continue
+            legal = np.flatnonzero(obs["action_mask"])
+            env.step(int(legal[rng.randrange(len(legal))]))
+            steps += 1
+        if time.perf_counter() > deadline:
+            return steps / (time.perf_counter() - t0)
+
+
+def training_rate(env_id: str, kwargs: dict, args) -> tuple[float, float, int]:
+    """(decisions/s over the summed step time, rollout share of a step, decisions) of a seeded MLP run."""
+    import json
+
+    from baselines.train import TrainConfig, train
+
+    with tempfile.TemporaryDirectory() as out:
+        train(TrainConfig(env=env_id, env_kwargs=kwargs, model="mlp", action_mode="discrete", credit="broadcast",
+                          steps=args.steps, tasks_per_step=args.tasks, group_size=args.group_size, out=out,
+                          progress=False, tensorboard=False, save_every=10**6, seed=0))
+        rows = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    decisions = sum(r["tokens/main"] + r["tokens/branches"] for r in rows)   # one token per MLP decision
+    step_s = sum(r["time/step"] for r in rows)
+    return decisions / step_s, sum(r["time/rollout"] for r in rows) / step_s, decisions
+
+
+STARTUP = """
+import time; t0 = time.perf_counter()
+import sys, tempfile; sys.path.insert(0, {root!r})
+from baselines.train import TrainConfig, train
+with tempfile.TemporaryDirectory() as out:
+    train(TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=1, group_size=1, out=out,
+                      progress=False, tensorboard=False))
+print(time.perf_counter() - t0)
+"""
+
+
+def mlp_main(args) -> None:
+    import subprocess
+
+    import torch
+
+    torch.set_num_threads(1)
+    root = str(Path(__file__).resolve().parents[1])
+    print(f"# MLP training throughput (issue 17) ({datetime.datetime.now().isoformat(timespec='seconds')})\n")
+    print(f"- machine: {platform.platform()}, {os.cpu_count()} CPU cores; torch {torch.__version__}, "
+          f"{torch.get_num_threads()} thread")
+    print(f"- command: python benchmarks/train_throughput.py {' '.join(sys.argv[1:])}")
+    print(f"- training: broadcast credit, {args.tasks} tasks x {args.group_size} per step, {args.steps} steps; "
+          f"env-only rows: {args.seconds:g} s each\n")
+    print("| env | env-only steps/s (text) | env-only steps/s (no text) | MLP training decisions/s | "
+          "training / env-only (no text) | rollout share of a step |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for env_id, kwargs in MLP_ENVS:
+        with_text = env_only_rate(env_id, kwargs, args.seconds, text=True)
+        no_text = env_only_rate(env_id, kwargs, args.seconds, text=False)
+        rate, rollout, _ = training_rate(env_id, kwargs, args)
+        anchor = no_text if no_text is not None else with_text
+        name = env_id + "".join(f" {k}={v}" for k, v in kwargs.items())
+        print(f"| {name} | {with_text:,.0f} | {'n/a' if no_text is None else f'{no_text:,.0f}'} | {rate:,.0f} | "
+              f"{100 * rate / anchor:.0f}% | {100 * rollout:.0f}% |", flush=True)
+    t = subprocess.run([sys.executable, "-c", STARTUP.format(root=root)], capture_output=True, text=True,
+                       timeout=600)
+    startup = t.stdout.strip().splitlines()[-1] if t.returncode == 0 else f"failed: {t.stderr[-500:]}"
+    print(f"\nstartup, fresh process to the end of step 1 (kuhn_poker-v0, 1 task): {startup} s")
 
 
 if __name__ == "__main__":

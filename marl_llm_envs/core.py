@@ -259,23 +259,34 @@ class TextEnv(AECEnv):
             "invalid_count": 0,
         }
 
-    def observe(self, agent: str) -> dict[str, Any]:
+    def observe(self, agent: str, text: bool = True) -> dict[str, Any]:
+        """The agent's observation (PettingZoo's ``observe``): ``{"text", "observation"[, "action_mask"]}``.
+
+        ``text=False`` is the cheap path for policies that read only numbers (an MLP): the same dict without the
+        ``"text"`` key, and the prompt is never rendered. Everything else is identical."""
         if self._seed is None:
             raise _before_reset("observe()")
         vector = np.zeros(self.vector_size, np.float32)
         self._vector(agent, vector)
-        text = self._text(agent)
-        error = self._error.get(agent)
-        if error is not None:
-            text = f"{text}\n\nYour previous move was invalid: {error}. Try again."
-        obs = {"text": text, "observation": vector}
+        if text:
+            prompt = self._text(agent)
+            error = self._error.get(agent)
+            if error is not None:
+                prompt = f"{prompt}\n\nYour previous move was invalid: {error}. Try again."
+            obs = {"text": prompt, "observation": vector}
+        else:
+            obs = {"observation": vector}
         if self.action_mode == "discrete":
             obs["action_mask"] = self.action_mask(agent)
         return obs
 
-    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def last(self, observe: bool = True, text: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """PettingZoo's ``last()``; ``text=False`` observes without the text (see :meth:`observe`)."""
         try:
-            return super().last(observe)
+            agent = self.agent_selection
+            obs = self.observe(agent, text) if observe else None
+            return (obs, self._cumulative_rewards[agent], self.terminations[agent], self.truncations[agent],
+                    self.infos[agent])
         except (AttributeError, KeyError):
             self._check_order("last()")
             raise

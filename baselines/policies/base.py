@@ -4,6 +4,14 @@ Every backend (scripted bots, transformers on CPU/GPU in free-generation or choi
 :meth:`Policy.generate`. The rollout engine gathers the pending turns of many envs into one call, so a backend sees
 large batches. Token ids are returned as generated and are never re-tokenized from decoded text: a policy gradient
 must score exactly the tokens that were sampled.
+
+What a policy reads. :attr:`Policy.observes` declares which parts of a turn the policy reads, so the rollout engine
+computes nothing else for it: ``"text"`` (the prompt, :attr:`Request.text`), ``"legal_actions"`` (the text moves,
+:attr:`Request.legal_actions`) and ``"vector"`` (the numeric observation and the action mask,
+:attr:`Request.observation` and :attr:`Request.action_mask`, from ``env.observe(agent, text=False)``). The default is
+``{"text", "legal_actions"}`` (an LLM); the MLP declares ``{"vector"}``, so its prompts are never rendered. A field
+that was not asked for is left empty (``""``, ``()``, ``None``), unless the engine needed it anyway (it renders the
+text and legal moves of every turn of an episode with counterfactual branches, for the replay digest).
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ class Request:
     env: Any = field(default=None, compare=False, repr=False)  # the live env, for scripted and MLP policies; read-only
     key: tuple[int, ...] = ()          # identifies the decision (episode, sample, branch, step) independently of how
     #                                    requests are batched, for policies that seed their sampling per request
+    observation: Any = field(default=None, compare=False, repr=False)  # "vector": the float32 observation vector
+    action_mask: Any = field(default=None, compare=False, repr=False)  # "vector": the int8 mask (discrete mode)
 
 
 @dataclass
@@ -44,6 +54,7 @@ class Generation:
 
 
 SETTINGS = ("mode", "temperature", "top_p", "max_new_tokens")
+OBSERVES = ("text", "legal_actions", "vector")
 
 
 class Policy(abc.ABC):
@@ -54,6 +65,7 @@ class Policy(abc.ABC):
 
     name: str = "policy"
     version: int = 0
+    observes: frozenset[str] = frozenset({"text", "legal_actions"})   # see the module docstring (OBSERVES)
 
     @abc.abstractmethod
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:

@@ -1,7 +1,9 @@
 """A small torch MLP policy on the numeric observation, with the action mask (the micro tier: discrete mode, CPU).
 
-:class:`MLPPolicy` reads ``env.observe(agent)["observation"]`` and ``env.action_mask(agent)`` from the request's live
-env (the same information the agent sees in its text), appends a one-hot of the agent's role, and samples an action
+:class:`MLPPolicy` reads the numeric observation and the action mask (the same information the agent sees in its
+text): :attr:`Request.observation` and :attr:`Request.action_mask`, which the rollout engine fills because the policy
+declares ``observes = {"vector"}`` (so no prompt is rendered for it), or else ``env.observe(agent, text=False)`` on
+the request's live env. It appends a one-hot of the agent's role, and samples an action
 index from ``softmax(logits / temperature)`` over the legal actions (argmax at ``temperature=0``). Each request's
 sampling is seeded from ``(call seed, Request.key)``, so a decision does not depend on how requests are batched (a
 sharded data-parallel rollout plays the same episodes as one process).
@@ -20,6 +22,7 @@ import torch
 from torch import nn
 
 from baselines.policies.base import Generation, Policy, Request
+from marl_llm_envs.fast_rng import first_uniform
 
 __all__ = ["MLP", "MLPPolicy"]
 
@@ -38,6 +41,8 @@ class MLP(nn.Module):
 
 class MLPPolicy(Policy):
     """An :class:`MLP` behind the policy protocol (discrete mode only)."""
+
+    observes = frozenset({"vector"})
 
     def __init__(self, module: nn.Module, roles: Sequence[str], action_size: int, temperature: float = 1.0,
                  name: str = "mlp") -> None:
@@ -69,13 +74,14 @@ class MLPPolicy(Policy):
         """Log-probabilities over the action list for decisions described by their ``extra`` (observation, mask,
         role), illegal actions at a large negative logit (never -inf); and the mask."""
         device = next(self.module.parameters()).device
-        x = torch.zeros(len(extras), self.in_size, device=device)
-        mask = torch.zeros(len(extras), self.action_size, device=device)
+        x = np.zeros((len(extras), self.in_size), np.float32)   # built in NumPy, one tensor each (fewer allocations)
+        mask = np.zeros((len(extras), self.action_size), np.float32)
         for i, e in enumerate(extras):
             n = len(e["obs"])
-            x[i, :n] = torch.tensor(e["obs"], dtype=torch.float32)
+            x[i, :n] = e["obs"]
             x[i, n + e["role_index"]] = 1.0          # the role one-hot after the observation
-            mask[i, :len(e["mask"])] = torch.tensor(e["mask"], dtype=torch.float32)
+            mask[i, :len(e["mask"])] = e["mask"]
+        x, mask = torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device)
         t = self.temperature if self.temperature > 0 else 1.0
         logits = (self.module(x).float() / t).masked_fill(mask <= 0, -1e9)
         return torch.log_softmax(logits, dim=-1), mask
@@ -97,11 +103,13 @@ class MLPPolicy(Policy):
                 raise ValueError(f"{self.name} needs request.env (the live env) for {r.env_id}/{r.agent}")
             if r.role not in self.roles:
                 raise ValueError(f"{self.name} plays roles {self.roles}, not {r.role!r}")
-            obs = r.env.observe(r.agent)
-            if "action_mask" not in obs:
+            vector, mask = r.observation, r.action_mask
+            if vector is None:
+                obs = r.env.observe(r.agent, text=False)
+                vector, mask = obs["observation"], obs.get("action_mask")
+            if mask is None:
                 raise ValueError(f"{self.name} plays discrete mode; {r.env_id} is in text mode")
-            extras.append({"obs": [float(v) for v in obs["observation"]],
-                           "mask": [int(v) for v in obs["action_mask"]], "role_index": self.roles.index(r.role)})
+            extras.append({"obs": vector.tolist(), "mask": mask.tolist(), "role_index": self.roles.index(r.role)})
         with torch.no_grad():
             logp = self.log_policy(extras)[0].cpu().numpy().astype(np.float64)
         out = []
@@ -113,9 +121,13 @@ class MLPPolicy(Policy):
             if self.temperature <= 0:
                 a = int(legal[np.argmax(logp[i, legal])])
             else:
+                # rng.choice(legal.size, p=p) of default_rng(key), computed without building the generator (the
+                # same draw, bit for bit: NumPy's choice is searchsorted(cdf / cdf[-1], random(), "right")).
                 p = np.exp(logp[i, legal])
-                rng = np.random.default_rng([base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i])
-                a = int(legal[rng.choice(legal.size, p=p / p.sum())])
+                cdf = np.cumsum(p / p.sum())
+                cdf /= cdf[-1]
+                u = first_uniform([base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i])
+                a = int(legal[int(np.searchsorted(cdf, u, side="right"))])
             out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[float(logp[i, a])],
                                   extra={**e, "mode": "mlp"}))
         return out

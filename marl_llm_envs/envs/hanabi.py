@@ -264,6 +264,8 @@ class raw_env(TextEnv):
                 starts.append(s)
                 s += card_count(r, R)
         self._discard_start = starts
+        # (plausible colour mask, plausible rank mask) -> the offsets of its plausible cards (static, shared by clones)
+        self._plausible_cells: dict[tuple[int, int], tuple[int, ...]] = {}
 
     def action_names(self, agent: str) -> list[str]:
         return self._names[agent]
@@ -547,66 +549,74 @@ class raw_env(TextEnv):
 
     # -------------------------------------------------------------- numeric observation (HLE canonical encoding)
     def _vector(self, agent: str, out: np.ndarray) -> None:
+        # The 1-bits are gathered as indices and written with one NumPy assignment (one Python-level write per bit
+        # is most of the cost otherwise); the encoding is exactly HLE's, as described in the manual.
         p = self._seat(agent)
         P, C, R, H = self.players, self.colors, self.ranks, self.hand_size
         CR = C * R
         o = self._off
+        ones: list[int] = []
         base = o["hands"]
         for k in range(1, P):
             q = (p + k) % P
             for i, card in enumerate(self._hands[q]):
-                out[base + ((k - 1) * H + i) * CR + card] = 1.0
+                ones.append(base + ((k - 1) * H + i) * CR + card)
         for k in range(P):
             if len(self._hands[(p + k) % P]) < H:
-                out[o["short"] + k] = 1.0
+                ones.append(o["short"] + k)
         out[o["deck"]:o["deck"] + len(self._deck) - self._pos] = 1.0
         for c, h in enumerate(self._fireworks):
             if h > 0:
-                out[o["fireworks"] + c * R + h - 1] = 1.0
+                ones.append(o["fireworks"] + c * R + h - 1)
         out[o["info"]:o["info"] + self._info] = 1.0
         out[o["life"]:o["life"] + self._lives] = 1.0
-        counts = [0] * CR
-        for card in self._discards:
-            counts[card] += 1
-        for card, n in enumerate(counts):
-            if n:
-                s = o["discards"] + self._discard_start[card]
-                out[s:s + n] = 1.0
+        if self._discards:
+            counts = [0] * CR
+            for card in self._discards:
+                counts[card] += 1
+            for card, n in enumerate(counts):
+                if n:
+                    s = o["discards"] + self._discard_start[card]
+                    out[s:s + n] = 1.0
         if self._moves:
             q, kind, slot, t, c, r, card, scored, token, reveal = self._moves[-1]
-            out[o["la_player"] + (q - p) % P] = 1.0
-            out[o["la_type"] + (1, 0, 2, 3)[kind]] = 1.0   # HLE's order: play, discard, reveal colour, rank
+            ones.append(o["la_player"] + (q - p) % P)
+            ones.append(o["la_type"] + (1, 0, 2, 3)[kind])   # HLE's order: play, discard, reveal colour, rank
             if t >= 0:
-                out[o["la_target"] + (t - p) % P] = 1.0
+                ones.append(o["la_target"] + (t - p) % P)
             if kind >= HINT_COLOR:
                 if c >= 0:
-                    out[o["la_color"] + c] = 1.0
+                    ones.append(o["la_color"] + c)
                 if r >= 0:
-                    out[o["la_rank"] + r] = 1.0
+                    ones.append(o["la_rank"] + r)
                 for i in range(H):
                     if reveal >> i & 1:
-                        out[o["la_reveal"] + i] = 1.0
+                        ones.append(o["la_reveal"] + i)
             else:
-                out[o["la_slot"] + slot] = 1.0
-                out[o["la_card"] + card] = 1.0
-                out[o["la_scored"]] = 1.0 if scored else 0.0
+                ones.append(o["la_slot"] + slot)
+                ones.append(o["la_card"] + card)
+                if scored:
+                    ones.append(o["la_scored"])
                 # HLE's encoder: "information token gained" only for a play that completed a firework (a discard
                 # also returns a token, but HLE leaves this bit unset for it).
-                out[o["la_token"]] = 1.0 if token and kind == PLAY else 0.0
+                if token and kind == PLAY:
+                    ones.append(o["la_token"])
         per = CR + C + R
+        cells = self._plausible_cells
         for k in range(P):
             q = (p + k) % P
             for i, (cm, rm, kc, kr) in enumerate(self._know[q]):
                 s = o["know"] + (k * H + i) * per
-                for c in range(C):
-                    if cm >> c & 1:
-                        for r in range(R):
-                            if rm >> r & 1:
-                                out[s + c * R + r] = 1.0
+                offsets = cells.get((cm, rm))
+                if offsets is None:
+                    offsets = cells[(cm, rm)] = tuple(c * R + r for c in range(C) if cm >> c & 1
+                                                      for r in range(R) if rm >> r & 1)
+                ones.extend(s + x for x in offsets)
                 if kc >= 0:
-                    out[s + CR + kc] = 1.0
+                    ones.append(s + CR + kc)
                 if kr >= 0:
-                    out[s + CR + C + kr] = 1.0
+                    ones.append(s + CR + C + kr)
+        out[ones] = 1.0
 
     def _render(self) -> str:
         hands = " | ".join(f"player_{q}: {' '.join(self._card(c) for c in h)}" for q, h in enumerate(self._hands))

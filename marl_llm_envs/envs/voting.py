@@ -100,6 +100,7 @@ import numpy as np
 from pettingzoo.utils.conversions import aec_to_parallel_wrapper
 
 from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv
+from marl_llm_envs.fast_rng import first_uniform
 from marl_llm_envs.tasks import answer_key
 from marl_llm_envs.text import find_boxed, printable
 
@@ -219,7 +220,7 @@ class raw_env(ProblemEnv):
             return tied[0][2]
         if self.tie_break == "none":
             return None
-        draw = np.random.default_rng(self._tie_seed).random()
+        draw = first_uniform([self._tie_seed])   # = np.random.default_rng(self._tie_seed).random()
         return tied[int(draw * len(tied))][2]
 
     def _correct(self, ballot: Any) -> bool:
