@@ -187,7 +187,8 @@ def parse_suite(raw: Any, where: str = "suite") -> Suite:
         raise ProtocolError(f"{where}.score.last_fraction: in (0, 1], got {frac!r}")
     ev = _get(sc, "eval_seeds", dict, f"{where}.score")
     _unknown(ev, {"start", "count"}, f"{where}.score.eval_seeds")
-    start, count = _get(ev, "start", int, f"{where}.score.eval_seeds"), _get(ev, "count", int, f"{where}.score.eval_seeds")
+    start = _get(ev, "start", int, f"{where}.score.eval_seeds")
+    count = _get(ev, "count", int, f"{where}.score.eval_seeds")
     if start < EVAL_SEED_START or count < 1:
         raise ProtocolError(f"{where}.score.eval_seeds: start >= 2**40 and count >= 1, got {start}, {count}")
     anchor_episodes = _get(sc, "anchor_episodes", int, f"{where}.score")
@@ -474,7 +475,7 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
     return m, m - half, m + half
 
 
-def score(suite: Suite, results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | None = None) -> dict[str, Any]:
     """Normalized scores and CIs from :func:`run_one`'s results::
 
         {"anchors": {setting: {"zero", "one"}},
@@ -482,8 +483,16 @@ def score(suite: Suite, results: Sequence[dict[str, Any]]) -> dict[str, Any]:
                               "families": {family: {"seeds": [...], "ci": (m, lo, hi)}},
                               "aggregate": {"seeds": [...], "ci": (m, lo, hi)}, "tokens": {...}}}}
     """
-    anchors = {s.name: {"zero": anchor_value(suite, s, "zero"), "one": anchor_value(suite, s, "one")}
+    known: dict[str, Any] = {}
+    if cache is not None and Path(cache).is_file():      # anchors measured by an earlier call on this suite's text
+        saved = json.loads(Path(cache).read_text())
+        known = saved.get("anchors", {}) if saved.get("suite_sha256") == suite.sha256 else {}
+    anchors = {s.name: known.get(s.name) or {"zero": anchor_value(suite, s, "zero"),
+                                             "one": anchor_value(suite, s, "one")}
                for s in suite.settings if any(r["setting"] == s.name for r in results)}
+    if cache is not None:
+        Path(cache).parent.mkdir(parents=True, exist_ok=True)
+        Path(cache).write_text(json.dumps({"suite_sha256": suite.sha256, "anchors": {**known, **anchors}}, indent=1))
     for name, a in anchors.items():
         if not a["one"] > a["zero"]:
             raise ProtocolError(f"{suite.key}: setting {name}: the 'one' anchor ({a['one']:.4f}) must score above the "
@@ -709,7 +718,7 @@ def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], o
     specs, skipped = plan(suite, methods, out)
     results = execute(specs, jobs=jobs, ray=ray, progress=progress)
     wall = time.perf_counter() - t0
-    scored = score(suite, results)
+    scored = score(suite, results, cache=out / "anchors.json")
     md = table(suite, scored, skipped)
     b = suite.train
     head = [f"# benchmark-credit {method} on {suite.key} ({suite.tier} tier)", "", suite.description, "",

@@ -81,7 +81,7 @@ def test_scores_are_normalized_per_setting_averaged_per_family_with_t_intervals(
                _fake("broadcast", "voting/plurality/n4", 0, 1.0), _fake("broadcast", "voting/plurality/n4", 1, 0.5)]
     scored = score(suite, results)
     b = scored["methods"]["broadcast"]
-    assert b["settings"]["voting/plurality/n2"]["seeds"] == pytest.approx([0.5, 1.0])     # (0.45-0.2)/0.5, (0.7-0.2)/0.5
+    assert b["settings"]["voting/plurality/n2"]["seeds"] == pytest.approx([0.5, 1.0])  # (x - 0.2) / 0.5
     assert b["settings"]["voting/plurality/n4"]["seeds"] == pytest.approx([0.5, 0.25])
     fam = b["families"]["team_size"]
     assert fam["seeds"] == pytest.approx([0.5, 0.625])
