@@ -675,7 +675,9 @@ def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[d
                 "results_sha256": digest}
     return {"schema": ENTRY_SCHEMA, "schema_version": ENTRY_VERSION, "id": f"{suite.key}/{method}--{digest[:12]}",
             "label": f"{method}#{digest[:6]}", "method": method, "track": "credit", "protocol": suite.key,
-            "submitted": datetime.now(timezone.utc).isoformat(timespec="seconds"), "manifest": manifest,
+            "submitted": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "self_reported": True, "seeds": "public",      # scored by whoever ran the suite, not replayed
+            "manifest": manifest,
             "results": {"episodes": 0, "replayed": 0, "scores": scores,
                         "task_means": {f: x["ci"][0] for f, x in v["families"].items()}, "games": {},
                         "families": {f: {"ci": list(x["ci"]), "settings": x["settings"]}
@@ -699,7 +701,8 @@ def add_entry(e: dict[str, Any], store: str | Path) -> None:
             raise SubmissionError(f"duplicate: {rel} is in the store already")
         _write_atomic(store / rel, e)
         index.append({"id": e["id"], "file": rel, "protocol": e["protocol"], "method": e["method"],
-                      "label": e["label"], "submitted": e["submitted"], "episodes_sha256": sha})
+                      "label": e["label"], "submitted": e["submitted"], "episodes_sha256": sha,
+                      "content_sha256": sha, "self_reported": True})
         index.sort(key=lambda r: (r["protocol"], r["method"], r["submitted"], r["id"]))
         _write_atomic(store / INDEX, {"schema": "marl_llm_entries_index", "entries": index})
 
