@@ -15,14 +15,19 @@
 ``--model mlp`` (the micro tier, issue 17) measures something else, for voting-v0 (7 and 16 voters), kuhn_poker-v0
 and mini_hanabi-v1 in discrete mode, all in one run:
 
+Rates are per second of this process's CPU time (``time.process_time``), not wall-clock time: the development
+machine is shared (load averages far above its 2 cores), and CPU time is what one core would give on a quiet
+machine; the anchor (the env-only rate) is measured the same way in the same run.
+
 * **env-only rate** (the anchor): one env, ``reset`` per episode, ``env.last()`` every step, a uniformly random legal
   index from the mask, ``step``; steps/s counts the moves of live agents. Two rows per env: with the full
   observation (text included, what ``env.last()`` builds) and with text not requested (``env.last(text=False)``:
   vector and mask only; on code without that keyword the row says so).
 * **MLP training decisions/s**: ``baselines.train`` with ``--model mlp`` (broadcast credit, ``--tasks`` x
-  ``--group-size`` episodes per step, ``--steps`` steps, one torch thread): decisions (MLP-sampled turns) divided by
-  the summed ``time/step`` (rollout + credit + update; startup excluded), and the training rate as a share of the
-  env-only rate without text.
+  ``--group-size`` episodes per step, one torch thread): the CPU time of a ``--steps`` + 1 step run minus that of a
+  1-step run with the same seeds (so startup, env and model construction and step 0 cancel out), divided by the
+  decisions (MLP-sampled turns) of steps 1..``--steps``; the training rate as a share of the env-only rate without
+  text; and the rollout's share of a step (from ``metrics.jsonl``'s wall-clock split).
 * **startup**: a fresh ``python`` process, from its first line to the end of step 1 of a 1-step MLP run
   (imports, env and model construction, AdamW, the first rollout and update).
 
@@ -174,8 +179,8 @@ def env_only_rate(env_id: str, kwargs: dict, seconds: float, text: bool) -> floa
     last = env.last if text else (lambda: env.last(text=False))
     rng = random.Random(0)
     steps, episode = 0, 0
-    deadline = time.perf_counter() + seconds
-    t0 = time.perf_counter()
+    deadline = time.process_time() + seconds
+    t0 = time.process_time()
     while True:
         env.reset(seed=episode)
         episode += 1
@@ -187,24 +192,31 @@ def env_only_rate(env_id: str, kwargs: dict, seconds: float, text: bool) -> floa
             legal = np.flatnonzero(obs["action_mask"])
             env.step(int(legal[rng.randrange(len(legal))]))
             steps += 1
-        if time.perf_counter() > deadline:
-            return steps / (time.perf_counter() - t0)
+        if time.process_time() > deadline:
+            return steps / (time.process_time() - t0)
 
 
 def training_rate(env_id: str, kwargs: dict, args) -> tuple[float, float, int]:
-    """(decisions/s over the summed step time, rollout share of a step, decisions) of a seeded MLP run."""
+    """(decisions per CPU second of steps 1..N, rollout share of a step, decisions) of a seeded MLP run."""
     import json
 
     from baselines.train import TrainConfig, train
 
-    with tempfile.TemporaryDirectory() as out:
-        train(TrainConfig(env=env_id, env_kwargs=kwargs, model="mlp", action_mode="discrete", credit="broadcast",
-                          steps=args.steps, tasks_per_step=args.tasks, group_size=args.group_size, out=out,
-                          progress=False, tensorboard=False, save_every=10**6, seed=0))
-        rows = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    def run(steps: int) -> tuple[float, list[dict]]:
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.process_time()
+            train(TrainConfig(env=env_id, env_kwargs=kwargs, model="mlp", action_mode="discrete", credit="broadcast",
+                              steps=steps, tasks_per_step=args.tasks, group_size=args.group_size, out=out,
+                              progress=False, tensorboard=False, save_every=10**6, seed=0))
+            cpu = time.process_time() - t0
+            return cpu, [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+
+    cpu_one, _ = run(1)
+    cpu_all, rows = run(args.steps + 1)
+    rows = rows[1:]
     decisions = sum(r["tokens/main"] + r["tokens/branches"] for r in rows)   # one token per MLP decision
     step_s = sum(r["time/step"] for r in rows)
-    return decisions / step_s, sum(r["time/rollout"] for r in rows) / step_s, decisions
+    return decisions / (cpu_all - cpu_one), sum(r["time/rollout"] for r in rows) / step_s, decisions
 
 
 STARTUP = """
@@ -231,9 +243,10 @@ def mlp_main(args) -> None:
     print(f"- command: python benchmarks/train_throughput.py {' '.join(sys.argv[1:])}")
     print(f"- training: broadcast credit, {args.tasks} tasks x {args.group_size} per step, {args.steps} steps; "
           f"env-only rows: {args.seconds:g} s each\n")
-    print("| env | env-only steps/s (text) | env-only steps/s (no text) | MLP training decisions/s | "
+    print("| env | env-only steps/CPU-s (text) | env-only steps/CPU-s (no text) | MLP training decisions/CPU-s | "
           "training / env-only (no text) | rollout share of a step |")
     print("|---|---:|---:|---:|---:|---:|")
+    training_rate("kuhn_poker-v0", {}, argparse.Namespace(tasks=1, group_size=1, steps=1))   # imports paid here
     for env_id, kwargs in MLP_ENVS:
         with_text = env_only_rate(env_id, kwargs, args.seconds, text=True)
         no_text = env_only_rate(env_id, kwargs, args.seconds, text=False)
@@ -245,7 +258,7 @@ def mlp_main(args) -> None:
     t = subprocess.run([sys.executable, "-c", STARTUP.format(root=root)], capture_output=True, text=True,
                        timeout=600)
     startup = t.stdout.strip().splitlines()[-1] if t.returncode == 0 else f"failed: {t.stderr[-500:]}"
-    print(f"\nstartup, fresh process to the end of step 1 (kuhn_poker-v0, 1 task): {startup} s")
+    print(f"\nstartup, fresh process to the end of step 1 (kuhn_poker-v0, 1 task), wall clock: {startup} s")
 
 
 if __name__ == "__main__":

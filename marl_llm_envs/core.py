@@ -6,6 +6,13 @@ One place for what all our text environments have in common (the games only writ
   ``string.printable``), ``"observation"`` (a numeric information-state vector, ``float32`` in ``[-1, 1]``, meaningful
   for an MLP) and, in discrete mode only, ``"action_mask"`` (``int8``, 1 = legal). Hidden information is a property of
   whose view is asked for: ``observe(agent)`` never shows what that agent may not know.
+* **Observing without text.** The prompt is rendered only when it is asked for. ``observe(agent)`` and ``last()`` are
+  PettingZoo's exact API (text included); ``observe(agent, text=False)`` and ``last(text=False)`` return the same
+  dict without the ``"text"`` key and never render the prompt: the cheap path for a policy that reads only the vector
+  and the mask (an MLP). ``action_mask(agent)`` and ``legal_actions(agent)`` are cheap on their own too.
+* **One env, many episodes.** ``reset(seed)`` rebuilds all episode state in place, so one env serves any number of
+  episodes and plays each exactly as a fresh env would (the rollout engine keeps its envs across episodes and
+  training steps; ``make`` costs about a millisecond, a ``reset`` a small fraction of that).
 * **Two action modes.** ``action_mode="text"``: an action is a free-text string, parsed by the game (moves are written
   in square brackets such as ``[bet]``; answers as ``\\boxed{...}``); the last well-formed move in the text counts, so
   reasoning around it is fine, and case is ignored. ``action_mode="discrete"``: an action is an index into the agent's
@@ -44,6 +51,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from marl_llm_envs.fast_rng import pcg64_state
 from marl_llm_envs.text import (CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable,
                                  short_repr, short_text)
 
@@ -233,7 +241,10 @@ class TextEnv(AECEnv):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         self._seed = int(seed)
-        self._rng = self._rng_state = None  # np_random builds default_rng(seed) on first use
+        if self._rng is not None:   # reseed this env's own Generator in place: the state of default_rng(seed)
+            self._rng.bit_generator.state = pcg64_state([self._seed])
+        else:                       # np_random builds default_rng(seed) on first use
+            self._rng_state = None
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["first_uniform"]
+import numpy as np
+
+__all__ = ["first_uniform", "first_uniforms", "pcg64_state"]
 
 _M32 = 0xFFFFFFFF
+_U32 = np.uint64(_M32)
 _M64 = 0xFFFFFFFFFFFFFFFF
 _M128 = (1 << 128) - 1
 _INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
@@ -32,8 +35,8 @@ _MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
 _PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645   # PCG_DEFAULT_MULTIPLIER_128
 
 
-def first_uniform(entropy: Iterable[int]) -> float:
-    """The first ``random()`` of ``numpy.random.default_rng(list(entropy))`` (non-negative ints, as NumPy takes)."""
+def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
+    """PCG64's 128-bit ``(initstate, inc)`` as ``PCG64(SeedSequence(entropy))`` derives them."""
     words: list[int] = []
     for v in entropy:
         v = int(v)
@@ -69,6 +72,74 @@ def first_uniform(entropy: Iterable[int]) -> float:
         state.append(v ^ (v >> 16))
     seed = (((state[1] << 32) | state[0]) << 64) | ((state[3] << 32) | state[2])
     inc = ((((((state[5] << 32) | state[4]) << 64) | ((state[7] << 32) | state[6])) << 1) | 1) & _M128
+    return seed, inc
+
+
+def pcg64_state(entropy: Iterable[int]) -> dict:
+    """``numpy.random.default_rng(list(entropy)).bit_generator.state``: assigned to a Generator's
+    ``bit_generator.state``, it reseeds that Generator in place instead of building a new one."""
+    seed, inc = _seed_inc(entropy)
+    x = (((inc + seed) & _M128) * _PCG_MULT + inc) & _M128   # srandom: state 0 stepped is inc; += seed; stepped
+    return {"bit_generator": "PCG64", "state": {"state": x, "inc": inc}, "has_uint32": 0, "uinteger": 0}
+
+
+def first_uniform(entropy: Iterable[int]) -> float:
+    """The first ``random()`` of ``numpy.random.default_rng(list(entropy))`` (non-negative ints, as NumPy takes)."""
+    return _draw(*_seed_inc(entropy))
+
+
+def first_uniforms(entropies: list[Iterable[int]]) -> list[float]:
+    """:func:`first_uniform` of each entropy list, the SeedSequence hashing done for the whole batch at once in NumPy
+    (entries with the same number of 32-bit words share each array operation); the same doubles, bit for bit."""
+    groups: dict[int, list[tuple[int, list[int]]]] = {}
+    for n, entropy in enumerate(entropies):
+        words: list[int] = []
+        for v in entropy:
+            v = int(v)
+            if v < 0:
+                raise ValueError(f"entropy must be non-negative ints, got {v}")
+            if v == 0:
+                words.append(0)
+            while v:
+                words.append(v & _M32)
+                v >>= 32
+        groups.setdefault(len(words), []).append((n, words))
+    out = [0.0] * len(entropies)
+    for length, rows in groups.items():
+        words = np.array([w for _, w in rows], dtype=np.uint64).reshape(len(rows), length)
+        h = _INIT_A
+
+        def hashmix(v: np.ndarray) -> np.ndarray:
+            nonlocal h
+            v = v ^ np.uint64(h)
+            h = (h * _MULT_A) & _M32
+            v = (v * np.uint64(h)) & _U32
+            return v ^ (v >> np.uint64(16))
+
+        zero = np.zeros(len(rows), np.uint64)
+        pool = [hashmix(words[:, i] if i < length else zero) for i in range(4)]
+        sources = [(pool, s, d) for s in range(4) for d in range(4) if s != d]
+        sources += [(None, s, d) for s in range(4, length) for d in range(4)]
+        for src, s, d in sources:
+            v = hashmix(src[s] if src is not None else words[:, s])
+            r = (np.uint64(_MIX_L) * pool[d] - np.uint64(_MIX_R) * v) & _U32
+            pool[d] = r ^ (r >> np.uint64(16))
+        hb = _INIT_B
+        state = []
+        for i in range(8):
+            v = pool[i & 3] ^ np.uint64(hb)
+            hb = (hb * _MULT_B) & _M32
+            v = (v * np.uint64(hb)) & _U32
+            state.append((v ^ (v >> np.uint64(16))).tolist())
+        for k, (n, _) in enumerate(rows):
+            s = [state[i][k] for i in range(8)]
+            seed = (((s[1] << 32) | s[0]) << 64) | ((s[3] << 32) | s[2])
+            inc = ((((((s[5] << 32) | s[4]) << 64) | ((s[7] << 32) | s[6])) << 1) | 1) & _M128
+            out[n] = _draw(seed, inc)
+    return out
+
+
+def _draw(seed: int, inc: int) -> float:
     x = (inc + seed) & _M128                             # srandom: state 0 stepped is inc; += seed
     x = (x * _PCG_MULT + inc) & _M128                    # ... stepped
     x = (x * _PCG_MULT + inc) & _M128                    # next_uint64 steps first

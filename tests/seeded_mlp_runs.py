@@ -2,6 +2,8 @@
 
 ``python tests/seeded_mlp_runs.py --write`` records them into ``tests/data/seeded_mlp_runs.json``; it was run once on
 the code before the micro-tier speed work (issue 17), so the test pins that speed changes leave results unchanged.
+The runs use one torch thread (as ``baselines.train`` does for MLP-only runs since then): the update's float sums
+depend on the thread count, so a recording made with the machine's default would differ on another machine.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ RUNS = [
 def record(name: str, kwargs: dict) -> dict:
     """Train 3 steps and return every main-episode action and reward, every branch's, and metrics.jsonl's reward,
     advantage and loss columns."""
+    import torch
+
     from baselines.train import TrainConfig, train
     from baselines.train import loop
 
@@ -39,6 +43,8 @@ def record(name: str, kwargs: dict) -> dict:
         return out
 
     loop.RolloutEngine.run = run
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # float sums depend on the thread count: one thread makes the recording portable
     try:
         with tempfile.TemporaryDirectory() as out:
             train(TrainConfig(model="mlp", action_mode="discrete", steps=3, tasks_per_step=4, group_size=2, seed=7,
@@ -46,6 +52,7 @@ def record(name: str, kwargs: dict) -> dict:
             rows = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
     finally:
         loop.RolloutEngine.run = original
+        torch.set_num_threads(threads)
     steps = []
     for episodes in episodes_seen:
         steps.append([{

@@ -25,16 +25,19 @@ def test_seeded_mlp_run_plays_the_recorded_moves_rewards_and_metrics(recorded):
 def test_first_uniform_is_numpys_default_rng_first_draw_bit_for_bit():
     import numpy as np
 
-    from marl_llm_envs.fast_rng import first_uniform
+    from marl_llm_envs.fast_rng import first_uniform, first_uniforms
 
     rng = np.random.default_rng(17)
+    keys = []
     for n in range(2000):
         key = [int(k) for k in rng.integers(0, 2**63, size=int(rng.integers(1, 8)))]
         if n % 3 == 0:
             key = [k % 1000 for k in key]          # one-word entries
         if n % 5 == 0:
             key[0] = 0
+        keys.append(key)
         assert first_uniform(key) == np.random.default_rng(key).random(), key
+    assert first_uniforms(keys) == [np.random.default_rng(k).random() for k in keys]   # the batched version
 
 
 def test_mlp_sampling_matches_numpys_choice_on_the_request_key():
@@ -53,3 +56,17 @@ def test_mlp_sampling_matches_numpys_choice_on_the_request_key():
         cdf = np.cumsum(p)
         cdf /= cdf[-1]
         assert int(np.searchsorted(cdf, first_uniform(key), side="right")) == np.random.default_rng(key).choice(k, p=p)
+
+
+def test_pcg64_state_is_numpys_default_rng_state():
+    import numpy as np
+
+    from marl_llm_envs.fast_rng import pcg64_state
+
+    rng = np.random.default_rng(5)
+    for n in range(1000):
+        seed = int(rng.integers(0, 2**63)) >> int(rng.integers(0, 63))
+        assert pcg64_state([seed]) == np.random.default_rng(seed).bit_generator.state, seed
+    g = np.random.default_rng(1)
+    g.bit_generator.state = pcg64_state([12345])
+    assert g.random(5).tolist() == np.random.default_rng(12345).random(5).tolist()

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from baselines.policies.base import Generation, Policy, Request
-from marl_llm_envs.fast_rng import first_uniform
+from marl_llm_envs.fast_rng import first_uniforms
 
 __all__ = ["MLP", "MLPPolicy"]
 
@@ -114,6 +114,12 @@ class MLPPolicy(Policy):
             logp = self.log_policy(extras)[0].cpu().numpy().astype(np.float64)
         out = []
         base = 0 if seed is None else int(seed)
+        if self.temperature > 0:
+            # Each request's draw is default_rng(key).choice(legal.size, p=p): the same draw, bit for bit, as
+            # searchsorted(cdf / cdf[-1], default_rng(key).random(), "right"), which is how NumPy's choice makes it;
+            # the first random() of every key is computed for the whole batch at once, without building generators.
+            uniforms = first_uniforms([[base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i]
+                                       for i, r in enumerate(requests)])
         for i, (r, e) in enumerate(zip(requests, extras)):
             legal = np.flatnonzero(np.asarray(e["mask"]) > 0)
             if legal.size == 0:
@@ -121,13 +127,10 @@ class MLPPolicy(Policy):
             if self.temperature <= 0:
                 a = int(legal[np.argmax(logp[i, legal])])
             else:
-                # rng.choice(legal.size, p=p) of default_rng(key), computed without building the generator (the
-                # same draw, bit for bit: NumPy's choice is searchsorted(cdf / cdf[-1], random(), "right")).
                 p = np.exp(logp[i, legal])
                 cdf = np.cumsum(p / p.sum())
                 cdf /= cdf[-1]
-                u = first_uniform([base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i])
-                a = int(legal[int(np.searchsorted(cdf, u, side="right"))])
+                a = int(legal[int(np.searchsorted(cdf, uniforms[i], side="right"))])
             out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[float(logp[i, a])],
                                   extra={**e, "mode": "mlp"}))
         return out

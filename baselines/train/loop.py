@@ -237,8 +237,23 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
-    """Run (or resume) a training run; returns the last step's metrics."""
+    """Run (or resume) a training run; returns the last step's metrics.
+
+    A run whose every learner is a small MLP on the CPU uses one torch thread (the batches are a few hundred rows of
+    a 64-wide MLP: more threads only add synchronisation, and parallel runs go in separate processes); the caller's
+    thread count is restored afterwards."""
     cfg.check()
+    only_mlp = cfg.device == "cpu" and all(part.split("=")[-1].strip() == "mlp" for part in cfg.model.split(","))
+    threads = torch.get_num_threads()
+    if only_mlp:
+        torch.set_num_threads(1)
+    try:
+        return _train(cfg)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(cfg: TrainConfig) -> dict[str, Any]:
     # ---- everything that can fail does so before the first rollout
     env_spec = spec(cfg.env)
     uses_mlp = any(part.split("=")[-1].strip() == "mlp" for part in cfg.model.split(","))

@@ -152,6 +152,7 @@ class raw_env(ProblemEnv):
         self._ballots: dict[str, Any] = {}   # voter -> answer text / label index / None (abstain or spoiled)
         self._spoiled: frozenset[str] = frozenset()
         self._tie_seed = int(self.np_random.integers(2**63 - 1))
+        self._tie_draw: float | None = None
         self._clue: dict[str, int] = {}
         if self.clue_accuracy is not None and self.candidates:
             for agent, p in zip(self.possible_agents, self.clue_accuracy):
@@ -220,7 +221,9 @@ class raw_env(ProblemEnv):
             return tied[0][2]
         if self.tie_break == "none":
             return None
-        draw = first_uniform([self._tie_seed])   # = np.random.default_rng(self._tie_seed).random()
+        if self._tie_draw is None:      # the episode's one tie-break draw, = default_rng(_tie_seed).random()
+            self._tie_draw = first_uniform([self._tie_seed])
+        draw = self._tie_draw
         return tied[int(draw * len(tied))][2]
 
     def _correct(self, ballot: Any) -> bool:
