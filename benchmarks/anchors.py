@@ -1,6 +1,7 @@
 """Normalization anchors: the scores of the reference policies, measured and written into the env specs.
 
-    python benchmarks/anchors.py [--games 10000] [--only cooperative orchestration zero_sum] [--textarena N] [--write]
+    python benchmarks/anchors.py [--games 10000] [--only cooperative orchestration zero_sum credit_suite]
+                                 [--textarena N] [--write]
 
 Every registered env gets anchors (a test checks it):
 
@@ -10,6 +11,10 @@ Every registered env gets anchors (a test checks it):
   solver (the attainable maximum, 1.0) and with the follower solver alone (the thinker ablated: chance level);
   voting-v0 with random voters and with clue-following voters (default clues, right 70% of the time);
   orchestrator-v0 (discrete mode, default kwargs) with random play, the solo orchestrator and the scripted delegator;
+* credit_suite (issue 16): every setting the credit suite sweeps, rows named ``"POLICY, KWARG=VALUE"``: think_solve-v0's
+  clue task (``thinker_clue_accuracy``), voting-v0's plurality / fraction schemes at 2..16 voters, team_umbrella-v0's
+  delays (team return and the noise-free decisive reward) and free_riding-v0's idle seats; random and the reference
+  policy that attains the optimum each env's manual proves (see :func:`credit_suite_anchors`);
 * zero-sum (Kuhn, Leduc, tic-tac-toe, Connect Four, simple negotiation): player 0's mean payoff for each pair of
   policies among random and the env's reference policies (Kuhn Nash equilibrium, Leduc CFR, tic-tac-toe minimax,
   Connect Four alpha-beta search; the negotiation has no reference bot, so random vs random only), seats as named.
@@ -52,13 +57,14 @@ TEXTARENA_IDS = ("KuhnPoker-v0", "TicTacToe-v0", "ConnectFour-v0", "SimpleNegoti
 
 
 def play(env_id: str, policies: dict, games: int, seed: int = 0, action_mode: str = "discrete",
-         ablate: str | None = None) -> dict:
+         ablate: str | None = None, kwargs: dict | None = None, info_key: str | None = None) -> dict:
     """Mean and 95% CI of each team's return over ``games`` games (seats -> policies); ``ablate``: that agent is
-    ablated at the start (plays the env's null action)."""
+    ablated at the start (plays the env's null action); ``kwargs``: env kwargs; ``info_key``: score the first seat's
+    final ``infos[info_key]`` instead of the return (e.g. team_umbrella's noise-free ``decisive_reward``)."""
     returns: dict[str, list[float]] = {}
     start = time.perf_counter()
     for g in range(games):
-        env = make(env_id, action_mode=action_mode)
+        env = make(env_id, action_mode=action_mode, **(kwargs or {}))
         rng = np.random.default_rng([seed, g])
         env.reset(seed=seed + g)
         if ablate is not None:
@@ -66,6 +72,9 @@ def play(env_id: str, policies: dict, games: int, seed: int = 0, action_mode: st
         while not env.done:
             agent = env.agent_selection
             env.step(policies[agent](env, agent, rng))
+        if info_key is not None:
+            returns.setdefault("team", []).append(float(env.infos[env.possible_agents[0]][info_key]))
+            continue
         for team, value in env.team_rewards().items():
             returns.setdefault(team, []).append(value)
     out = {}
@@ -124,6 +133,69 @@ def orchestration_anchors(games: int) -> dict:
     }
 
 
+CLUE_ACCURACIES = (0.4, 0.6, 0.8, 0.9, 1.0)
+VOTING_SIZES = (2, 4, 8, 16)
+UMBRELLA_DELAYS = (1, 3, 10, 30)
+IDLE_SEATS = (0, 1, 3, 7)
+
+
+def _kw(kwargs: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in kwargs.items())
+
+
+def credit_suite_anchors(games: int) -> dict:
+    """The credit suite's settings (issue 16): row names are ``"POLICY, KWARG=VALUE[, ...]"``; each setting has a
+    uniformly random row (the suite's 0) and its reference policy's row (the optimum its manual proves, the suite's 1).
+
+    * think_solve-v0, ``thinker_clue_accuracy`` in CLUE_ACCURACIES: random, clue_relay (optimum = the accuracy), the
+      follower solver with the thinker ablated (chance, 1/4);
+    * voting-v0, ``reward_scheme`` plurality / fraction at ``n_voters`` in VOTING_SIZES (default clues, 0.7):
+      random and clue_follower (optimal under "fraction": 0.7);
+    * team_umbrella-v0, ``delay`` in UMBRELLA_DELAYS (default noise 1): random and forecast_follower, as the team
+      return (optimum 1, random 0 in expectation) and as the noise-free ``decisive_reward`` (rows ending
+      ", decisive reward");
+    * free_riding-v0, ``idle_seats`` in IDLE_SEATS: random (1/3) and card_matcher (1).
+    """
+    relay = reference_policies("think_solve-v0")["clue_relay"]
+    think = {}
+    for a in CLUE_ACCURACIES:
+        kw = {"thinker_clue_accuracy": a}
+        think[f"random, {_kw(kw)}"] = play("think_solve-v0", {"thinker": random_legal, "solver": random_legal},
+                                           games, kwargs=kw)["team"]
+        think[f"clue_relay, {_kw(kw)}"] = play("think_solve-v0", {"thinker": relay, "solver": relay}, games,
+                                               kwargs=kw)["team"]
+        think[f"follower_solver, thinker ablated, {_kw(kw)}"] = play(
+            "think_solve-v0", {"solver": follower_solver}, games, ablate="thinker", kwargs=kw)["team"]
+    clue = reference_policies("voting-v0")["clue_follower"]
+    voting = {}
+    for scheme in ("plurality", "fraction"):
+        for n in VOTING_SIZES:
+            kw = {"reward_scheme": scheme, "n_voters": n}
+            voters = [f"voter_{i}" for i in range(n)]
+            voting[f"random, {_kw(kw)}"] = play("voting-v0", {v: random_legal for v in voters}, games,
+                                                kwargs=kw)["team"]
+            voting[f"clue_follower, {_kw(kw)}"] = play("voting-v0", {v: clue for v in voters}, games,
+                                                       kwargs=kw)["team"]
+    follow = reference_policies("team_umbrella-v0")["forecast_follower"]
+    umbrella = {}
+    for d in UMBRELLA_DELAYS:
+        kw = {"delay": d}
+        for name, policy in (("random", random_legal), ("forecast_follower", follow)):
+            seats = {"player_0": policy, "player_1": policy}
+            umbrella[f"{name}, {_kw(kw)}"] = play("team_umbrella-v0", seats, games, kwargs=kw)["team"]
+            umbrella[f"{name}, {_kw(kw)}, decisive reward"] = play("team_umbrella-v0", seats, games, kwargs=kw,
+                                                                   info_key="decisive_reward")["team"]
+    matcher = reference_policies("free_riding-v0")["card_matcher"]
+    free = {}
+    for k in IDLE_SEATS:
+        kw = {"idle_seats": k}
+        seats = ["decider", *(f"idle_{i}" for i in range(k))]
+        free[f"random, {_kw(kw)}"] = play("free_riding-v0", {s: random_legal for s in seats}, games, kwargs=kw)["team"]
+        free[f"card_matcher, {_kw(kw)}"] = play("free_riding-v0", {s: matcher for s in seats}, games,
+                                                kwargs=kw)["team"]
+    return {"think_solve-v0": think, "voting-v0": voting, "team_umbrella-v0": umbrella, "free_riding-v0": free}
+
+
 def textarena_anchors(games: int) -> dict:
     """Random vs random in the TextArena games whose legal moves we can read from TextArena's state."""
     from env_throughput import textarena_legal_moves
@@ -143,8 +215,9 @@ def textarena_anchors(games: int) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=10_000, help="games per row (10000)")
-    parser.add_argument("--only", nargs="+", choices=["cooperative", "orchestration", "zero_sum"],
-                        default=["cooperative", "orchestration", "zero_sum"], help="measure only these families")
+    parser.add_argument("--only", nargs="+", choices=["cooperative", "orchestration", "zero_sum", "credit_suite"],
+                        default=["cooperative", "orchestration", "zero_sum", "credit_suite"],
+                        help="measure only these groups (credit_suite: the credit suite's settings)")
     parser.add_argument("--textarena", type=int, default=0, metavar="GAMES",
                         help="also measure the TextArena rows, with this many games each (needs textarena)")
     parser.add_argument("--write", action="store_true", help=f"write {DATA.relative_to(DATA.parent.parent.parent)} "
@@ -172,6 +245,15 @@ def main(argv: list[str] | None = None) -> None:
             for name, r in rows.items():
                 print(f"| {env_id} | {name} | {r['mean']:.4f} +- {r['ci95']:.4f} | {r['games']} |")
         measured.update(orchestration)
+    if "credit_suite" in args.only:
+        suite = credit_suite_anchors(args.games)
+        print("\n| env | policy, setting | team score (mean +- 95% CI) | games |")
+        print("|---|---|---:|---:|")
+        for env_id, rows in suite.items():
+            for name, r in rows.items():
+                print(f"| {env_id} | {name} | {r['mean']:.4f} +- {r['ci95']:.4f} | {r['games']} |")
+        for env_id, rows in suite.items():  # rows are added to the env's anchors (think_solve, voting keep theirs)
+            measured[env_id] = {**measured.get(env_id, {}), **rows}
     pairs = zero_sum_anchors(args.games) if "zero_sum" in args.only else {}
     if args.textarena:
         pairs.update(textarena_anchors(args.textarena))
@@ -187,7 +269,8 @@ def main(argv: list[str] | None = None) -> None:
         data = json.loads(DATA.read_text()) if DATA.exists() else {"envs": {}}
         data["measured"] = datetime.date.today().isoformat()
         data.pop("games", None)  # each row carries its own game count
-        data["envs"].update(measured)
+        for env_id, rows in measured.items():  # row by row: the rows measured now replace their old values
+            data["envs"][env_id] = {**data["envs"].get(env_id, {}), **rows}
         DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         print(f"\nwrote {DATA}")
 

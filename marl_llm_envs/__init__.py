@@ -10,11 +10,13 @@ rewards, roles, and ``clone()`` / ``ablate(agent)`` / ``transcript()`` + :func:`
 from marl_llm_envs.core import TextEnv
 from marl_llm_envs.envs import (
     connect_four,
+    free_riding,
     hanabi,
     kuhn_poker,
     leduc_holdem,
     orchestrator,
     simple_negotiation,
+    team_umbrella,
     think_solve,
     tic_tac_toe,
     voting,
@@ -36,5 +38,8 @@ register(simple_negotiation.raw_env)
 # cooperative: the Hanabi presets (one class, several default parameter sets)
 for _hanabi_id, _hanabi_preset in hanabi.PRESETS.items():
     register(hanabi.raw_env, env_id=_hanabi_id, **_hanabi_preset)
+# cooperative: the credit suite's controlled envs (temporal credit, free riding)
+register(team_umbrella.raw_env)
+register(free_riding.raw_env)
 
 __all__ = ["EnvSpec", "TextEnv", "list_envs", "make", "make_parallel", "register", "replay", "spec"]

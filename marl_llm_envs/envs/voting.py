@@ -33,6 +33,17 @@ Rewards. At the end, every voter gets the team reward, plus ``invalid_penalty`` 
   reported (``aggregate``, ``correct``) but does not enter the reward. The suite contrasts the two schemes as the
   team grows (``n_voters`` in {2, 4, 8, 16}).
 
+Optimum and random play with clues (discrete mode, ``K = num_candidates``, clue accuracy ``a_i`` of voter ``i``).
+``"fraction"``: the reward is a sum of per-voter terms, and term ``i`` depends only on ballot ``i``, whose voter
+knows only its own clue ``C_i``; the true label is uniform and independent of everything else, so by Bayes' rule
+``P(Y = C_i | C_i) = a_i`` and ``P(Y = y | C_i) = (1 - a_i) / (K - 1)`` for ``y != C_i``. Hence ``E[reward] <= (1/n)
+sum_i max(a_i, (1 - a_i) / (K - 1))``, attained by voting one's clue when ``a_i >= 1/K`` (the reference
+:func:`~marl_llm_envs.reference.voting.clue_follower`): 0.7 with the default clues, at every ``n``. Uniformly random
+ballots (a label or abstain) are right with probability ``1 / (K + 1)`` each: 0.2. ``"plurality"``: random play and
+the clue followers are measured (``spec("voting-v0").anchors``, rows ``"random, reward_scheme=S, n_voters=n"`` and
+``"clue_follower, reward_scheme=S, n_voters=n"``); the clue followers' score rises with ``n`` (the Condorcet jury
+effect), but no optimality is claimed for them under plurality (a team could, e.g., coordinate abstentions).
+
 Text mode. A ballot is the content of the last ``\\boxed{...}`` in the reply; ``[abstain]`` (with no ``\\boxed``)
 abstains; anything else is an invalid move.
 

@@ -21,6 +21,8 @@ _REFERENCES: dict[str, list[tuple[str, str]]] = {
                      ("solo", "marl_llm_envs.reference.orchestrator:solo")],
     "voting": [("clue_follower", "marl_llm_envs.reference.voting:clue_follower")],
     "think_solve": [("clue_relay", "marl_llm_envs.reference.think_solve:clue_relay")],
+    "team_umbrella": [("forecast_follower", "marl_llm_envs.reference.credit_suite:forecast_follower")],
+    "free_riding": [("card_matcher", "marl_llm_envs.reference.credit_suite:card_matcher")],
 }
 
 
