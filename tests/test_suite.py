@@ -40,7 +40,8 @@ def test_every_shipped_suite_loads_and_covers_the_issue_families():
     assert {"credit-micro@2", "credit-micro-quick@2", "credit-small@2"} <= set(list_suites())
     full = load_suite("credit-micro@2")
     assert full.key == "credit-micro@2" and full.train["seeds"] == [0, 1, 2, 3, 4]
-    assert {"team_size", "message_credit", "temporal", "dynamic_teams", "zero_sum"} <= {f.name for f in full.families}
+    assert {"team_size", "message_credit", "temporal", "free_riding", "dynamic_teams", "zero_sum"} <= {
+        f.name for f in full.families}
     team = next(f for f in full.families if f.name == "team_size")
     assert sorted(s.knob for s in team.settings if s.name.startswith("voting/plurality")) == [2, 4, 8, 16]
     small = load_suite("credit-small@2")
