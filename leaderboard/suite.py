@@ -377,8 +377,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         raw = _versus_score(spec, run)
     return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw),
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
-            "config_sha256": json.loads((run / "config.json").read_text()).get("hash", "") if (
-                run / "config.json").is_file() else "", "wall_s": time.perf_counter() - t0}
+            "config_hash": json.loads((run / "config.json").read_text()).get("config_hash", ""),
+            "wall_s": time.perf_counter() - t0}
 
 
 def _versus_score(spec: dict[str, Any], run: Path) -> float:
@@ -661,7 +661,7 @@ def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[d
     scores = {}
     for fam, f in v["families"].items():
         scores[fam] = [[v["settings"][s]["seeds"][i] for s in f["settings"]] for i in range(len(v["seeds"]))]
-    runs = [{k: r[k] for k in ("setting", "seed", "raw", "config_sha256", "tokens", "free_riding")} |
+    runs = [{k: r[k] for k in ("setting", "seed", "raw", "config_hash", "tokens", "free_riding")} |
             {"learning_curve": r["curve"]} for r in mine]
     digest = canonical_sha256({"suite": suite.sha256, "method": method, "runs": runs})
     from datetime import datetime, timezone

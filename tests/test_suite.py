@@ -68,7 +68,7 @@ def test_a_bad_suite_is_refused_naming_the_field(edit, field):
 
 def _fake(method, setting, seed, raw):
     return {"method": method, "setting": setting, "seed": seed, "raw": raw, "curve": [raw], "tokens": {"main": 1},
-            "free_riding": {}, "config_sha256": "x"}
+            "free_riding": {}, "config_hash": "x"}
 
 
 def test_scores_are_normalized_per_setting_averaged_per_family_with_t_intervals():
@@ -128,6 +128,7 @@ def test_jobs_give_results_identical_to_one_process(tmp_path):
     two = execute(plan(suite, ["broadcast", "shuffled"], tmp_path / "two")[0], jobs=2)
     assert _strip(one) == _strip(two)
     assert len(one) == 8 and all(len(r["curve"]) == 2 for r in one)
+    assert all(len(r["config_hash"]) == 12 for r in one)           # the trainer's config hash, kept in the entry
     # a finished run is reused, not trained again
     again = execute(plan(suite, ["broadcast"], tmp_path / "one")[0], jobs=1)
     assert _strip(again) == _strip(one[:4])
