@@ -222,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--submit", action="store_true", help="add every submission to the store")
     p.add_argument("--store", default=str(DEFAULT_STORE), help="with --submit: " + _STORE_HELP)
     p.add_argument("--export", choices=("marl-eval",), default=None, help="also write the results in this format")
+    p.add_argument("--jobs", type=int, default=1, help="suite: play the independent runs (seeds x methods x settings) "
+                                                        "in N processes (the results are the same as with 1)")
+    p.add_argument("--ray", default=None, metavar="auto|ADDRESS|local",
+                   help="suite: play the runs over Ray (pip install 'marl-llm-envs[ray]'): auto = the running "
+                        "cluster, an address, or local = a private local instance")
     p.add_argument("--no-progress", action="store_true", help="no progress output at all (bars are shown only on a "
                                                               "terminal; elsewhere one line per finished run)")
 
@@ -292,8 +297,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       [b.strip() for b in args.baselines.split(",") if b.strip()], args.out,
                                       args.model, progress=not args.no_progress,
                                       submit_to=args.store if args.submit else None, protocol=args.protocol,
-                                      export=args.export)
+                                      export=args.export, jobs=args.jobs, ray=args.ray)
             print(result["markdown"])
+            if result.get("suite"):
+                print(f"wrote {result['out'] / 'comparison.md'}, results.json, radar.png, scaling.png and the page "
+                      f"{result['out'] / 'index.html'}" + ("; the entries are in the store" if args.submit else ""))
+                return 0
             print(f"wrote {result['out'] / 'comparison.md'} and the page {result['out'] / 'index.html'}; the "
                   f"submissions are in "
                   f"{result['out']}/<method>/submission" + ("" if args.submit else
@@ -303,6 +312,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 p = load_protocol(name)
                 print(f"{p.key:18s} {p.track:6s} {p.tier or '':5s} {len(p.tasks)} tasks, {p.seed_count} seeds: "
                       f"{', '.join(t.name for t in p.tasks)}")
+            from leaderboard.suite import list_suites, load_suite      # the credit-assignment suites (issue 16)
+
+            for name in list_suites():
+                su = load_suite(name)
+                print(f"{su.key:18s} {su.track:6s} {su.tier:5s} suite, {len(su.settings)} settings: "
+                      f"{', '.join(f.name for f in su.families)}")
     except (SubmissionError, ProtocolError) as e:
         print(f"rejected: {e}" if args.command in ("validate", "submit", "evaluate-private") else f"error: {e}",
               file=sys.stderr)

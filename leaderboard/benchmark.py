@@ -15,6 +15,13 @@ submission to the store; ``--export marl-eval`` also writes ``OUT/marl_eval.json
 
 Protocols: ``credit-<tier>``; ``--quick`` uses ``credit-<tier>-quick`` (a smaller budget, for a first look and the
 README demo; its entries rank only against other quick entries).
+
+The suite (issue 16). Where the tier has a credit-assignment suite (``leaderboard/protocols/suite/``:
+``credit-micro@2``, ``credit-micro-quick@2`` with ``--quick``, ``credit-small@2``), that is what the tier runs, through
+:func:`leaderboard.suite.benchmark_suite`: every family and setting, per-family scores with CIs, a radar chart and
+scaling curves. ``--protocol credit-micro`` (or any classic protocol) still runs the version 1 benchmark above.
+``jobs`` (``--jobs N``) plays the suite's independent runs in N processes and ``ray`` (``--ray auto|ADDRESS``) over
+Ray; the results are the same as with one process.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
 
-BASELINES = ("broadcast", "none", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas")
+BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas")
 
 __all__ = ["BASELINES", "benchmark_credit"]
 
@@ -79,9 +86,29 @@ def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, p
 def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, baselines: Sequence[str] = BASELINES,
                      out: str | Path = "runs/benchmark-credit", model: str | None = None, progress: bool = True,
                      submit_to: str | Path | None = None, protocol: str | Path | None = None,
-                     export: str | None = None) -> dict[str, Any]:
+                     export: str | None = None, jobs: int = 1, ray: str | None = None) -> dict[str, Any]:
     """Run the benchmark (see the module docstring); returns ``{"board": Board, "skipped": {method: why},
-    "submissions": {method: folder}, "markdown": str}``."""
+    "submissions": {method: folder}, "markdown": str}`` (a suite: :func:`leaderboard.suite.benchmark_suite`'s
+    result, with ``"suite": True``)."""
+    # ---- the suite (issue 16): the tier's default where it has one
+    from leaderboard.suite import benchmark_suite, list_suites
+
+    suite = None
+    if protocol is None:
+        wanted = f"credit-{tier}-quick@2" if quick else f"credit-{tier}@2"
+        suite = wanted if wanted in list_suites() else None
+    elif str(protocol) in list_suites() or (str(protocol).endswith(".json") and Path(protocol).is_file()
+                                            and '"marl_llm_suite"' in Path(protocol).read_text()):
+        suite = str(protocol)
+    if suite is not None:
+        if export is not None:
+            raise ValueError("--export is for the classic (version 1) protocols; a suite writes results.json")
+        result = benchmark_suite(method, suite, baselines, out, jobs=jobs, ray=ray, progress=progress,
+                                 submit_to=submit_to)
+        return {**result, "suite": True}
+    if jobs != 1 or ray is not None:
+        raise ValueError("--jobs and --ray run a suite's runs (credit-<tier>@2); the classic protocols run in one "
+                         "process")
     from leaderboard.board import build_board
     from leaderboard.evaluate import evaluate
     from leaderboard.render import PageContext, comparison_markdown

@@ -94,7 +94,7 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
     if len(protocols) != 1:
         raise ValueError(f"entries of several protocols: {sorted(protocols)}")
     entries = sorted(entries, key=lambda e: (e["submitted"], e["id"]))      # order-free: same input, same board
-    tasks = list(entries[0]["results"]["scores"])
+    tasks = list(dict.fromkeys(t for e in entries for t in e["results"]["scores"]))   # suite entries may lack some
     rows = []
     for e in entries:
         scores = e["results"]["scores"]

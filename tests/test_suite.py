@@ -1,0 +1,180 @@
+"""The credit-assignment suite (issue 16): its files, its scoring by hand, runs that give identical results in one
+process, in several and over Ray, and the benchmark's outputs (table, figures, leaderboard entries)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from leaderboard.__main__ import main
+from leaderboard.board import build_board
+from leaderboard.protocol import ProtocolError
+from leaderboard.suite import SUITE_DIR, entry, execute, list_suites, load_suite, parse_suite, plan, score, separated, \
+    table
+
+
+def tiny(steps: int = 1, seeds=(0, 1)) -> dict:
+    """A two-family suite small enough for a test: voting with 2 voters (self play, anchors measured) and Kuhn
+    self-play scored against the Nash bot."""
+    return {"schema": "marl_llm_suite", "id": "test-suite", "version": 1, "track": "credit", "tier": "micro",
+            "description": "a test suite", "action_mode": "discrete",
+            "train": {"model": "mlp", "mode": "generate", "steps": steps, "tasks_per_step": 2, "group_size": 2,
+                      "seeds": list(seeds), "max_tokens": None},
+            "score": {"last_fraction": 0.5, "eval_seeds": {"start": 2**40, "count": 4}, "anchor_episodes": 40},
+            "families": [
+                {"name": "team_size", "title": "Team size", "knob": "n_voters", "settings": [
+                    {"name": "voting/plurality/n2", "env_id": "voting-v0", "env_version": 0,
+                     "env_kwargs": {"n_voters": 2}, "knob": 2, "play": "self",
+                     "normalize": {"zero": "random", "one": "clue_follower"}}]},
+                {"name": "zero_sum", "title": "Zero-sum", "knob": None, "settings": [
+                    {"name": "kuhn", "env_id": "kuhn_poker-v0", "env_version": 0, "env_kwargs": {}, "play": "versus",
+                     "opponent": "kuhn_nash", "normalize": {"zero": "random", "one": "kuhn_nash"},
+                     "eval_count": 6}]}]}
+
+
+def test_every_shipped_suite_loads_and_covers_the_issue_families():
+    assert {"credit-micro@2", "credit-micro-quick@2", "credit-small@2"} <= set(list_suites())
+    full = load_suite("credit-micro@2")
+    assert full.key == "credit-micro@2" and full.train["seeds"] == [0, 1, 2, 3, 4]
+    assert {"team_size", "message_credit", "temporal", "free_riding", "dynamic_teams", "zero_sum"} <= {
+        f.name for f in full.families}
+    team = next(f for f in full.families if f.name == "team_size")
+    assert sorted(s.knob for s in team.settings if s.name.startswith("voting/plurality")) == [2, 4, 8, 16]
+    small = load_suite("credit-small@2")
+    assert small.action_mode == "text" and small.train["mode"] == "choice"
+    assert {s.name for s in small.settings} < {s.name for s in full.settings}      # the same families in text
+    quick = load_suite("credit-micro-quick@2")
+    assert {s.name for s in quick.settings} < {s.name for s in full.settings}
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda r: r["families"][0]["settings"][0].update(env_kwargs={"n_voter": 2}), "env_kwargs"),
+    (lambda r: r["families"][1]["settings"][0].pop("opponent"), "opponent"),
+    (lambda r: r["score"].update(last_fraction=0), "last_fraction"),
+    (lambda r: r["families"][0]["settings"][0].update(colour="red"), "unknown field"),
+    (lambda r: r["families"][0]["settings"][0].update(train={"steps": 0}), "train.steps"),
+    (lambda r: r["families"][1]["settings"].append(dict(r["families"][1]["settings"][0])), "used twice"),
+])
+def test_a_bad_suite_is_refused_naming_the_field(edit, field):
+    raw = tiny()
+    edit(raw)
+    with pytest.raises(ProtocolError, match=field):
+        parse_suite(raw)
+
+
+def _fake(method, setting, seed, raw):
+    return {"method": method, "setting": setting, "seed": seed, "raw": raw, "curve": [raw], "tokens": {"main": 1},
+            "free_riding": {}, "config_hash": "x"}
+
+
+def test_scores_are_normalized_per_setting_averaged_per_family_with_t_intervals():
+    raw = tiny()
+    raw["families"][0]["settings"][0]["normalize"] = {"zero": 0.2, "one": 0.7}      # numbers: no measuring
+    raw["families"][0]["settings"].append(dict(raw["families"][0]["settings"][0], name="voting/plurality/n4",
+                                               knob=4, env_kwargs={"n_voters": 4},
+                                               normalize={"zero": 0.0, "one": 2.0}))
+    suite = parse_suite(raw)
+    results = [_fake("broadcast", "voting/plurality/n2", 0, 0.45), _fake("broadcast", "voting/plurality/n2", 1, 0.7),
+               _fake("broadcast", "voting/plurality/n4", 0, 1.0), _fake("broadcast", "voting/plurality/n4", 1, 0.5)]
+    scored = score(suite, results)
+    b = scored["methods"]["broadcast"]
+    assert b["settings"]["voting/plurality/n2"]["seeds"] == pytest.approx([0.5, 1.0])  # (x - 0.2) / 0.5
+    assert b["settings"]["voting/plurality/n4"]["seeds"] == pytest.approx([0.5, 0.25])
+    fam = b["families"]["team_size"]
+    assert fam["seeds"] == pytest.approx([0.5, 0.625])
+    half = stats.t.ppf(0.975, 1) * np.std([0.5, 0.625], ddof=1) / math.sqrt(2)
+    assert fam["ci"] == pytest.approx((0.5625, 0.5625 - half, 0.5625 + half))
+    assert b["aggregate"]["ci"] == pytest.approx(fam["ci"])            # one family: the aggregate is that family
+    assert separated((0.9, 0.8, 1.0), (0.5, 0.4, 0.79)) and not separated((0.9, 0.7, 1.0), (0.5, 0.4, 0.75))
+    md = table(suite, scored)
+    assert "| method | aggregate | team_size | zero_sum |" in md and "| broadcast | 0.562 [" in md
+    assert "n/a" in md                                                 # no zero_sum runs
+
+
+def test_the_small_tier_trains_and_scores_in_text_choice_mode_with_the_tiny_model(tmp_path):
+    raw = json.loads((SUITE_DIR / "credit-small@2.json").read_text())
+    raw["train"].update(model="tiny", steps=1, tasks_per_step=1, group_size=2, seeds=[0])
+    raw["score"].update(anchor_episodes=10, eval_seeds={"start": 2**40, "count": 2})
+    raw["families"] = [f for f in raw["families"] if f["name"] == "zero_sum"]
+    raw["families"][0]["settings"] = [dict(raw["families"][0]["settings"][0], eval_count=2)]
+    suite = parse_suite(raw)
+    results = execute(plan(suite, ["broadcast"], tmp_path)[0])
+    assert [r["setting"] for r in results] == ["kuhn_poker/self-play"] and math.isfinite(results[0]["raw"])
+    assert json.loads((tmp_path / "broadcast" / "kuhn_poker_self-play" / "seed0" / "config.json").read_text())[
+        "mode"] == "choice"
+    assert "zero_sum" in score(suite, results)["methods"]["broadcast"]["families"]
+
+
+def test_methods_that_cannot_train_on_a_setting_are_listed_not_run(tmp_path):
+    specs, skipped = plan(parse_suite(tiny()), ["broadcast", "ccpo_v2"], tmp_path)
+    assert {(s["method"], s["setting"]) for s in specs} == {("broadcast", "voting/plurality/n2"),
+                                                            ("broadcast", "kuhn")}
+    assert sorted(skipped["ccpo_v2"]) == ["kuhn", "voting/plurality/n2"]
+    assert [s["seed"] for s in specs] == [0, 1, 0, 1]
+    assert {s["eval_count"] for s in specs if s["setting"] == "kuhn"} == {6}
+
+
+def _strip(results):
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in results]
+
+
+def test_jobs_give_results_identical_to_one_process(tmp_path):
+    suite = parse_suite(tiny(steps=2))
+    one = execute(plan(suite, ["broadcast", "shuffled"], tmp_path / "one")[0], jobs=1)
+    two = execute(plan(suite, ["broadcast", "shuffled"], tmp_path / "two")[0], jobs=2)
+    assert _strip(one) == _strip(two)
+    assert len(one) == 8 and all(len(r["curve"]) == 2 for r in one)
+    assert all(len(r["config_hash"]) == 12 for r in one)           # the trainer's config hash, kept in the entry
+    # a finished run is reused, not trained again
+    again = execute(plan(suite, ["broadcast"], tmp_path / "one")[0], jobs=1)
+    assert _strip(again) == _strip(one[:4])
+    with pytest.raises(ValueError, match="--jobs"):
+        execute([], jobs=0)
+
+
+@pytest.mark.slow
+def test_ray_gives_results_identical_to_one_process(tmp_path):
+    pytest.importorskip("ray")
+    suite = parse_suite(tiny(steps=2, seeds=(0,)))
+    one = execute(plan(suite, ["broadcast"], tmp_path / "one")[0], jobs=1)
+    over_ray = execute(plan(suite, ["broadcast"], tmp_path / "ray")[0], ray="local")
+    assert _strip(one) == _strip(over_ray)
+
+
+def test_benchmark_prints_families_writes_figures_and_entries_rank_on_the_board(tmp_path, capsys):
+    path = tmp_path / "test-suite@1.json"
+    path.write_text(json.dumps(tiny()))
+    store = tmp_path / "store"
+    assert main(["benchmark-credit", "shuffled", "--protocol", str(path), "--baselines", "broadcast,ccpo_v1",
+                 "--out", str(tmp_path / "bench"), "--submit", "--store", str(store), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "| method | aggregate | team_size | zero_sum |" in text and "| shuffled |" in text
+    assert "ccpo_v1 is not applicable on voting/plurality/n2, kuhn" in text
+    assert "shuffled vs broadcast: CI separated below broadcast in" in text
+    out = tmp_path / "bench" / "test-suite@1"
+    assert (out / "radar.png").read_bytes()[:4] == b"\x89PNG"
+    assert "alt='radar'" in (out / "index.html").read_text()
+    assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
+    md = (tmp_path / "site" / "LEADERBOARD.md").read_text()
+    assert "## test-suite@1 (credit track)" in md and "| team_size | zero_sum |" in md
+    saved = json.loads((out / "results.json").read_text())
+    board = build_board([entry(load_suite(path), saved["scored"], m, saved["runs"]) for m in ("broadcast",
+                                                                                               "shuffled")])
+    assert board.tasks == ["team_size", "zero_sum"] and len(board.rows) == 2
+
+
+def test_power_analysis_finds_the_fewest_seeds_whose_t_intervals_do_not_overlap():
+    import importlib.util
+
+    from leaderboard.suite import SUITE_DIR as _dir
+
+    spec = importlib.util.spec_from_file_location("suite_power", _dir.parents[2] / "benchmarks" / "suite_power.py")
+    power = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(power)
+    # d = 0.5, s = 0.1 each: n = 3 gives t(0.975, 2) * 0.2 / sqrt(3) = 0.497 < 0.5; n = 2 gives 1.80
+    assert power.seeds_needed(0.5, 0.1, 0.1) == 3
+    assert power.seeds_needed(0.0, 0.1, 0.1) is None and power.seeds_needed(0.1, 0.3, 0.3, max_seeds=20) is None
