@@ -18,14 +18,14 @@ S = 1 / math.sqrt(2 / 9)          # 1 / the population std of [1, 0, 0]
 def test_two_samples_swap_their_broadcast_advantages():
     # rewards [1, 0]: broadcast gives [+1, -1]; the only other episode of each is the other one
     batch = [think_solve(0, 1.0, sample=0), think_solve(0, 0.0, sample=1)]
-    adv = make_credit("shuffled").advantages(batch)
+    adv = make_credit("shuffled", draw="others").advantages(batch)
     assert adv == [pytest.approx([-1.0, -1.0], abs=1e-5), pytest.approx([1.0, 1.0], abs=1e-5)]
 
 
 def test_three_samples_draw_only_from_the_other_episodes():
     # rewards [1, 0, 0]: broadcast gives [2/3 S, -1/3 S, -1/3 S] = [1.414, -0.707, -0.707]
     batch = [think_solve(0, 1.0, sample=0), think_solve(0, 0.0, sample=1), think_solve(0, 0.0, sample=2)]
-    method = make_credit("shuffled")
+    method = make_credit("shuffled", draw="others")
     seen = set()
     for _ in range(20):
         adv = method.advantages(batch)
@@ -39,7 +39,7 @@ def test_three_samples_draw_only_from_the_other_episodes():
 
 def test_a_group_of_one_gets_zero_and_groups_never_mix():
     batch = [think_solve(0, 1.0), think_solve(1, 1.0, sample=0), think_solve(1, 0.0, sample=1)]
-    adv = make_credit("shuffled").advantages(batch)
+    adv = make_credit("shuffled", draw="others").advantages(batch)
     assert adv[0] == [0.0, 0.0]
     assert adv[1] == pytest.approx([-1.0, -1.0], abs=1e-5) and adv[2] == pytest.approx([1.0, 1.0], abs=1e-5)
 
@@ -77,8 +77,11 @@ def test_agents_absent_from_other_episodes_get_zero():
     # voter_1 acts only in sample 0, so it has nobody to borrow from
     one = episode(0, {"a": 1.0, "b": 1.0}, [("a", 0.0), ("b", 1.0)], sample=0)
     two = episode(0, {"a": 0.0}, [("a", 0.0)], sample=1)
-    adv = make_credit("shuffled").advantages([one, two])
-    assert adv == [pytest.approx([-1.0, 0.0], abs=1e-5), pytest.approx([1.0], abs=1e-5)]
+    for draw in ("others", "any"):
+        adv = make_credit("shuffled", draw=draw).advantages([one, two])
+        assert adv[0][1] == 0.0                                      # never its own advantage
+        if draw == "others":
+            assert adv == [pytest.approx([-1.0, 0.0], abs=1e-5), pytest.approx([1.0], abs=1e-5)]
 
 
 def test_drawing_from_others_is_minus_broadcast_over_g_minus_1_on_average_and_any_is_zero():
@@ -90,5 +93,6 @@ def test_drawing_from_others_is_minus_broadcast_over_g_minus_1_on_average_and_an
         method = make_credit("shuffled", draw=draw)
         mean = np.mean([[row[0] for row in method.advantages(batch)] for _ in range(3000)], axis=0)
         assert mean == pytest.approx(want, abs=0.05)
+    assert make_credit("shuffled").draw == "any"          # the suite's control carries no credit in expectation
     with pytest.raises(ValueError, match="draw="):
         make_credit("shuffled", draw="all")

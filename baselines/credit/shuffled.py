@@ -1,22 +1,26 @@
-"""``shuffled``: a negative control. Every turn gets the GRPO team advantage of another, uniformly chosen episode of
-its group, so the advantages keep their distribution and lose their information.
+"""``shuffled``: a negative control. Every turn gets the GRPO team advantage of a uniformly chosen episode of its
+group, so the advantages keep their distribution and lose their information.
 
 Definition. Let ``A_j(a)`` be broadcast's advantage of agent ``a`` in episode ``j`` (GRPO on the shared outcome,
 :mod:`baselines.credit.broadcast`: ``(R_j - mean_g R) / (std_g R + eps)`` over the episodes of group ``g`` in which
-``a`` acts). For turn ``k`` of agent ``a`` in episode ``i`` of group ``g``,
+``a`` acts). For turn ``k`` of agent ``a`` in episode ``i`` of group ``g``, with one independent draw per turn,
 
-    A_shuffled(i, k) = A_J(a),   J ~ Uniform{ j in g : j != i, a acts in j },
+    A_shuffled(i, k) = A_J(a),   J ~ Uniform{ j in g : a acts in j }          (draw="any", the default)
+    A_shuffled(i, k) = A_J(a),   J ~ Uniform{ j in g : j != i, a acts in j }  (draw="others")
 
-one independent draw per turn (issue 16's definition, ``draw="others"``, the default). Every value handed out is one
-of the group's own broadcast advantages, so the marginal distribution is the group's, and ``J`` does not depend on
-what episode ``i`` did. But it is not quite information-free: the ``A_j`` of a group sum to 0, so
+Every value handed out is one of the group's own broadcast advantages, so the marginal distribution is the group's,
+and ``J`` does not depend on what episode ``i`` did. Why the default draws from the whole group: the ``A_j`` of a
+group sum to 0, so
 
-    E[A_shuffled(i, k)] = (sum_{j != i} A_j(a)) / (G - 1) = -A_i(a) / (G - 1),
+    draw="any":     E[A_shuffled(i, k)] = mean_g A = 0                            (no credit at all)
+    draw="others":  E[A_shuffled(i, k)] = (sum_{j != i} A_j(a)) / (G - 1) = -A_i(a) / (G - 1)
 
-a scaled-down *negative* of broadcast's advantage (-1/3 of it at G = 4): in expectation the control unlearns what
-broadcast learns, and a policy trained on it drifts below random play. ``draw="any"`` draws ``J`` uniformly from the
-whole group, ``i`` included: ``E = mean_g A = 0``, no credit at all (the drift of a zero-mean random gradient only).
-An agent that acts in no other episode of its group (a group of one) gets 0.
+Issue 16 words the control as "another episode" (``draw="others"``), but that is a scaled-down *negative* of
+broadcast's advantage (-1/3 of it at G = 4): in expectation it unlearns what broadcast learns, and pilot runs trained
+on it fell below random play (team_umbrella -1.15, free_riding -0.44 normalized). A negative control must carry no
+information, so the suite's ``shuffled`` draws from the whole group; ``draw="others"`` stays available as the
+"anti-credit" variant. An agent that acts in no other episode of its group (a group of one, or an orchestrator worker spawned in one
+sample only) gets 0 under either draw, never its own advantage.
 
 Determinism. The draws of one call come from a NumPy ``default_rng`` seeded with the SHA-256 of ``(seed, calls,
 group key)``: ``seed`` the method's option, ``calls`` how many batches it has scored before (kept in
@@ -42,7 +46,7 @@ from baselines.episode import Episode
 
 @register("shuffled")
 class Shuffled(CreditMethod):
-    def __init__(self, seed: int = 0, draw: str = "others", std: str | None = "population", eps: float = 1e-6) -> None:
+    def __init__(self, seed: int = 0, draw: str = "any", std: str | None = "population", eps: float = 1e-6) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         if draw not in ("others", "any"):
@@ -67,8 +71,13 @@ class Shuffled(CreditMethod):
             rng = self._rng(key)
             for i in members:
                 for k, t in enumerate(episodes[i].turns):
-                    others = [j for j in members if (j != i or self.draw == "any") and (j, t.agent) in value]
-                    out[(i, k)] = value[(others[int(rng.integers(len(others)))], t.agent)] if others else 0.0
+                    pool = [j for j in members if (j, t.agent) in value]
+                    if len(pool) < 2:                     # nobody else to borrow from: no credit (never its own)
+                        out[(i, k)] = 0.0
+                        continue
+                    if self.draw == "others":
+                        pool.remove(i)
+                    out[(i, k)] = value[(pool[int(rng.integers(len(pool)))], t.agent)]
         self.calls += 1
         return fill(episodes, lambda i, k, t: out[(i, k)])
 
