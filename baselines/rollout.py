@@ -26,12 +26,12 @@ vector and mask (the prompt is then not rendered at all), the requests are group
 ``generate`` is called once with all of them (one batched forward per tick for an MLP); then every env is stepped.
 ``Turn.obs_digest`` (a digest of the prompt and the legal moves) is computed only in runs with branches, where replay
 needs it (``""`` otherwise); ``Turn.legal_actions`` is recorded whenever the legal moves were computed (always for a
-policy that reads them, and in runs with branches), else ``[]``.
+policy that reads them, and in runs with branches), else ``[]``. In ``action_mode="discrete"`` a text move such as
+``"[bet]"`` returned by a policy is turned into its action index (anything else is passed on as is, and the env's
+invalid-move policy handles it).
 
 Envs are reused: the engine keeps the envs it made (per env id and kwargs) and resets them for the next episodes, of
-this call and of later calls (a trainer calls ``run`` every step), so an env is built once, not once per episode. In ``action_mode="discrete"`` a text move
-such as ``"[bet]"`` returned by a policy is turned into its action index (anything else is passed on as is, and the
-env's invalid-move policy handles it).
+this call and of later calls (a trainer calls ``run`` every step), so an env is built once, not once per episode.
 
 Branches (run after the main episodes, in a second batched pass over all branch envs). For every decision point of
 a named agent (each of its turns) the engine keeps ``env.clone()`` taken just before the agent acts, then:

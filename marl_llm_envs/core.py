@@ -448,8 +448,12 @@ class TextEnv(AECEnv):
         A team's return is the mean of its members' rewards (team members are always given equal rewards)."""
         for agent, r in rewards.items():
             self.rewards[agent] += r
+        members_of = self.__dict__.get("_members_of")   # team -> its members in seat order (static; built once)
+        if members_of is None or members_of[0] is not self.teams:
+            members_of = self._members_of = (self.teams, {
+                team: [a for a in self.possible_agents if self.teams[a] == team] for team in self._team_return})
         for team in self._team_return:
-            members = [a for a in self.possible_agents if self.teams[a] == team]
+            members = members_of[1][team]
             self._team_return[team] += sum(rewards.get(a, 0.0) for a in members) / len(members)
         for agent in self.agents:
             self.infos[agent] = {**self.infos[agent], "team_reward": self._team_return[self.teams[agent]]}

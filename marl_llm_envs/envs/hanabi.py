@@ -637,7 +637,7 @@ class raw_env(TextEnv):
                 if offsets is None:
                     offsets = cells[(cm, rm)] = tuple(c * R + r for c in range(C) if cm >> c & 1
                                                       for r in range(R) if rm >> r & 1)
-                ones.extend(s + x for x in offsets)
+                ones += [s + x for x in offsets]
                 if kc >= 0:
                     ones.append(s + CR + kc)
                 if kr >= 0:
