@@ -1,7 +1,10 @@
-"""Turning an observation text into prompt token ids, one way for every tokenizer-based backend."""
+"""Turning an observation text into prompt token ids, one way for every tokenizer-based backend, and the labelled
+menu of legal moves that choice mode's ``"label"`` scoring appends to it."""
 
 from __future__ import annotations
 
+import string
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -18,3 +21,23 @@ def chat_prompt_ids(tokenizer: Any, text: str, system_prompt: str | None = None,
     if system_prompt:
         text = f"{system_prompt}\n\n{text}"
     return list(tokenizer(text)["input_ids"])
+
+
+CHOICE_LABELS = string.ascii_uppercase + string.ascii_lowercase
+
+
+def label_menu(text: str, legal: Sequence[str]) -> str:
+    """The observation text with the legal moves listed under one-letter labels, for ``choice_scoring="label"``:
+
+        <text>
+
+        Choices: (A) [check] (B) [bet]
+        Answer with the letter of your choice.
+
+    The policy then reads the next-token distribution over the label letters (``A``..``Z``, then ``a``..``z``:
+    at most 52 moves)."""
+    if len(legal) > len(CHOICE_LABELS):
+        raise ValueError(f"choice_scoring='label' labels at most {len(CHOICE_LABELS)} legal moves, got {len(legal)}; "
+                         f"use choice_scoring='mean' for this env")
+    menu = " ".join(f"({CHOICE_LABELS[k]}) {a}" for k, a in enumerate(legal))
+    return f"{text}\n\nChoices: {menu}\nAnswer with the letter of your choice."

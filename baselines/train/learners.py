@@ -13,8 +13,9 @@ Which weights, as a choice and not a fork of the code (:func:`build_team`):
 
 Scoring a decision again. Free generation: the completion tokens' log-probabilities under ``softmax(logits / T)``
 (:func:`~baselines.policies.hf.sequence_logprobs`), without the top-p cut, so every sampled token has a finite
-log-probability. Choice mode: ``log softmax(loglik / T)[chosen]`` over the legal moves, each move's log-likelihood the
-sum of its tokens' (one "token" per decision). MLP: ``log softmax(logits / T)`` over the legal actions.
+log-probability. Choice mode: ``log softmax(score / T)[chosen]`` over the legal moves, with the score of the
+scoring the decision was sampled with (``"label"``, ``"mean"`` or ``"sum"``, recorded in the turn's
+``extra["choice_scoring"]``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP: ``log softmax(logits / T)`` over the legal actions.
 """
 
 from __future__ import annotations
@@ -186,21 +187,16 @@ class LLMLearner(Learner):
                 for i, s in zip(gen, scores):
                     out[i] = s
             choice = [i for i in idx if samples[i].kind == "choice"]
-            if choice:
-                moves = [self.hf_policy._action_ids(samples[i].legal) for i in choice]
-                if model is self.module:
-                    # each prompt runs through the model once; its moves are scored on its KV cache (gradients flow
-                    # through the cache), as the policy scores them when it samples
-                    lls = self.hf_policy._score_with_shared_prompt([samples[i].prompt_ids for i in choice], moves)
-                else:   # a wrapped (data-parallel) or reference model: one row per (prompt, move)
-                    pairs = [(samples[i].prompt_ids, a) for i, acts in zip(choice, moves) for a in acts]
-                    lls = sequence_logprobs(model, [p for p, _ in pairs], [a for _, a in pairs], pad_id=self.pad_id)
-                k = 0
-                for i in choice:
-                    m = len(samples[i].legal)
-                    ll = torch.stack([x.sum() for x in lls[k:k + m]])
-                    k += m
-                    logq = torch.log_softmax(ll / t, dim=0)
+            for scoring in dict.fromkeys(samples[i].extra.get("choice_scoring", "sum") for i in choice):
+                # the distribution each decision was sampled from (its recorded scoring; "sum" before it was recorded):
+                # each prompt runs through the model once and its moves are scored on its KV cache (gradients flow
+                # through the cache), as the policy scores them when it samples; a wrapped (data-parallel) or
+                # reference model scores one row per (prompt, move)
+                these = [i for i in choice if samples[i].extra.get("choice_scoring", "sum") == scoring]
+                moves = [self.hf_policy.move_ids(samples[i].legal, scoring) for i in these]
+                dists = self.hf_policy.choice_log_policy([samples[i].prompt_ids for i in these], moves, scoring,
+                                                         model=model)
+                for i, (logq, _) in zip(these, dists):
                     out[i] = logq[int(samples[i].extra["choice_index"])].reshape(1)
                     ent[i] = -(logq.exp() * logq).sum().reshape(1)
         flat = torch.cat(out) if out else torch.zeros(0)
@@ -279,7 +275,8 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
 
     model, tok = load_model(name, device=cfg.device)
     model.requires_grad_(True)
-    settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens)
+    settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+                    choice_scoring=cfg.choice_scoring)
     if cfg.adapters == "none":
         policy = TransformersPolicy(model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
         return LLMLearner(roles, model, tok, {r: policy for r in roles}, trainable, label, "none", cfg.temperature,

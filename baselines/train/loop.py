@@ -231,9 +231,26 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
                                                    - float(b.team_rewards.get(t.team, 0.0)))
     for role, xs in sorted(free.items()):
         m[f"free_riding/{role}"] = float(np.mean(xs))
+    for role, xs in sorted(_rollout_entropy(episodes).items()):
+        m[f"policy_entropy/{role}"] = float(np.mean(xs))
     for k, v in diag.items():
         m[f"credit/{k}"] = float(v)
     return m
+
+
+def _rollout_entropy(episodes) -> dict[str, list[float]]:
+    """Per role, the entropy (nats) of each main-episode decision's sampled distribution over the legal moves, from
+    the probabilities the policy recorded (``choice_probs``: choice mode, scripted bots): the exploration left at
+    every step, from step 0 on, over every decision (not only those the update trains)."""
+    out: dict[str, list[float]] = {}
+    for e in episodes:
+        for t in e.turns:
+            probs = t.extra.get("choice_probs") if not t.replayed else None
+            if probs:
+                p = np.asarray(probs, dtype=np.float64)
+                p = p[p > 0]
+                out.setdefault(t.role, []).append(float(-(p * np.log(p)).sum()))
+    return out
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
