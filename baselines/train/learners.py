@@ -95,6 +95,11 @@ class Learner:
             if isinstance(p, AdapterPolicy):
                 p.inner.version = version
 
+    def micro_batches(self, samples: list[Sample], budget: int) -> list[list[Sample]]:
+        """``samples`` cut into micro-batches of at most ``budget`` tokens of forward work (a sample larger than the
+        budget goes alone), in order."""
+        return pack(samples, [s.cost for s in samples], budget)
+
     def logprobs(self, samples: list[Sample]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """New log-probabilities of every scored token of ``samples`` (flat, in order) and, where defined, the
         policy's entropy at each (choice and MLP decisions)."""
@@ -109,6 +114,32 @@ class Learner:
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.module.load_state_dict(state)
+
+
+def pack(items: list, costs: list[int], budget: int) -> list[list]:
+    """Greedy in-order packing of ``items`` into runs whose ``costs`` add up to at most ``budget`` (an item over the
+    budget goes alone)."""
+    batches: list[list] = []
+    cur: list = []
+    used = 0
+    for item, c in zip(items, costs):
+        if cur and used + c > budget:
+            batches.append(cur)
+            cur, used = [], 0
+        cur.append(item)
+        used += c
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 class MLPLearner(Learner):
@@ -147,6 +178,27 @@ class LLMLearner(Learner):
 
     def load_state_dict(self, state):
         self.module.load_state_dict(state, strict=self.adapters == "none")
+
+    def micro_batches(self, samples, budget):
+        """Micro-batches sized by the tokens the forward pass really computes. Choice decisions are scored with the
+        prompt prefilled once per distinct prompt and a shared prefix (a game's rules) once per micro-batch
+        (:func:`baselines.policies.decoding.prefill`), so they are sorted by (role, prompt) and each costs only the
+        tokens it does not share with the previous one; free-text turns (one row each) cost their full length.
+        Sorting changes no gradient: the aggregation weights are fixed over the whole batch beforehand."""
+        choice = sorted((s for s in samples if s.kind == "choice"), key=lambda s: (s.role, s.prompt_ids))
+        other = [s for s in samples if s.kind != "choice"]
+        min_shared = getattr(self.hf_policy, "min_shared_prefix", 16)
+        costs, prev = [], None
+        for s in choice:
+            moves = 1 if s.extra.get("choice_scoring") == "label" else 8 * max(1, len(s.legal))
+            lcp = _common_prefix(prev.prompt_ids, s.prompt_ids) if prev is not None and prev.role == s.role else 0
+            if lcp == len(s.prompt_ids) == len(prev.prompt_ids if prev is not None else []):
+                costs.append(moves)                                     # the same prompt: prefilled once
+            else:
+                costs.append(len(s.prompt_ids) - (lcp if lcp >= min_shared else 0) + moves)
+            prev = s
+        batches = pack(choice, costs, budget)
+        return batches + pack(other, [s.cost for s in other], budget)
 
     def _by_adapter(self, samples: list[Sample], switch: bool = True):
         """Runs of samples that share an adapter (per-role adapters: one run per role), in order."""

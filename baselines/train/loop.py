@@ -141,7 +141,7 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
             # A zero advantage contributes nothing to the loss or its gradient: skip its forward pass. The weights
             # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
             mine = [s for s in mine if any(a != 0.0 for a in s.adv)]
-        batches = _micro_batches(mine, cfg.micro_batch_tokens)
+        batches = learner.micro_batches(mine, cfg.micro_batch_tokens)
         # verl's recompute: the old log-probabilities come from the training model itself, before any update. The
         # first epoch's forward passes all run before the first optimizer step, so they are that recompute: no
         # extra pass is needed.
