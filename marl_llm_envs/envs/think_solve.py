@@ -5,9 +5,10 @@
 | Family             | orchestration (one team, ``team``)                                    |
 | Agents             | ``thinker`` (role thinker) then ``solver`` (role solver)               |
 | Action space       | text: ``Text``; discrete: thinker ``Discrete(1 + num_candidates)``, solver ``Discrete(num_candidates)`` |
-| Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (F + 2 * num_candidates + 3,)), [action_mask])``, F = the task source's feature size |
+| Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (F + 2 * num_candidates + 4 [+ num_candidates],)), [action_mask])``, F = the task source's feature size; the last ``num_candidates`` only with ``thinker_clue_accuracy`` |
 | Reward range       | ``reward_scheme="binary"``: {0, 1}; ``"signed"``: {-1, +1}; ``invalid_penalty`` on an invalid move |
-| Kwargs             | ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_thought_chars=2000``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Kwargs             | ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_thought_chars=2000``, ``thinker_clue_accuracy=None``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Reference policy   | ``reference_policies("think_solve-v0")["clue_relay"]`` (both seats; see :mod:`marl_llm_envs.reference.think_solve`) |
 
 The episode. A problem is drawn from ``tasks`` (see :mod:`marl_llm_envs.tasks`: ``"arithmetic"``,
 ``"arithmetic:difficulty=3"``, ``"knights_knaves"``, ``"countdown"``, ``"composite"`` (several arithmetic parts
@@ -29,10 +30,37 @@ the hint scores 1.0, while the solver alone is at chance (1 / num_candidates): t
 measurable without an LLM. In this mode the prompts list the candidates and moves in brackets, so an LLM can play
 it too.
 
+The clue task (``thinker_clue_accuracy=a``, a number in [0, 1]; default ``None`` = no clue, everything above
+unchanged). A task where the thinker's message is the only way to score and learning it is unambiguous (the credit
+suite's message-credit family). At reset, after the problem, the thinker gets a private clue: with probability ``a``
+it names the true candidate, otherwise one of the ``num_candidates - 1`` wrong candidates drawn uniformly (both
+from the env's RNG). Only the thinker's observation shows it (its prompt's clue line and, in discrete mode, a
+one-hot over the labels at the end of its vector); the solver's prompt and vector never do. In discrete mode the
+problem's text and features and the candidates' values are withheld from both seats (prompts say "Problem: hidden
+in this task" and list the labels only; those vector entries are 0), because an arithmetic problem or its candidate
+values (distractors are near misses such as answer + 1) would let a seat find the answer without the clue. The
+thinker's moves are unchanged (``[none]`` or a label, i.e. the message "I think the answer is (X)");
+``ablate("thinker")`` is the solver answering with no message. The final infos add ``clue`` (the label or answer
+the clue named) and ``clue_correct``. In text mode (free text) the problem stays visible and the clue names the true
+answer or one of the task's first ``num_candidates - 1`` distractors; the optimum below holds for discrete mode
+(including an LLM playing it in choice mode).
+
+Optimum and random play in the clue task (discrete mode, ``K = num_candidates``, binary rewards). The true label
+``Y`` is uniform over the K labels (the candidates are shuffled) and nothing but the clue ``C`` depends on it, so
+the thinker's message ``M`` is a function of ``C`` (and its own randomness) only and the solver's answer a
+function of ``M``. Hence ``P(correct) <= max_y P(Y = y | C)`` averaged over ``C``. By Bayes' rule,
+``P(Y = c | C = c) = a`` and ``P(Y = y | C = c) = (1 - a) / (K - 1)`` for each ``y != c``, so the best answer
+given the clue is ``c`` when ``a >= 1/K`` (else any other label) and the optimum is ``max(a, (1 - a) / (K - 1))``,
+which is ``a`` for every ``a >= 1/K`` (the suite's sweep). It is attained by :func:`clue_relay` (the thinker names
+its clue, the solver follows the hint). The solver alone (thinker ablated, or a message that ignores the clue) is
+at chance, ``1/K``, whatever it does; uniformly random play scores ``1/K`` too. Both are measured in
+``spec("think_solve-v0").anchors`` (rows ``"... thinker_clue_accuracy=a"``).
+
 Observation. ``observation`` = the task's features (F), the candidate values (num_candidates; 0 in text mode), the
 thinker's message one-hot (1 + num_candidates: none, A, B, ...; zeros until it is sent and in text mode), "a
-thinker is present" (1; 0 when ablated), "I am the solver" (1), "the thought was sent" (1). The true answer and the
-label of the true candidate are in no observation.
+thinker is present" (1; 0 when ablated), "I am the solver" (1), "the thought was sent" (1), and with
+``thinker_clue_accuracy`` the thinker's clue one-hot (num_candidates; thinker only, discrete mode only). The true
+answer and the label of the true candidate are in no observation.
 
 Rewards. At the end, both agents get ``1``/``0`` (``"signed"``: ``+1``/``-1``) for a correct/wrong answer. The
 final infos add ``correct``, ``answer`` (what the solver answered), ``ground_truth`` and ``task_id``.
@@ -80,7 +108,36 @@ The solver's solo prompt (thinker ablated)::
 
     Give your final answer as \\boxed{...}, for example \\boxed{42}.
 
-Version history. v0: first version.
+The thinker's prompt in the clue task (discrete mode, ``thinker_clue_accuracy=0.9``)::
+
+    You are the Thinker in a team of two. Your teammate, the Solver, sees the same problem and your message, and
+    gives the team's final answer; the team is scored only on that answer. Write a message that helps the Solver:
+    reasoning, a plan, checks or a suggested answer. 
+
+    Problem: hidden in this task (only the Thinker's private clue says which candidate is right).
+    Candidate answers: (A), (B), (C), (D)
+
+    Your private clue (the Solver cannot see it): the answer is (B). Such clues are right 90% of the time;
+    a wrong clue names one of the 3 other candidates, chosen uniformly at random.
+
+    Choose your message: [none] (send no hint) or one of [A] ("I think the answer is (A)"), [B] ("I think the answer is (B)"), [C] ("I think the answer is (C)"), [D] ("I think the answer is (D)").
+    Reply with exactly one choice in square brackets.
+
+The solver's prompt in the clue task (after the thinker sent ``[B]``)::
+
+    You are the Solver in a team of two. Your teammate, the Thinker, read the same problem and sent you a message.
+    The team is scored only on your final answer.
+
+    Problem: hidden in this task (only the Thinker's private clue says which candidate is right).
+    Candidate answers: (A), (B), (C), (D)
+
+    Message from the Thinker:
+    I think the answer is (B).
+
+    Answer with the label of your choice in square brackets: [A], [B], [C], [D].
+
+Version history. v0: first version. ``thinker_clue_accuracy`` added later (default ``None`` keeps every episode,
+observation and reward as before, so no version bump).
 """
 
 from __future__ import annotations
@@ -103,14 +160,34 @@ class raw_env(ProblemEnv):
     teams = {"thinker": "team", "solver": "team"}
     metadata = {"render_modes": ["human", "ansi"], "name": "think_solve_v0", "is_parallelizable": False}
 
-    def __init__(self, *, max_thought_chars: int = 2000, **kwargs: Any) -> None:
+    def __init__(self, *, max_thought_chars: int = 2000, thinker_clue_accuracy: float | None = None,
+                 **kwargs: Any) -> None:
         if isinstance(max_thought_chars, bool) or not isinstance(max_thought_chars, int) or max_thought_chars < 1:
             raise ValueError(f"max_thought_chars must be a positive int, got {max_thought_chars!r}")
+        if thinker_clue_accuracy is not None:
+            if (isinstance(thinker_clue_accuracy, bool) or not isinstance(thinker_clue_accuracy, (int, float))
+                    or not 0.0 <= thinker_clue_accuracy <= 1.0):
+                raise ValueError("thinker_clue_accuracy must be None or a number in [0, 1], "
+                                 f"got {thinker_clue_accuracy!r}")
+            thinker_clue_accuracy = float(thinker_clue_accuracy)
         self.max_thought_chars = max_thought_chars
-        super().__init__(max_thought_chars=max_thought_chars, **kwargs)
+        self.thinker_clue_accuracy = thinker_clue_accuracy
+        extra = {} if thinker_clue_accuracy is None else {"thinker_clue_accuracy": thinker_clue_accuracy}
+        super().__init__(max_thought_chars=max_thought_chars, **extra, **kwargs)
+
+    @property
+    def clue_task(self) -> bool:
+        """True in the clue task (``thinker_clue_accuracy`` set): the thinker gets a private clue."""
+        return self.thinker_clue_accuracy is not None
+
+    @property
+    def _hidden_problem(self) -> bool:
+        """The clue task in discrete mode hides the problem and the candidates' values from both seats."""
+        return self.thinker_clue_accuracy is not None and self.action_mode == "discrete"
 
     def _vector_size(self, feature_size: int, num_candidates: int) -> int:
-        return feature_size + num_candidates + (1 + num_candidates) + 3
+        clue = num_candidates if self.thinker_clue_accuracy is not None else 0
+        return feature_size + num_candidates + (1 + num_candidates) + 3 + clue
 
     def action_names(self, agent: str) -> list[str]:
         if self.action_mode == "text":
@@ -122,7 +199,34 @@ class raw_env(ProblemEnv):
         self._draw_problem()
         self.thought: str | None = None      # text mode: the message; discrete: NO_HINT or a label
         self._thought_sent = False
+        self._clue: Any = None               # the clue task: a label index (discrete) or an answer text (text mode)
+        if self.thinker_clue_accuracy is not None:
+            self._clue = self._draw_clue()
         self.agent_selection = "thinker"
+
+    def _draw_clue(self) -> Any:
+        """The thinker's private clue: the true answer with probability ``thinker_clue_accuracy``, else one of the
+        ``num_candidates - 1`` wrong candidates (discrete: labels; text: the task's first distractors), uniformly."""
+        right = self.np_random.random() < self.thinker_clue_accuracy
+        if self.action_mode == "discrete":
+            if right:
+                return self._answer_index
+            wrong = [i for i in range(self.num_candidates) if i != self._answer_index]
+            return wrong[int(self.np_random.integers(len(wrong)))]
+        if right:
+            return self.task.answer
+        wrong = list(self.task.distractors[: self.num_candidates - 1])
+        if not wrong:
+            raise ValueError(f"task {self.task.task_id} has no distractors, so thinker_clue_accuracy cannot draw a "
+                             "wrong clue")
+        return wrong[int(self.np_random.integers(len(wrong)))]
+
+    def clue(self) -> str | None:
+        """The thinker's private clue as shown to it (a label such as ``"B"`` in discrete mode, an answer in text
+        mode), or ``None`` outside the clue task. Only the thinker's observation contains it."""
+        if self._clue is None:
+            return None
+        return self.labels[self._clue] if self.action_mode == "discrete" else printable(self._clue, 200)
 
     def _legal_ids(self, agent: str) -> list[int]:
         return list(range(len(self.action_names(agent))))
@@ -157,10 +261,17 @@ class raw_env(ProblemEnv):
             answer, correct = self.labels[move], move == self._answer_index
         else:
             answer, correct = printable(move, 500), self._verify(move)
-        self._team_finish(self._score(correct), correct=correct, answer=answer)
+        self._team_finish(self._score(correct), correct=correct, answer=answer, **self._clue_info())
 
     def _penalize(self, agent: str) -> None:
-        self._team_finish(self.invalid_penalty, correct=False, answer=None, outcome="invalid_move", offender=agent)
+        self._team_finish(self.invalid_penalty, correct=False, answer=None, outcome="invalid_move", offender=agent,
+                          **self._clue_info())
+
+    def _clue_info(self) -> dict[str, Any]:
+        if self._clue is None:
+            return {}
+        right = self._clue == (self._answer_index if self.action_mode == "discrete" else self.task.answer)
+        return {"clue": self.clue(), "clue_correct": bool(right)}
 
     def _on_ablate(self, agent: str) -> None:
         if agent == "thinker":
@@ -185,7 +296,7 @@ class raw_env(ProblemEnv):
                 "message that helps the Solver:\nreasoning, a plan, checks or a suggested answer. "
                 + (f"Messages longer than {self.max_thought_chars} characters are cut.\n\n"
                    if self.action_mode == "text" else "\n\n")
-                + f"{self._problem_text()}\n\n{task}"
+                + f"{self._problem_text()}\n\n{self._clue_text()}{task}"
             )
         if solo:
             head = "You are the Solver. Solve the problem on your own."
@@ -199,6 +310,29 @@ class raw_env(ProblemEnv):
         else:
             task = BOXED_HINT
         return f"{head}\n\n{self._problem_text()}{message}\n\n{task}"
+
+    def _clue_text(self) -> str:
+        if self._clue is None:
+            return ""
+        wrong = self.num_candidates - 1
+        if self.action_mode == "discrete":
+            shown, others = f"({self.clue()})", f"one of the {wrong} other candidates"
+        else:
+            wrong = min(wrong, len(self.task.distractors))
+            shown, others = self.clue(), f"one of {wrong} plausible wrong answers"
+        return (f"Your private clue (the Solver cannot see it): the answer is {shown}. Such clues are right "
+                f"{self.thinker_clue_accuracy:.0%} of the time;\na wrong clue names {others}, chosen uniformly at "
+                "random.\n\n")
+
+    def _problem_text(self) -> str:
+        if not self._hidden_problem:
+            return super()._problem_text()
+        return ("Problem: hidden in this task (only the Thinker's private clue says which candidate is right).\n"
+                "Candidate answers: " + ", ".join(f"({x})" for x in self.labels))
+
+    def _problem_vector(self, out: np.ndarray) -> None:
+        if not self._hidden_problem:
+            super()._problem_vector(out)
 
     def _message_text(self) -> str:
         if not self._thought_sent:
@@ -218,11 +352,15 @@ class raw_env(ProblemEnv):
         out[k] = 0.0 if "thinker" in self._ablated else 1.0
         out[k + 1] = 1.0 if agent == "solver" else 0.0
         out[k + 2] = 1.0 if self._thought_sent else 0.0
+        if agent == "thinker" and self._hidden_problem:
+            out[k + 3 + self._clue] = 1.0
 
     def _render(self) -> str:
         lines = [f"[think_solve] task {self.task.task_id} | answer: {self.task.answer}"]
         if self.candidates:
             lines.append("candidates: " + ", ".join(f"({x}) {c}" for x, c in zip(self.labels, self.candidates)))
+        if self._clue is not None:
+            lines.append(f"thinker's clue: {self.clue()}")
         lines.append(f"thinker: {self._message_text()}")
         lines.append(self._to_move())
         return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Voting: N voters answer the same problem independently; the plurality answer is the team's.
+"""Voting: N voters answer the same problem independently; the plurality answer is the team's (or, with
+``reward_scheme="fraction"``, the team is scored on the fraction of right ballots).
 
 | Import             | ``make("voting-v0")`` (AEC, voters in turn) or ``make_parallel("voting-v0")`` (all at once) |
 |--------------------|-----------------------------------------------------------------------|
@@ -6,8 +7,8 @@
 | Agents             | ``voter_0`` ... ``voter_{n_voters-1}`` (role voter)                    |
 | Action space       | text: ``Text``; discrete: ``Discrete(num_candidates + 1)`` = A, B, ..., abstain |
 | Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (F + 2 * num_candidates + n_voters,)), [action_mask])``, F = the task source's feature size |
-| Reward range       | ``reward_scheme="binary"``: {0, 1}; ``"signed"``: {-1, +1}; plus ``invalid_penalty`` per spoiled ballot |
-| Kwargs             | ``n_voters=3``, ``tie_break="random"``, ``clue_accuracy="auto"``, ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Reward range       | ``reward_scheme="binary"`` (= ``"plurality"``): {0, 1}; ``"signed"``: {-1, +1}; ``"fraction"``: {0, 1/n, ..., 1}; plus ``invalid_penalty`` per spoiled ballot |
+| Kwargs             | ``n_voters=3``, ``tie_break="random"``, ``clue_accuracy="auto"``, ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"`` (``"binary"``, ``"plurality"``, ``"signed"``, ``"fraction"``), ``num_candidates=4``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 
 The episode. One problem is drawn from ``tasks`` (as in think_solve-v0) with the env's RNG. Each voter sees the
 problem and casts one ballot; no voter ever sees another's ballot (the AEC env asks them in turn, the parallel env at
@@ -21,8 +22,16 @@ every recount of the same episode breaks the tie the same way), ``"first"`` (the
 cast earliest, i.e. by the lowest-numbered voter) or ``"none"`` (a tie has no aggregate, which scores as wrong: the
 "none-is-wrong" rule). No ballot at all: no aggregate, wrong.
 
-Rewards. At the end, every voter gets the team reward: the verifier's score of the aggregate, ``1``/``0``
-(``"signed"``: ``+1``/``-1``), plus ``invalid_penalty`` for each spoiled ballot.
+Rewards. At the end, every voter gets the team reward, plus ``invalid_penalty`` for each spoiled ballot:
+
+* ``reward_scheme="binary"`` (default) or its synonym ``"plurality"``: the verifier's score of the aggregate,
+  ``1``/``0``; ``"signed"``: ``+1``/``-1``. Non-additive: only a pivotal ballot changes the reward.
+* ``"fraction"``: the fraction of the ``n_voters`` voters whose own ballot is right, ``(1/n) * sum_i [ballot_i
+  right]`` (abstentions and spoiled ballots count as not right). Additive: each voter's ballot moves the team reward
+  by exactly ``1/n`` when right, so voter ``i``'s difference reward (Wolpert & Tumer 2002), ``G - G_{-i}``, is
+  ``[ballot_i right] / n`` (plus its penalty if it spoiled its ballot). The aggregate is still counted and
+  reported (``aggregate``, ``correct``) but does not enter the reward. The suite contrasts the two schemes as the
+  team grows (``n_voters`` in {2, 4, 8, 16}).
 
 Text mode. A ballot is the content of the last ``\\boxed{...}`` in the reply; ``[abstain]`` (with no ``\\boxed``)
 abstains; anything else is an invalid move.
@@ -41,7 +50,13 @@ about the true answer.
 Final infos (for leave-one-out credit with no extra generation). Every voter's info at the end has ``vote`` (its
 own ballot or ``None``), ``own_correct`` (its ballot alone is right), ``aggregate``, ``correct``,
 ``team_reward_without`` (a dict voter -> the team reward had that voter abstained: its ballot and its spoiled-ballot
-penalty, if any, removed, recounted with the same tie-break draw), ``ground_truth`` and ``task_id``.
+penalty, if any, removed, recounted with the same tie-break draw; under ``"fraction"`` the denominator stays
+``n_voters``, so it is the team reward minus ``[own ballot right] / n`` and minus its penalty), ``ground_truth`` and
+``task_id``.
+
+Even ``n_voters``. Ties are possible at any size (e.g. 2 voters with different ballots, or 2-2 of 4); they are
+broken by ``tie_break`` as above, at every size. The vector's voter index one-hot has ``n_voters`` entries, so the
+vector size is ``F + 2 * num_candidates + n_voters`` (e.g. 66 + 8 + 16 = 90 for 16 voters on arithmetic).
 
 Invalid moves. ``"penalty"`` (default): the ballot is spoiled (counted as an abstention) and ``invalid_penalty``
 (default -1) is added to the team reward for each spoiled ballot. ``"retry"``: the voter is asked again up to
@@ -63,7 +78,18 @@ A voter's prompt (text mode, voter_0 of 3)::
 
     Give your final answer as \\boxed{...}, for example \\boxed{42}. To abstain, reply [abstain].
 
-Version history. v0: first version.
+A voter's prompt under ``reward_scheme="fraction"`` (text mode, voter_0 of 3)::
+
+    You are voter_0, one of 3 voters who answer the same problem independently. No voter sees another's answer.
+    The team is scored on the fraction of voters whose own answer is correct.
+
+    Problem:
+    Compute the value of 3 + 4 * 2.
+
+    Give your final answer as \\boxed{...}, for example \\boxed{42}. To abstain, reply [abstain].
+
+Version history. v0: first version. ``reward_scheme="plurality"`` (a synonym of ``"binary"``) and ``"fraction"``
+added later; the default is unchanged, so no version bump.
 """
 
 from __future__ import annotations
@@ -78,6 +104,7 @@ from marl_llm_envs.tasks import answer_key
 from marl_llm_envs.text import find_boxed, printable
 
 TIE_BREAKS = ("random", "first", "none")
+VOTING_SCHEMES = ("plurality", "fraction")  # voting's own reward schemes, besides the base "binary" and "signed"
 ABSTAIN = "abstain"
 
 
@@ -99,9 +126,17 @@ class raw_env(ProblemEnv):
         self.roles = {a: "voter" for a in self.possible_agents}
         self.teams = {a: "team" for a in self.possible_agents}
         self.clue_accuracy = _clues(clue_accuracy, n_voters, kwargs.get("action_mode", "text"))
+        scheme = kwargs.get("reward_scheme", "binary")
+        if scheme not in ("binary", "signed", *VOTING_SCHEMES):
+            raise ValueError(f"reward_scheme={scheme!r} is not one of ['binary', 'signed', 'plurality', 'fraction']")
+        if scheme in VOTING_SCHEMES:  # scored 1/0 per ballot or aggregate; the base class knows them as "binary"
+            kwargs["reward_scheme"] = "binary"
         super().__init__(n_voters=n_voters, tie_break=tie_break,
                          clue_accuracy=clue_accuracy if isinstance(clue_accuracy, (str, type(None), float, int))
                          else list(clue_accuracy), **kwargs)
+        if scheme in VOTING_SCHEMES:
+            self.reward_scheme = self._kwargs["reward_scheme"] = scheme
+        self.fraction = scheme == "fraction"
         self.reward_range = (self._fail + n_voters * min(0.0, self.invalid_penalty), self._success)
 
     def _vector_size(self, feature_size: int, num_candidates: int) -> int:
@@ -195,8 +230,12 @@ class raw_env(ProblemEnv):
         return self._verify(ballot)
 
     def _team_reward(self, aggregate: Any, exclude: str | None = None) -> float:
-        """The verifier's score of ``aggregate`` plus the penalty of every spoiled ballot (but ``exclude``'s)."""
+        """The verifier's score of ``aggregate`` (``"fraction"``: the fraction of voters whose own ballot is right,
+        ``exclude``'s ballot left out) plus the penalty of every spoiled ballot (but ``exclude``'s)."""
         spoiled = len(self._spoiled - {exclude})
+        if self.fraction:
+            right = sum(self._correct(self._ballots.get(v)) for v in self.possible_agents if v != exclude)
+            return right / self.n_voters + spoiled * self.invalid_penalty
         return self._score(self._correct(aggregate)) + spoiled * self.invalid_penalty
 
     def _show(self, ballot: Any) -> str | None:
@@ -243,10 +282,11 @@ class raw_env(ProblemEnv):
 
     # -------------------------------------------------------------- observations
     def _text(self, agent: str) -> str:
+        scored = ("The team is scored on the fraction of voters whose own answer is correct." if self.fraction else
+                  "The team's answer is the most common answer among the votes; the whole team is scored on it.")
         lines = [
             f"You are {agent}, one of {self.n_voters} voters who answer the same problem independently. No voter "
-            "sees another's answer.\nThe team's answer is the most common answer among the votes; the whole team is "
-            "scored on it.",
+            f"sees another's answer.\n{scored}",
             "",
             self._problem_text(),
         ]

@@ -20,6 +20,7 @@ _REFERENCES: dict[str, list[tuple[str, str]]] = {
     "orchestrator": [("delegator", "marl_llm_envs.reference.orchestrator:delegator"),
                      ("solo", "marl_llm_envs.reference.orchestrator:solo")],
     "voting": [("clue_follower", "marl_llm_envs.reference.voting:clue_follower")],
+    "think_solve": [("clue_relay", "marl_llm_envs.reference.think_solve:clue_relay")],
 }
 
 
