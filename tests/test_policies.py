@@ -295,6 +295,10 @@ def test_label_scoring_refuses_more_moves_than_labels(tiny):
     pol = TransformersPolicy(model, tok, mode="choice", choice_scoring="label")
     with pytest.raises(ValueError, match="labels at most 52 legal moves, got 53"):
         pol.generate(_requests(["hi"], legal=[f"[m{k}]" for k in range(53)]), seed=0)
+    letters = pol.generate(_requests(["hi"], legal=["[none]", "[A]", "[B]"]), seed=0)[0]
+    assert pol.tokenizer.decode(letters.prompt_ids).endswith(
+        "Choices: (1) [none] (2) [A] (3) [B]\nAnswer with the number of your choice.</s>\n<|assistant|>\n")
+    assert pol.tokenizer.decode(letters.completion_ids) == "123"[letters.extra["choice_index"]]
     with pytest.raises(ValueError, match="choice_scoring='best' is not one of"):
         TransformersPolicy(model, tok, mode="choice", choice_scoring="best")
 

@@ -21,8 +21,9 @@ Token ids are never re-tokenized from text. ``action`` is the decoded completion
 
 * ``"label"`` (default): the prompt is the observation followed by a labelled menu of the moves
   (:func:`~baselines.policies.prompts.label_menu`: ``Choices: (A) [check] (B) [bet]`` and ``Answer with the letter
-  of your choice.``), and a move's score is the log-probability of its label letter as the next token (one token
-  each: ``A``..``Z`` then ``a``..``z``, at most 52 moves). The verbalized multiple-choice format; every move costs
+  of your choice.``), and a move's score is the log-probability of its label as the next token (one token
+  each: ``A``..``Z`` then ``a``..``z``, at most 52 moves; ``1``..``9`` when the moves are letters themselves, as a
+  multiple-choice answer's ``[A]``..``[D]``, so that label ``B`` never stands for move ``[A]``). The verbalized multiple-choice format; every move costs
   one token, however long its text, so the policy starts out spread over the moves.
 * ``"mean"``: the move's text is scored as a continuation of the plain prompt, and its score is the mean of its
   tokens' log-probabilities (length-normalized log-likelihood).
@@ -86,7 +87,7 @@ import torch
 
 from baselines.policies.base import Generation, Policy, Request
 from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
-from baselines.policies.prompts import CHOICE_LABELS, chat_prompt_ids, label_menu
+from baselines.policies.prompts import CHOICE_LABELS, DIGIT_LABELS, chat_prompt_ids, choice_labels, label_menu
 
 __all__ = ["CHOICE_SCORINGS", "DEFAULT_CHOICE_SCORING", "TransformersPolicy", "process_logits", "sequence_logprobs"]
 
@@ -204,7 +205,7 @@ class TransformersPolicy(Policy):
         self.min_shared_prefix = int(min_shared_prefix)
         self.context_policy = context_policy
         self.choice_scoring = choice_scoring
-        self._label_ids: list[int] | None = None
+        self._label_ids: dict[str, int] | None = None
         self.max_context = int(max_context) if max_context is not None else _model_context(model, tokenizer)
         if self.max_context is not None and self.max_context <= max_new_tokens:
             raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
@@ -394,22 +395,23 @@ class TransformersPolicy(Policy):
             out.append(a_ids)
         return out
 
-    def label_ids(self) -> list[int]:
-        """The token id of each label letter (``"label"`` scoring), checked to be one token each."""
+    def label_ids(self) -> dict[str, int]:
+        """The token id of each label character (``"label"`` scoring), checked to be one token each."""
         if self._label_ids is None:
-            ids = [list(self.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in CHOICE_LABELS]
-            bad = [c for c, x in zip(CHOICE_LABELS, ids) if len(x) != 1]
+            ids = {c: list(self.tokenizer(c, add_special_tokens=False)["input_ids"])
+                   for c in CHOICE_LABELS + DIGIT_LABELS}
+            bad = [c for c, x in ids.items() if len(x) != 1]
             if bad:
-                raise ValueError(f"choice_scoring='label' needs one token per label letter; this tokenizer splits "
+                raise ValueError(f"choice_scoring='label' needs one token per label character; this tokenizer splits "
                                  f"{bad[:5]}; use choice_scoring='mean'")
-            self._label_ids = [x[0] for x in ids]
+            self._label_ids = {c: x[0] for c, x in ids.items()}
         return self._label_ids
 
     def move_ids(self, legal: Sequence[str], scoring: str | None = None) -> list[list[int]]:
         """The scored tokens of each legal move: its label's token (``"label"``), else its text's tokens."""
         if (scoring or self.choice_scoring) == "label":
-            label_menu("", legal)   # the same clear error for too many moves
-            return [[t] for t in self.label_ids()[:len(legal)]]
+            ids = self.label_ids()
+            return [[ids[c]] for c in choice_labels(legal)]
         return self._action_ids(legal)
 
     def choice_log_policy(self, prompts: list[list[int]], moves: list[list[list[int]]], scoring: str | None = None,
