@@ -168,13 +168,14 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     report: dict = {"args": vars(args), "results": [], "update_cost": None}
     t0 = time.perf_counter()
-    if args.cost_episodes > 0:
-        report["update_cost"] = update_cost(args)
-        (out / "results.json").write_text(json.dumps(report, indent=1))
-    for seed in args.seeds:          # seeds outermost: a cut-short run still has every setup
+    for k, seed in enumerate(args.seeds):   # seeds outermost: a cut-short run still has every setup
         for name in args.setups:
             report["results"].append(run_setup(name, seed, args, out))
             report["wall_s"] = time.perf_counter() - t0
+            (out / "results.json").write_text(json.dumps(report, indent=1))
+            print(summary(report["results"], report["update_cost"], args), flush=True)
+        if k == 0 and args.cost_episodes > 0:
+            report["update_cost"] = update_cost(args)
             (out / "results.json").write_text(json.dumps(report, indent=1))
             print(summary(report["results"], report["update_cost"], args), flush=True)
     print(f"total {time.perf_counter() - t0:.0f} s")

@@ -30,10 +30,14 @@ Token ids are never re-tokenized from text. ``action`` is the decoded completion
 * ``"sum"``: the same, summed (the move's log-likelihood; GLAM's scoring, Carta et al. 2023, "Grounding Large
   Language Models in Interactive Environments with Online Reinforcement Learning", ICML).
 
-Why "label" is the default (measured, ``benchmarks/RESULTS.md``, "LLM teams that learn"): with ``"sum"`` moves of
-different length or wording sit several nats apart, so the step-0 policy is almost deterministic (Kuhn poker, entropy
-about 1e-4 nats for ``tiny`` and 0.03-0.05 for SmolLM2-135M) and a policy gradient has nothing to push on;
-``"label"`` starts near the uniform distribution's entropy and learns (see the measured table there).
+Why "label" is the default (measured, ``benchmarks/RESULTS.md``, "LLM teams that learn"): step-0 entropy of the
+choice distribution over 32 episodes (Kuhn poker player_0 against a random partner, max ln 2 = 0.693; the clue task's
+solver, max ln 4 = 1.386): ``tiny`` label 0.682 / 1.144, mean 0.693 / 1.368, sum 0.0001 / 1.260; SmolLM2-135M label
+0.493 / 1.285. With ``"sum"`` moves of different length sit nats apart, so the policy starts deterministic and a
+policy gradient has nothing to push on; ``"label"`` and ``"mean"`` both start near the maximum. ``"label"`` is the
+default because a move then costs one token, whatever its text (one forward pass over the prompt, no second pass
+over the moves), and it is the verbalized multiple-choice format instruction-tuned models read. Neither has yet been
+shown to learn within a few CPU minutes (RESULTS.md).
 
 All moves of a request are scored in one batched forward pass: the prompt once, then (``"sum"``/``"mean"``) the moves'
 tokens on its KV cache. ``prompt_ids`` are the ids the model saw (with the menu in ``"label"`` mode),
