@@ -236,3 +236,21 @@ def test_the_cli_is_generated_from_the_config():
     assert (cfg.env, cfg.credit_options, cfg.tensorboard, cfg.clip_high) == ("voting-v0", {"std": "sample"}, False, 0.3)
     help_text = TrainConfig.parser().format_help()
     assert "--micro-batch-tokens" in help_text and "DAPO" in help_text
+
+
+def test_llm_micro_batches_count_a_repeated_prompt_once():
+    """Choice decisions are packed by the tokens the forward computes: identical prompts (Kuhn's first move with the
+    same card) are prefilled once, so they share one micro-batch where packing by full length needs one each."""
+    from baselines.train.learners import Learner, LLMLearner, Sample
+
+    learner = LLMLearner.__new__(LLMLearner)
+    learner.hf_policy = None
+    header = list(range(100, 400))
+    prompts = [header + [k % 3] for k in range(12)]          # 3 distinct prompts of 301 tokens, 4 times each
+    samples = [Sample(f"p{k % 2}", "choice", p, [7], [-0.7], [1.0], ["[a]", "[b]"], {"choice_scoring": "label"})
+               for k, p in enumerate(prompts)]
+    by_prompt = learner.micro_batches(samples, 400)
+    in_order = Learner.micro_batches(learner, samples, 400)
+    assert len(in_order) == 12 and len(by_prompt) == 2       # one per role: a shared prefix is not across adapters
+    assert sorted(id(s) for mb in by_prompt for s in mb) == sorted(id(s) for s in samples)
+    assert all(len({s.role for s in mb}) == 1 for mb in by_prompt)

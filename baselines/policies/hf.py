@@ -226,6 +226,12 @@ class TransformersPolicy(Policy):
         kw.setdefault("name", f"hf:{name}:{kw.get('mode', 'generate')}")
         return cls(model, tokenizer, **kw)
 
+    def settings(self) -> dict[str, Any]:
+        out = super().settings()
+        if self.mode == "choice":     # how the recorded choice log-probabilities were computed
+            out["choice_scoring"] = self.choice_scoring
+        return out
+
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
