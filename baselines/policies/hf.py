@@ -23,8 +23,9 @@ Token ids are never re-tokenized from text. ``action`` is the decoded completion
   (:func:`~baselines.policies.prompts.label_menu`: ``Choices: (A) [check] (B) [bet]`` and ``Answer with the letter
   of your choice.``), and a move's score is the log-probability of its label as the next token (one token
   each: ``A``..``Z`` then ``a``..``z``, at most 52 moves; ``1``..``9`` when the moves are letters themselves, as a
-  multiple-choice answer's ``[A]``..``[D]``, so that label ``B`` never stands for move ``[A]``). The verbalized multiple-choice format; every move costs
-  one token, however long its text, so the policy starts out spread over the moves.
+  multiple-choice answer's ``[A]``..``[D]``, so that label ``B`` never stands for move ``[A]``). The verbalized
+  multiple-choice format; every move costs one token, however long its text, so the policy starts out spread over
+  the moves.
 * ``"mean"``: the move's text is scored as a continuation of the plain prompt, and its score is the mean of its
   tokens' log-probabilities (length-normalized log-likelihood).
 * ``"sum"``: the same, summed (the move's log-likelihood; GLAM's scoring, Carta et al. 2023, "Grounding Large
