@@ -20,16 +20,21 @@ for name in sys.argv[1:]:
     for sc in ("label", "mean", "sum"):
         pol = TransformersPolicy(model, tok, mode="choice", choice_scoring=sc)
         out = []
-        for env, kw, pols, role in (("kuhn_poker-v0", {}, {"player_0": pol, "player_1": RandomPolicy(seed=0)}, "player_0"),
-                                    ("think_solve-v0", {"thinker_clue_accuracy": 0.9, "action_mode": "discrete"},
-                                     {"thinker": ScriptedPolicy(next(iter(reference_policies("think_solve-v0").values())), seed=0), "solver": pol}, "solver")):
+        relay = ScriptedPolicy(next(iter(reference_policies("think_solve-v0").values())), seed=0)
+        setups = (("kuhn_poker-v0", {}, {"player_0": pol, "player_1": RandomPolicy(seed=0)}, "player_0"),
+                  ("think_solve-v0", {"thinker_clue_accuracy": 0.9, "action_mode": "discrete"},
+                   {"thinker": relay, "solver": pol}, "solver"))
+        for env, kw, pols, role in setups:
             t = time.perf_counter()
             eps = RolloutEngine(pols, show_progress=False).run(env, 8, 4, seed=0, env_kwargs=kw)
             H = []
             for e in eps:
                 for tr in e.turns:
                     if tr.role == role:
-                        p = np.asarray(tr.extra["choice_probs"]); p = p[p > 0]; H.append(float(-(p * np.log(p)).sum()))
-            rew = np.mean([list(e.team_rewards.values())[0] if env != "kuhn_poker-v0" else e.rewards["player_0"] for e in eps])
+                        p = np.asarray(tr.extra["choice_probs"])
+                        p = p[p > 0]
+                        H.append(float(-(p * np.log(p)).sum()))
+            rew = np.mean([e.rewards["player_0"] if env == "kuhn_poker-v0" else list(e.team_rewards.values())[0]
+                           for e in eps])
             out.append(f"{env}: H0={np.mean(H):.4f} reward={rew:+.3f} {time.perf_counter()-t:.0f}s")
         print(name, sc, " | ".join(out), flush=True)

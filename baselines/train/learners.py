@@ -15,7 +15,8 @@ Scoring a decision again. Free generation: the completion tokens' log-probabilit
 (:func:`~baselines.policies.hf.sequence_logprobs`), without the top-p cut, so every sampled token has a finite
 log-probability. Choice mode: ``log softmax(score / T)[chosen]`` over the legal moves, with the score of the
 scoring the decision was sampled with (``"label"``, ``"mean"`` or ``"sum"``, recorded in the turn's
-``extra["choice_scoring"]``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP: ``log softmax(logits / T)`` over the legal actions.
+``extra["choice_scoring"]``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP:
+``log softmax(logits / T)`` over the legal actions.
 """
 
 from __future__ import annotations
