@@ -264,7 +264,8 @@ def test_a_learned_position_model_never_sees_a_prompt_past_its_context():
         model(input_ids=torch.arange(10, 110)[None])
     long_text = "y" * 200
     for mode, legal in (("generate", ()), ("choice", ("[a]", "[bb]"))):
-        pol = TransformersPolicy(model, tok, mode=mode, max_new_tokens=8)
+        # choice mode scores the moves' text here ("sum"), so the room is the longest move's tokens
+        pol = TransformersPolicy(model, tok, mode=mode, max_new_tokens=8, choice_scoring="sum")
         assert pol.max_context == 64
         g, short = pol.generate(_requests([long_text, "hi"], legal), seed=0)
         room = 8 if mode == "generate" else 4

@@ -214,7 +214,7 @@ def test_stop_strings_and_eos_end_the_completion(tiny):
 def test_choice_mode(tiny):
     model, tok = tiny
     legal = ("[check]", "[bet]", "[fold]")
-    pol = TransformersPolicy(model, tok, mode="choice", temperature=1.0)
+    pol = TransformersPolicy(model, tok, mode="choice", temperature=1.0, choice_scoring="sum")
     reqs = _requests(PROMPTS[:3], legal=legal) + _requests([PROMPTS[3]])  # the last one is a free-text turn
     gens = pol.generate(reqs, seed=0)
     for g in gens[:3]:
@@ -235,7 +235,7 @@ def test_choice_mode(tiny):
     p_a = many[0].extra["choice_probs"][0]
     freq = np.mean([g.action == "[a]" for g in many])
     assert abs(freq - p_a) < 4 * np.sqrt(p_a * (1 - p_a) / 100) + 0.01
-    greedy = TransformersPolicy(model, tok, mode="choice", temperature=0.0)
+    greedy = TransformersPolicy(model, tok, mode="choice", temperature=0.0, choice_scoring="sum")
     for g in greedy.generate(_requests(PROMPTS, legal=legal)):
         assert g.extra["choice_index"] == int(np.argmax(g.extra["choice_logliks"]))
 
@@ -244,7 +244,7 @@ def test_choice_mode(tiny):
 def test_choice_probabilities_are_a_softmax_of_logliks_over_the_temperature(tiny, temperature):
     model, tok = tiny
     legal = ("[check]", "[bet]", "[call]", "[fold]")
-    pol = TransformersPolicy(model, tok, mode="choice", temperature=temperature)
+    pol = TransformersPolicy(model, tok, mode="choice", temperature=temperature, choice_scoring="sum")
     for g in pol.generate(_requests(PROMPTS, legal=legal), seed=0):
         # direct computation: each action's log-likelihood from a plain forward pass, then softmax(loglik / T)
         ll = np.array([float(_fresh_logprobs(model, g.prompt_ids, tok(a, add_special_tokens=False)["input_ids"]).sum())
@@ -257,6 +257,50 @@ def test_choice_probabilities_are_a_softmax_of_logliks_over_the_temperature(tiny
         assert np.allclose(np.log(g.extra["choice_probs"]), log_q, atol=1e-3)
         assert abs(g.extra["choice_logprob"] - log_q[g.extra["choice_index"]]) < 1e-3
         assert abs(sum(g.logprobs) - ll[g.extra["choice_index"]]) < 1e-3
+
+
+@pytest.mark.parametrize("scoring", ["label", "mean", "sum"])
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_each_choice_scoring_samples_from_the_distribution_a_fresh_forward_pass_gives(tiny, scoring, temperature):
+    """label: the prompt lists the moves and the policy is softmax over the label letters' next-token log-probs;
+    mean / sum: each move's text scored after the plain prompt, length-normalized or summed; then / temperature."""
+    model, tok = tiny
+    legal = ("[check]", "[bet]", "[call]", "[fold]")
+    pol = TransformersPolicy(model, tok, mode="choice", temperature=temperature, choice_scoring=scoring)
+    gens = pol.generate(_requests(PROMPTS, legal=legal), seed=0)
+    for text, g in zip(PROMPTS, gens):
+        assert g.extra["choice_scoring"] == scoring and g.action == legal[g.extra["choice_index"]]
+        if scoring == "label":
+            assert g.prompt_ids == pol.encode_prompt(f"{text}\n\nChoices: (A) [check] (B) [bet] (C) [call] "
+                                                     f"(D) [fold]\nAnswer with the letter of your choice.")
+            moves = [tok(c, add_special_tokens=False)["input_ids"] for c in "ABCD"]
+            assert all(len(m) == 1 for m in moves)
+        else:
+            assert g.prompt_ids == pol.encode_prompt(text)
+            moves = [tok(a, add_special_tokens=False)["input_ids"] for a in legal]
+        per_move = [_fresh_logprobs(model, g.prompt_ids, m) for m in moves]
+        score = np.array([float(x.mean() if scoring == "mean" else x.sum()) for x in per_move])
+        z = score / temperature
+        log_q = z - z.max() - np.log(np.exp(z - z.max()).sum())
+        c = g.extra["choice_index"]
+        assert g.completion_ids == moves[c]
+        assert torch.allclose(torch.tensor(g.logprobs), per_move[c], atol=1e-4)
+        assert np.allclose(g.extra["choice_scores"], score, atol=1e-3)
+        assert np.allclose(np.log(g.extra["choice_probs"]), log_q, atol=1e-3)
+        assert abs(g.extra["choice_logprob"] - log_q[c]) < 1e-3
+
+
+def test_label_scoring_refuses_more_moves_than_labels(tiny):
+    model, tok = tiny
+    pol = TransformersPolicy(model, tok, mode="choice", choice_scoring="label")
+    with pytest.raises(ValueError, match="labels at most 52 legal moves, got 53"):
+        pol.generate(_requests(["hi"], legal=[f"[m{k}]" for k in range(53)]), seed=0)
+    letters = pol.generate(_requests(["hi"], legal=["[none]", "[A]", "[B]"]), seed=0)[0]
+    assert pol.tokenizer.decode(letters.prompt_ids).endswith(
+        "Choices: (1) [none] (2) [A] (3) [B]\nAnswer with the number of your choice.</s>\n<|assistant|>\n")
+    assert pol.tokenizer.decode(letters.completion_ids) == "123"[letters.extra["choice_index"]]
+    with pytest.raises(ValueError, match="choice_scoring='best' is not one of"):
+        TransformersPolicy(model, tok, mode="choice", choice_scoring="best")
 
 
 def test_tiny_model_plays_kuhn_poker_in_choice_mode(tiny):
@@ -316,3 +360,23 @@ def test_choice_scores_with_a_shared_prompt_equal_scoring_each_pair():
     assert len(shared) == len(separate) == 5
     for x, y in zip(shared, separate):
         assert torch.allclose(x, y, atol=1e-4)
+
+
+def test_gpu_check_skips_cleanly_without_cuda(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the check would run for minutes")
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "gpu.json"
+    p = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--out", str(out)], cwd=root, capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
+    assert p.returncode == 0, p.stderr
+    report = json.loads(out.read_text())
+    assert report["status"] == "skipped" and "no CUDA" in report["reason"]

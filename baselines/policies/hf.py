@@ -16,15 +16,41 @@ tokens up to and including the one that completed it; ``text`` is cut right afte
 includes) or after ``max_new_tokens`` (``extra["finish_reason"]`` is ``"eos"``, ``"stop"`` or ``"length"``).
 Token ids are never re-tokenized from text. ``action`` is the decoded completion text.
 
-``mode="choice"``: for a request with ``legal_actions``, every legal action string is tokenized (without special
-tokens) and scored as a continuation of the prompt in one batched forward pass; the action is drawn from
-``softmax(loglik / temperature)`` over the legal actions (argmax at ``temperature=0``). ``completion_ids`` are the
-chosen action's tokens and ``logprobs`` their per-token log-probabilities under the model (temperature 1, so their
-sum is the action's log-likelihood). ``extra`` has ``choice_logprob`` (log of the chosen action's normalised
-probability among the legal ones: the log-probability of the decision that was actually sampled; use it, not
-``sum(logprobs)``, for a policy gradient over choices), ``choice_probs`` and ``choice_logliks`` (lists aligned with
-``request.legal_actions``) and ``choice_index``. At ``temperature=0`` the reported probabilities are
-``softmax(loglik)``. Requests without legal actions (free-text turns) are generated in the same call.
+``mode="choice"``: for a request with ``legal_actions`` the policy is a distribution over the legal moves,
+``softmax(score / temperature)`` (argmax at ``temperature=0``), where ``choice_scoring`` says what a move's score is:
+
+* ``"label"`` (default): the prompt is the observation followed by a labelled menu of the moves
+  (:func:`~baselines.policies.prompts.label_menu`: ``Choices: (A) [check] (B) [bet]`` and ``Answer with the letter
+  of your choice.``), and a move's score is the log-probability of its label as the next token (one token
+  each: ``A``..``Z`` then ``a``..``z``, at most 52 moves; ``1``..``9`` when the moves are letters themselves, as a
+  multiple-choice answer's ``[A]``..``[D]``, so that label ``B`` never stands for move ``[A]``). The verbalized
+  multiple-choice format; every move costs one token, however long its text, so the policy starts out spread over
+  the moves.
+* ``"mean"``: the move's text is scored as a continuation of the plain prompt, and its score is the mean of its
+  tokens' log-probabilities (length-normalized log-likelihood).
+* ``"sum"``: the same, summed (the move's log-likelihood; GLAM's scoring, Carta et al. 2023, "Grounding Large
+  Language Models in Interactive Environments with Online Reinforcement Learning", ICML).
+
+Why "label" is the default (measured, ``benchmarks/RESULTS.md``, "LLM teams that learn"): step-0 entropy of the
+choice distribution over 32 episodes (Kuhn poker player_0 against a random partner, max ln 2 = 0.693; the clue task's
+solver, max ln 4 = 1.386): ``tiny`` label 0.682 / 1.144, mean 0.693 / 1.368, sum 0.0001 / 1.260; SmolLM2-135M label
+0.493 / 1.285. With ``"sum"`` moves of different length sit nats apart, so the policy starts deterministic and a
+policy gradient has nothing to push on; ``"label"`` and ``"mean"`` both start near the maximum. ``"label"`` is the
+default because a move then costs one token, whatever its text (one forward pass over the prompt, no second pass
+over the moves), and it is the verbalized multiple-choice format instruction-tuned models read. Neither has yet been
+shown to learn within a few CPU minutes (RESULTS.md).
+
+All moves of a request are scored in one batched forward pass: the prompt once, then (``"sum"``/``"mean"``) the moves'
+tokens on its KV cache. ``prompt_ids`` are the ids the model saw (with the menu in ``"label"`` mode),
+``completion_ids`` the chosen move's scored tokens (its label token in ``"label"`` mode, else its text's tokens) and
+``logprobs`` their per-token log-probabilities under the model (temperature 1). ``extra`` has ``choice_logprob`` (log
+of the chosen move's probability under the policy: the log-probability of the decision that was actually sampled; a
+policy gradient over choices uses it, not ``sum(logprobs)``), ``choice_probs``, ``choice_logliks`` (each move's
+summed scored log-probabilities: its text's log-likelihood, or its label's log-probability), ``choice_scores`` (the
+scores above), all lists aligned with ``request.legal_actions``, ``choice_index`` and ``choice_scoring``. At
+``temperature=0`` the reported probabilities are ``softmax(score)``. :meth:`TransformersPolicy.choice_log_policy`
+computes the same distribution (differentiably) for a trainer. Requests without legal actions (free-text turns)
+are generated in the same call.
 
 Sampling is seeded by ``generate(..., seed=s)`` (a fresh random seed when ``seed`` is None); the global torch RNG is
 never touched, and the same seed gives the same outputs on CPU. In generate mode each request draws its tokens from a
@@ -66,11 +92,13 @@ import torch
 
 from baselines.policies.base import Generation, Policy, Request
 from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
-from baselines.policies.prompts import chat_prompt_ids
+from baselines.policies.prompts import CHOICE_LABELS, DIGIT_LABELS, chat_prompt_ids, choice_labels, label_menu
 
-__all__ = ["TransformersPolicy", "process_logits", "sequence_logprobs"]
+__all__ = ["CHOICE_SCORINGS", "DEFAULT_CHOICE_SCORING", "TransformersPolicy", "process_logits", "sequence_logprobs"]
 
 MODES = ("generate", "choice")
+CHOICE_SCORINGS = ("label", "mean", "sum")
+DEFAULT_CHOICE_SCORING = "label"
 CONTEXT_POLICIES = ("truncate", "refuse")
 
 
@@ -129,7 +157,8 @@ class TransformersPolicy(Policy):
 
     ``batch_size`` caps how many sequences go through the model at once (``None``: the whole call's batch).
     ``share_prefix``, ``drop_finished``, ``static_cache``, ``min_shared_prefix``: the fast paths;
-    ``max_context``, ``context_policy``: the context limit (both in the module docstring).
+    ``max_context``, ``context_policy``: the context limit; ``choice_scoring``: ``"label"``, ``"mean"`` or ``"sum"``
+    (all in the module docstring).
     """
 
     def __init__(self, model, tokenizer, mode: str = "generate", temperature: float = 1.0, top_p: float = 1.0,
@@ -137,7 +166,9 @@ class TransformersPolicy(Policy):
                  system_prompt: str | None = None, name: str | None = None, batch_size: int | None = None,
                  share_prefix: bool = True, drop_finished: bool = True, static_cache: bool = False,
                  min_shared_prefix: int = 16, max_context: int | None = None,
-                 context_policy: str = "truncate") -> None:
+                 context_policy: str = "truncate", choice_scoring: str = DEFAULT_CHOICE_SCORING) -> None:
+        if choice_scoring not in CHOICE_SCORINGS:
+            raise ValueError(f"choice_scoring={choice_scoring!r} is not one of {list(CHOICE_SCORINGS)}")
         if context_policy not in CONTEXT_POLICIES:
             raise ValueError(f"context_policy={context_policy!r} is not one of {list(CONTEXT_POLICIES)}")
         if min_shared_prefix < 1:
@@ -178,6 +209,8 @@ class TransformersPolicy(Policy):
         self.static_cache = bool(static_cache)
         self.min_shared_prefix = int(min_shared_prefix)
         self.context_policy = context_policy
+        self.choice_scoring = choice_scoring
+        self._label_ids: dict[str, int] | None = None
         self.max_context = int(max_context) if max_context is not None else _model_context(model, tokenizer)
         if self.max_context is not None and self.max_context <= max_new_tokens:
             raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's context of "
@@ -193,6 +226,12 @@ class TransformersPolicy(Policy):
         model, tokenizer = load_model(name, device=device, dtype=dtype)
         kw.setdefault("name", f"hf:{name}:{kw.get('mode', 'generate')}")
         return cls(model, tokenizer, **kw)
+
+    def settings(self) -> dict[str, Any]:
+        out = super().settings()
+        if self.mode == "choice":     # how the recorded choice log-probabilities were computed
+            out["choice_scoring"] = self.choice_scoring
+        return out
 
     @property
     def device(self) -> torch.device:
@@ -253,7 +292,9 @@ class TransformersPolicy(Policy):
         action_ids: dict[int, list[list[int]]] = {}
         for i, r in enumerate(requests):
             if self.mode == "choice" and r.legal_actions:
-                action_ids[i] = self._action_ids(r.legal_actions)
+                action_ids[i] = self.move_ids(r.legal_actions)
+                if self.choice_scoring == "label":
+                    full[i] = self.encode_prompt(label_menu(r.text, r.legal_actions))
                 room = max(len(a) for a in action_ids[i])
                 mode = "choice"
             else:
@@ -335,8 +376,12 @@ class TransformersPolicy(Policy):
         owner = [i for i, acts in enumerate(action_ids) for _ in acts]
         flat = [a for acts in action_ids for a in acts]
         index = torch.tensor(owner, dtype=torch.long, device=device)
-        cache.batch_select_indices(index)
         n, L = len(flat), max(len(a) for a in flat)
+        if L == 1:   # one token per move (labels): the prompt's next-token distribution is all that is needed
+            ids = torch.tensor([a[0] for a in flat], dtype=torch.long, device=device)
+            logp = torch.log_softmax(last[index, 0].float(), dim=-1).gather(-1, ids[:, None])
+            return [logp[j] for j in range(n)]
+        cache.batch_select_indices(index)
         a_ids = torch.full((n, L), self.pad_id, dtype=torch.long)
         a_mask = torch.zeros((n, L), dtype=torch.long)
         for j, a in enumerate(flat):
@@ -361,31 +406,77 @@ class TransformersPolicy(Policy):
             out.append(a_ids)
         return out
 
+    def label_ids(self) -> dict[str, int]:
+        """The token id of each label character (``"label"`` scoring), checked to be one token each."""
+        if self._label_ids is None:
+            ids = {c: list(self.tokenizer(c, add_special_tokens=False)["input_ids"])
+                   for c in CHOICE_LABELS + DIGIT_LABELS}
+            bad = [c for c, x in ids.items() if len(x) != 1]
+            if bad:
+                raise ValueError(f"choice_scoring='label' needs one token per label character; this tokenizer splits "
+                                 f"{bad[:5]}; use choice_scoring='mean'")
+            self._label_ids = {c: x[0] for c, x in ids.items()}
+        return self._label_ids
+
+    def move_ids(self, legal: Sequence[str], scoring: str | None = None) -> list[list[int]]:
+        """The scored tokens of each legal move: its label's token (``"label"``), else its text's tokens."""
+        if (scoring or self.choice_scoring) == "label":
+            ids = self.label_ids()
+            return [[ids[c]] for c in choice_labels(legal)]
+        return self._action_ids(legal)
+
+    def choice_log_policy(self, prompts: list[list[int]], moves: list[list[list[int]]], scoring: str | None = None,
+                          model=None) -> list[tuple[torch.Tensor, list[torch.Tensor]]]:
+        """For each prompt (ids as the policy saw them) and its moves' scored tokens (:meth:`move_ids`): the
+        log-policy over its moves, ``log_softmax(score / T)`` (T = 1 at ``temperature=0``), and each move's
+        per-token log-probabilities. Differentiable when called with grad enabled: a trainer's new log-probabilities
+        are exactly those of the distribution the policy sampled from. ``model``: score with another module holding
+        the same weights (a data-parallel wrapper, a reference copy), one row per (prompt, move)."""
+        scoring = scoring or self.choice_scoring
+        if scoring not in CHOICE_SCORINGS:
+            raise ValueError(f"choice_scoring={scoring!r} is not one of {list(CHOICE_SCORINGS)}")
+        per_token: list[torch.Tensor] = []
+        if model is None or model is self.model:
+            for chunk in self._chunks(len(prompts)):
+                try:
+                    per_token.extend(self._score_with_shared_prompt([prompts[i] for i in chunk],
+                                                                    [moves[i] for i in chunk]))
+                except (AttributeError, TypeError, NotImplementedError):  # no batch-selectable KV cache: pairs
+                    per_token.extend(self._score_pairs(self.model, [prompts[i] for i in chunk],
+                                                       [moves[i] for i in chunk]))
+        else:
+            per_token = self._score_pairs(model, prompts, moves)
+        t = self.temperature if self.temperature > 0 else 1.0
+        out, k = [], 0
+        for acts in moves:
+            tokens = per_token[k:k + len(acts)]
+            k += len(acts)
+            score = torch.stack([x.mean() if scoring == "mean" else x.sum() for x in tokens])
+            out.append((torch.log_softmax(score.float() / t, dim=0), tokens))
+        return out
+
+    def _score_pairs(self, model, prompts, moves) -> list[torch.Tensor]:
+        pairs = [(p, a) for p, acts in zip(prompts, moves) for a in acts]
+        return sequence_logprobs(model, [p for p, _ in pairs], [a for _, a in pairs], pad_id=self.pad_id)
+
     def _choose(self, prompts: list[list[int]], legal: list[tuple[str, ...]], action_ids: list[list[list[int]]],
                 gen: torch.Generator) -> list[Generation]:
-        scores: list[torch.Tensor] = []
-        for chunk in self._chunks(len(prompts)):
-            try:
-                scores.extend(self._score_with_shared_prompt([prompts[i] for i in chunk],
-                                                             [action_ids[i] for i in chunk]))
-            except (AttributeError, TypeError, NotImplementedError):  # no batch-selectable KV cache: score pairs
-                pairs = [(prompts[i], a) for i in chunk for a in action_ids[i]]
-                scores.extend(sequence_logprobs(self.model, [p for p, _ in pairs], [a for _, a in pairs],
-                                                pad_id=self.pad_id))
-        gens, k = [], 0
-        for i, acts in enumerate(legal):
-            per_token = [s.float().cpu() for s in scores[k:k + len(acts)]]
-            k += len(acts)
-            ll = torch.stack([t.sum() for t in per_token])
+        scoring = self.choice_scoring
+        gens = []
+        for i, (logq, tokens) in enumerate(self.choice_log_policy(prompts, action_ids, scoring)):
+            logq = logq.float().cpu()
+            per_token = [x.float().cpu() for x in tokens]
+            ll = torch.stack([x.sum() for x in per_token])
+            score = torch.stack([x.mean() for x in per_token]) if scoring == "mean" else ll
             if self.temperature <= 0:
-                logq = torch.log_softmax(ll, dim=0)
-                c = int(ll.argmax())
+                c = int(score.argmax())
             else:
-                logq = torch.log_softmax(ll / self.temperature, dim=0)
                 c = int(torch.multinomial(logq.exp().to(gen.device), 1, generator=gen)[0])
+            acts = legal[i]
             gens.append(Generation(
                 action=acts[c], text=acts[c], prompt_ids=list(prompts[i]), completion_ids=list(action_ids[i][c]),
                 logprobs=per_token[c].tolist(),
                 extra={"mode": "choice", "choice_index": c, "choice_logprob": float(logq[c]),
-                       "choice_probs": logq.exp().tolist(), "choice_logliks": ll.tolist()}))
+                       "choice_probs": logq.exp().tolist(), "choice_logliks": ll.tolist(),
+                       "choice_scores": score.tolist(), "choice_scoring": scoring}))
         return gens

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 AGGREGATIONS = ("token-mean", "seq-mean")
 ADAPTERS = ("none", "shared", "per_role")
 MODES = ("generate", "choice")
+CHOICE_SCORINGS = ("label", "mean", "sum")   # baselines.policies.hf.CHOICE_SCORINGS (config imports no torch)
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -39,6 +40,10 @@ class TrainConfig:
                             "gibberish and does not learn the games")
     mode: str = _f("generate", "how an LLM decides: 'generate' (writes free text, parsed into a move) or 'choice' "
                                "(scores each legal move; what learns on CPU); ignored for mlp")
+    choice_scoring: str = _f("label", "choice mode's move scores: 'label' (the prompt lists the moves as (A) (B) ...; "
+                                      "the policy is the next-token distribution over the labels), 'mean' "
+                                      "(length-normalized log-likelihood of the move's text) or 'sum' (its "
+                                      "log-likelihood)")
     adapters: str = _f("none", "LoRA (peft): 'none' (train the full weights), 'shared' (one adapter for every role "
                                "of a model) or 'per_role' (one adapter per role on a shared base)")
     lora_r: int = _f(8, "LoRA rank (with --adapters shared or per_role)")
@@ -200,6 +205,8 @@ class TrainConfig:
             raise ValueError(f"--adapters must be one of {list(ADAPTERS)}, got {self.adapters!r}")
         if self.mode not in MODES:
             raise ValueError(f"--mode must be one of {list(MODES)}, got {self.mode!r}")
+        if self.choice_scoring not in CHOICE_SCORINGS:
+            raise ValueError(f"--choice-scoring must be one of {list(CHOICE_SCORINGS)}, got {self.choice_scoring!r}")
         if self.action_mode not in ("", "text", "discrete"):
             raise ValueError(f"--action-mode must be text or discrete, got {self.action_mode!r}")
         if self.dtype not in ("float32", "bfloat16"):

@@ -13,8 +13,10 @@ Which weights, as a choice and not a fork of the code (:func:`build_team`):
 
 Scoring a decision again. Free generation: the completion tokens' log-probabilities under ``softmax(logits / T)``
 (:func:`~baselines.policies.hf.sequence_logprobs`), without the top-p cut, so every sampled token has a finite
-log-probability. Choice mode: ``log softmax(loglik / T)[chosen]`` over the legal moves, each move's log-likelihood the
-sum of its tokens' (one "token" per decision). MLP: ``log softmax(logits / T)`` over the legal actions.
+log-probability. Choice mode: ``log softmax(score / T)[chosen]`` over the legal moves, with the score of the
+scoring the decision was sampled with (``"label"``, ``"mean"`` or ``"sum"``, recorded in the turn's
+``extra["choice_scoring"]``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP:
+``log softmax(logits / T)`` over the legal actions.
 """
 
 from __future__ import annotations
@@ -94,6 +96,11 @@ class Learner:
             if isinstance(p, AdapterPolicy):
                 p.inner.version = version
 
+    def micro_batches(self, samples: list[Sample], budget: int) -> list[list[Sample]]:
+        """``samples`` cut into micro-batches of at most ``budget`` tokens of forward work (a sample larger than the
+        budget goes alone), in order."""
+        return pack(samples, [s.cost for s in samples], budget)
+
     def logprobs(self, samples: list[Sample]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """New log-probabilities of every scored token of ``samples`` (flat, in order) and, where defined, the
         policy's entropy at each (choice and MLP decisions)."""
@@ -108,6 +115,32 @@ class Learner:
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         self.module.load_state_dict(state)
+
+
+def pack(items: list, costs: list[int], budget: int) -> list[list]:
+    """Greedy in-order packing of ``items`` into runs whose ``costs`` add up to at most ``budget`` (an item over the
+    budget goes alone)."""
+    batches: list[list] = []
+    cur: list = []
+    used = 0
+    for item, c in zip(items, costs):
+        if cur and used + c > budget:
+            batches.append(cur)
+            cur, used = [], 0
+        cur.append(item)
+        used += c
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 class MLPLearner(Learner):
@@ -146,6 +179,27 @@ class LLMLearner(Learner):
 
     def load_state_dict(self, state):
         self.module.load_state_dict(state, strict=self.adapters == "none")
+
+    def micro_batches(self, samples, budget):
+        """Micro-batches sized by the tokens the forward pass really computes. Choice decisions are scored with the
+        prompt prefilled once per distinct prompt and a shared prefix (a game's rules) once per micro-batch
+        (:func:`baselines.policies.decoding.prefill`), so they are sorted by (role, prompt) and each costs only the
+        tokens it does not share with the previous one; free-text turns (one row each) cost their full length.
+        Sorting changes no gradient: the aggregation weights are fixed over the whole batch beforehand."""
+        choice = sorted((s for s in samples if s.kind == "choice"), key=lambda s: (s.role, s.prompt_ids))
+        other = [s for s in samples if s.kind != "choice"]
+        min_shared = getattr(self.hf_policy, "min_shared_prefix", 16)
+        costs, prev = [], None
+        for s in choice:
+            moves = 1 if s.extra.get("choice_scoring") == "label" else 8 * max(1, len(s.legal))
+            lcp = _common_prefix(prev.prompt_ids, s.prompt_ids) if prev is not None and prev.role == s.role else 0
+            if lcp == len(s.prompt_ids) == len(prev.prompt_ids if prev is not None else []):
+                costs.append(moves)                                     # the same prompt: prefilled once
+            else:
+                costs.append(len(s.prompt_ids) - (lcp if lcp >= min_shared else 0) + moves)
+            prev = s
+        batches = pack(choice, costs, budget)
+        return batches + pack(other, [s.cost for s in other], budget)
 
     def _by_adapter(self, samples: list[Sample], switch: bool = True):
         """Runs of samples that share an adapter (per-role adapters: one run per role), in order."""
@@ -186,21 +240,16 @@ class LLMLearner(Learner):
                 for i, s in zip(gen, scores):
                     out[i] = s
             choice = [i for i in idx if samples[i].kind == "choice"]
-            if choice:
-                moves = [self.hf_policy._action_ids(samples[i].legal) for i in choice]
-                if model is self.module:
-                    # each prompt runs through the model once; its moves are scored on its KV cache (gradients flow
-                    # through the cache), as the policy scores them when it samples
-                    lls = self.hf_policy._score_with_shared_prompt([samples[i].prompt_ids for i in choice], moves)
-                else:   # a wrapped (data-parallel) or reference model: one row per (prompt, move)
-                    pairs = [(samples[i].prompt_ids, a) for i, acts in zip(choice, moves) for a in acts]
-                    lls = sequence_logprobs(model, [p for p, _ in pairs], [a for _, a in pairs], pad_id=self.pad_id)
-                k = 0
-                for i in choice:
-                    m = len(samples[i].legal)
-                    ll = torch.stack([x.sum() for x in lls[k:k + m]])
-                    k += m
-                    logq = torch.log_softmax(ll / t, dim=0)
+            for scoring in dict.fromkeys(samples[i].extra.get("choice_scoring", "sum") for i in choice):
+                # the distribution each decision was sampled from (its recorded scoring; "sum" before it was recorded):
+                # each prompt runs through the model once and its moves are scored on its KV cache (gradients flow
+                # through the cache), as the policy scores them when it samples; a wrapped (data-parallel) or
+                # reference model scores one row per (prompt, move)
+                these = [i for i in choice if samples[i].extra.get("choice_scoring", "sum") == scoring]
+                moves = [self.hf_policy.move_ids(samples[i].legal, scoring) for i in these]
+                dists = self.hf_policy.choice_log_policy([samples[i].prompt_ids for i in these], moves, scoring,
+                                                         model=model)
+                for i, (logq, _) in zip(these, dists):
                     out[i] = logq[int(samples[i].extra["choice_index"])].reshape(1)
                     ent[i] = -(logq.exp() * logq).sum().reshape(1)
         flat = torch.cat(out) if out else torch.zeros(0)
@@ -279,7 +328,8 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
 
     model, tok = load_model(name, device=cfg.device)
     model.requires_grad_(True)
-    settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens)
+    settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+                    choice_scoring=cfg.choice_scoring)
     if cfg.adapters == "none":
         policy = TransformersPolicy(model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
         return LLMLearner(roles, model, tok, {r: policy for r in roles}, trainable, label, "none", cfg.temperature,

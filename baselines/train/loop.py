@@ -143,7 +143,7 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
             # A zero advantage contributes nothing to the loss or its gradient: skip its forward pass. The weights
             # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
             mine = [s for s in mine if any(a != 0.0 for a in s.adv)]
-        batches = _micro_batches(mine, cfg.micro_batch_tokens)
+        batches = learner.micro_batches(mine, cfg.micro_batch_tokens)
         # verl's recompute: the old log-probabilities come from the training model itself, before any update. The
         # first epoch's forward passes all run before the first optimizer step, so they are that recompute: no
         # extra pass is needed.
@@ -233,9 +233,26 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
                                                    - float(b.team_rewards.get(t.team, 0.0)))
     for role, xs in sorted(free.items()):
         m[f"free_riding/{role}"] = float(np.mean(xs))
+    for role, xs in sorted(_rollout_entropy(episodes).items()):
+        m[f"policy_entropy/{role}"] = float(np.mean(xs))
     for k, v in diag.items():
         m[f"credit/{k}"] = float(v)
     return m
+
+
+def _rollout_entropy(episodes) -> dict[str, list[float]]:
+    """Per role, the entropy (nats) of each main-episode decision's sampled distribution over the legal moves, from
+    the probabilities the policy recorded (``choice_probs``: choice mode, scripted bots): the exploration left at
+    every step, from step 0 on, over every decision (not only those the update trains)."""
+    out: dict[str, list[float]] = {}
+    for e in episodes:
+        for t in e.turns:
+            probs = t.extra.get("choice_probs") if not t.replayed else None
+            if probs:
+                p = np.asarray(probs, dtype=np.float64)
+                p = p[p > 0]
+                out.setdefault(t.role, []).append(float(-(p * np.log(p)).sum()))
+    return out
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
