@@ -39,7 +39,7 @@ class TrainConfig:
                             "'tiny' is a randomly initialised 0.15M-parameter LLM for smoke tests only: it writes "
                             "gibberish and does not learn the games")
     mode: str = _f("generate", "how an LLM decides: 'generate' (writes free text, parsed into a move) or 'choice' "
-                               "(scores each legal move; what learns on CPU); ignored for mlp")
+                               "(scores each legal move: no format errors); ignored for mlp")
     choice_scoring: str = _f("label", "choice mode's move scores: 'label' (the prompt lists the moves as (A) (B) ...; "
                                       "the policy is the next-token distribution over the labels), 'mean' "
                                       "(length-normalized log-likelihood of the move's text) or 'sum' (its "
