@@ -34,7 +34,8 @@ from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
 
-BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas")
+BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
+             "mappo", "ippo")
 
 __all__ = ["BASELINES", "benchmark_credit"]
 
