@@ -54,8 +54,24 @@ methods in a family = non-overlapping 95% CIs. The leaderboard entry (:func:`ent
 scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
 family and an IQM aggregate like every other board.
 
-Figures (:func:`figures`): a radar chart of the family scores per method (bsuite's summary plot) and scaling curves
-(score against each family's knob: team size, delay, clue accuracy, idle seats).
+Output (issue 21's standard, in the leaderboard page's style: :mod:`leaderboard.render`):
+
+* :func:`verdicts`: the method under test against every baseline, on the aggregate and per family, "X above Y on
+  FAMILY: CIs separated (...)" or "X vs Y on FAMILY: no difference at 95% (...)", then the control check the suite
+  exists for, "control: shuffled below broadcast in k/n families"; :func:`coverage` says next to the numbers what
+  they cover (training seeds as the CI's units, the last-20%-of-training mean or the held-out evaluation).
+* :func:`comparison_text` (``comparison.md``, and what ``benchmark-credit`` prints): facts, notes, verdict, coverage
+  and the tables; no line is wider than 120 characters (a wide table is split by columns, repeating the method).
+* :func:`page` (``index.html``): :func:`leaderboard.render.page_head`'s style sheet and viewport; title naming the
+  method under test and the suite, facts (budget, seeds, runs, wall time), applicability notes, the verdict, real
+  HTML tables in horizontally scrollable wrappers (per family with the aggregate, training and counterfactual
+  tokens; per setting with the anchors), the method under test highlighted.
+* :func:`suite_figures`: a radar chart of the family means (bsuite's summary plot), one scaling figure per family
+  that sweeps a knob (score against team size, delay, clue accuracy, idle seats: the mean with a 95% t band), and
+  training tokens against the aggregate; one colour per method in every figure
+  (:class:`leaderboard.render.Palette`), legends below the axes. :func:`figures` writes them as PNG files.
+* :func:`board_columns`, a :data:`leaderboard.render.EXTRA_COLUMNS` hook: on a suite's leaderboard board, the
+  suite's aggregate beside the per-family columns.
 """
 
 from __future__ import annotations
@@ -531,7 +547,8 @@ def separated(a: tuple[float, float, float], b: tuple[float, float, float]) -> b
 
 
 def _ci(v: Sequence[float], digits: int = 3) -> str:
-    return f"{v[0]:.{digits}f} [{v[1]:.{digits}f}, {v[2]:.{digits}f}]"
+    x = [round(float(a), digits) + 0.0 for a in v[:3]]          # + 0.0: no "-0.00"
+    return f"{x[0]:.{digits}f} [{x[1]:.{digits}f}, {x[2]:.{digits}f}]"
 
 
 # ---------------------------------------------------------------------- what a reader sees: words and tables
@@ -595,7 +612,7 @@ def verdicts(suite: Suite, scored: dict[str, Any], under_test: str | None = None
         both = [f for f in fams if f in sh and f in br]
         below = [f for f in both if separated(br[f]["ci"], sh[f]["ci"])]
         rest = [f for f in both if f not in below]
-        out.append(f"control: shuffled below broadcast in {len(below)}/{len(both)} families, CIs separated"
+        out.append(f"control: shuffled below broadcast in {len(below)}/{len(both)} families with CIs separated"
                    + (f" ({', '.join(below)})" if below else "")
                    + (f"; not separated on {', '.join(rest)}" if rest else "")
                    + " (shuffled keeps the advantages' distribution and drops their credit: a suite that cannot "
@@ -1007,7 +1024,8 @@ def add_entry(e: dict[str, Any], store: str | Path) -> None:
 
 
 # ---------------------------------------------------------------------- the benchmark
-def page_context(suite: Suite, scored: dict[str, Any], method: str, runs: int | None = None, wall_s: float | None = None, execution: str = ""):
+def page_context(suite: Suite, scored: dict[str, Any], method: str, runs: int | None = None,
+                 wall_s: float | None = None, execution: str = ""):
     """The :class:`leaderboard.render.PageContext` of a suite comparison: its title (the method under test and the
     suite), the budget, the seeds, the runs and the wall time, and what ranks against what."""
     from leaderboard.render import PageContext
