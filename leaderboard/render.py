@@ -620,7 +620,14 @@ def _suite_columns(board: Board) -> list[tuple[str, Callable[[Row], str]]]:
     return board_columns(board)
 
 
+def _suite_figures(board: Board, entries: list[dict], palette: Palette) -> list[Figure]:
+    from leaderboard.suite import board_figures       # the suite's radar on its board (issue 16)
+
+    return board_figures(board, entries, palette)
+
+
 EXTRA_COLUMNS.append(_suite_columns)
+EXTRA_FIGURES.append(_suite_figures)
 
 
 def render(store, out: str | Path) -> tuple[Path, Path]:

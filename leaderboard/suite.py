@@ -95,7 +95,7 @@ SUITE_DIR = PROTOCOL_DIR / "suite"
 
 __all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "list_suites", "load_suite", "plan", "run_one", "execute",
            "score", "table", "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page",
-           "page_context", "board_columns", "entry", "benchmark_suite"]
+           "page_context", "board_columns", "board_figures", "entry", "benchmark_suite"]
 
 
 @dataclass(frozen=True)
@@ -789,11 +789,56 @@ def _scaling_axes(ax, fam: Family, scored: dict[str, Any], palette) -> dict[str,
     return colours
 
 
+def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: str):
+    """bsuite's radar: per method (its palette colour), the mean family scores, clipped to [0, 1]."""
+    import numpy as np
+    from matplotlib.colors import to_hex
+
+    from leaderboard.render import Figure, figure_png, legend_below, mpl_text, pyplot
+
+    plt = pyplot()
+    angles = np.linspace(0, 2 * np.pi, len(fams), endpoint=False).tolist()
+    fig = plt.figure(figsize=(4.6, 4.6), layout="constrained")
+    ax = fig.add_subplot(111, polar=True)
+    colours = {}
+    for m, by_family in means.items():
+        vals = [min(1.0, max(0.0, by_family[f])) if f in by_family else 0.0 for f in fams]
+        colour = palette.colour(m)
+        (line,) = ax.plot(angles + angles[:1], vals + vals[:1], color=colour, lw=2, label=mpl_text(m))
+        ax.fill(angles + angles[:1], vals + vals[:1], color=colour, alpha=0.08)
+        colours[m] = to_hex(line.get_color())
+    ax.set_xticks(angles, [f.replace("_", "\n") for f in fams], fontsize=9)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=7, color="#555")
+    ax.set_title("family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])", fontsize=9)
+    legend_below(fig, ax)
+    f = Figure("radar", f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, normalized "
+                        f"so that random play = 0 and the optimum = 1, clipped to [0, 1]; the CIs are in the table.",
+               figure_png(fig), colours)
+    plt.close(fig)
+    return f
+
+
+def board_figures(board, entries: list[dict], palette) -> list:
+    """:data:`leaderboard.render.EXTRA_FIGURES` hook: on a suite's leaderboard board, the radar of every entry's
+    family means (from its stored results), in the page's colours."""
+    if board.protocol not in list_suites():
+        return []
+    short = {r.label: r.short for r in board.rows}
+    means = {short[e["label"]]: {f: float(x["ci"][0]) for f, x in e["results"].get("families", {}).items()}
+             for e in entries if e["label"] in short}
+    means = {m: v for m, v in means.items() if v}
+    fams = [f.name for f in load_suite(board.protocol).families if any(f.name in v for v in means.values())]
+    if not fams:
+        return []
+    runs = sorted({r.runs for r in board.rows})
+    return [_radar(fams, dict(sorted(means.items())), palette, "/".join(map(str, runs)))]
+
+
 def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
     """The page's figures (:class:`leaderboard.render.Figure`, one colour per method from ``palette``): the radar of
     the family means (bsuite's summary), one scaling figure per family that sweeps a knob over several settings
     (mean with a 95% t band over seeds), and training tokens against the aggregate."""
-    import numpy as np
     from matplotlib.colors import to_hex
 
     from leaderboard.render import Figure, figure_png, legend_below, mpl_text, pyplot
@@ -804,26 +849,8 @@ def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
     seeds = sorted({len(v["seeds"]) for v in scored["methods"].values()})
     n = "/".join(map(str, seeds))
     if fams:
-        angles = np.linspace(0, 2 * np.pi, len(fams), endpoint=False).tolist()
-        fig = plt.figure(figsize=(4.6, 4.6), layout="constrained")
-        ax = fig.add_subplot(111, polar=True)
-        colours = {}
-        for m, v in scored["methods"].items():
-            vals = [min(1.0, max(0.0, v["families"][f.name]["ci"][0])) if f.name in v["families"] else 0.0
-                    for f in fams]
-            colour = palette.colour(m)
-            (line,) = ax.plot(angles + angles[:1], vals + vals[:1], color=colour, lw=2, label=mpl_text(m))
-            ax.fill(angles + angles[:1], vals + vals[:1], color=colour, alpha=0.08)
-            colours[m] = to_hex(line.get_color())
-        ax.set_xticks(angles, [f.name.replace("_", "\n") for f in fams], fontsize=9)
-        ax.set_ylim(0, 1)
-        ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=7, color="#555")
-        ax.set_title("family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])", fontsize=9)
-        legend_below(fig, ax)
-        out.append(Figure("radar", f"Family scores (bsuite's radar): the mean over {n} training seeds per family, "
-                                   f"normalized so that random play = 0 and the optimum = 1, clipped to [0, 1]; the "
-                                   f"CIs are in the table.", figure_png(fig), colours))
-        plt.close(fig)
+        means = {m: {f: x["ci"][0] for f, x in v["families"].items()} for m, v in scored["methods"].items()}
+        out.append(_radar([f.name for f in fams], means, palette, n))
     for fam in suite.families:
         if not fam.knob or len(fam.settings) < 2 or fam not in fams:
             continue

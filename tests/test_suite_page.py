@@ -153,6 +153,11 @@ def test_render_shows_suite_entries_with_the_suite_aggregate_and_a_column_per_fa
     assert f"## {SUITE} (credit track)" in md and "broadcast above" in md               # a verdict for the board
     site = (tmp_path / "site" / "index.html").read_text()
     assert "suite aggregate, mean of families [95% t CI]</th>" in site
+    # the suite's radar joins the board's figures, each method in the colour it has in the IQM figure
+    drawn = {key: json.loads(html.unescape(c)) for key, c in re.findall(r"data-figure='([^']*)' data-colours='([^']*)'",
+                                                                       site)}
+    assert set(drawn["radar"]) == {"broadcast", "shuffled", "loo"}
+    assert all(drawn["radar"][m] == drawn["iqm"][m] for m in drawn["radar"])
 
 
 def test_board_columns_leave_other_boards_alone():
