@@ -741,7 +741,7 @@ def board_columns(board) -> list[tuple[str, Callable]]:
         per_seed = [sum(sum(f[i]) / len(f[i]) for f in fams) / len(fams) for i in range(seeds)]
         return _ci(mean_ci(per_seed))
 
-    return [("suite aggregate, mean of families [95% t CI]", aggregate)]
+    return [("suite aggregate [95% t CI]", aggregate)]
 
 
 # ---------------------------------------------------------------------- figures
@@ -827,12 +827,12 @@ def board_figures(board, entries: list[dict], palette) -> list:
     short = {r.label: r.short for r in board.rows}
     means = {short[e["label"]]: {f: float(x["ci"][0]) for f, x in e["results"].get("families", {}).items()}
              for e in entries if e["label"] in short}
-    means = {m: v for m, v in means.items() if v}
+    means = {r.short: means[r.short] for r in board.rows if means.get(r.short)}      # the table's order
     fams = [f.name for f in load_suite(board.protocol).families if any(f.name in v for v in means.values())]
     if not fams:
         return []
     runs = sorted({r.runs for r in board.rows})
-    return [_radar(fams, dict(sorted(means.items())), palette, "/".join(map(str, runs)))]
+    return [_radar(fams, means, palette, "/".join(map(str, runs)))]
 
 
 def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
