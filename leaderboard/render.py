@@ -46,8 +46,8 @@ from leaderboard.stats import bootstrap_cells, cell_matrix
 from leaderboard.store import load_entries, read_index
 
 __all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "boards", "clean",
-           "comparison_markdown", "figure_png", "html_text", "markdown", "md_cell", "mpl_text", "page", "render",
-           "show", "show_text"]
+           "comparison_markdown", "context_html", "figure_html", "figure_png", "html_text", "legend_below",
+           "markdown", "md_cell", "mpl_text", "page", "page_head", "pyplot", "render", "show", "show_text"]
 
 SHOW_WIDTH = 120
 
@@ -549,12 +549,17 @@ def _html_board(board: Board, entries: list[dict], palette: Palette, under_test:
         out.append(f"<p>Opponents' Elo ({html_text(board.elo_anchor)} fixed at 1000): "
                    f"{html_text(_opponents(board), 400)}</p>")
     out.append("<div class='figs'>")
-    for f in figures(board, entries, palette):
-        out.append(f"<figure data-figure='{html_text(f.key)}' data-colours='{html_text(json.dumps(f.colours), 4000)}'>"
-                   f"<img class='plot' alt='{html_text(f.caption, 300)}' src='data:image/png;base64,{f.png}'>"
-                   f"<figcaption>{html_text(f.caption, 400)}</figcaption></figure>")
+    out += [figure_html(f) for f in figures(board, entries, palette)]
     out.append("</div>")
     return out
+
+
+def figure_html(f: Figure) -> str:
+    """One figure of a page: the PNG, its caption, and the colours each method was drawn in (``data-colours``, which
+    the page test reads back from the pixels)."""
+    return (f"<figure data-figure='{html_text(f.key)}' data-colours='{html_text(json.dumps(f.colours), 4000)}'>"
+            f"<img class='plot' alt='{html_text(f.caption, 300)}' src='data:image/png;base64,{f.png}'>"
+            f"<figcaption>{html_text(f.caption, 400)}</figcaption></figure>")
 
 
 def page(found: list[tuple[Board, list[dict]]], context: PageContext | None = None) -> str:
@@ -562,20 +567,9 @@ def page(found: list[tuple[Board, list[dict]]], context: PageContext | None = No
     facts and notes, the method under test highlighted and compared with every other entry)."""
     title = context.title if context else "marl_llm_envs leaderboard"
     palette = Palette(r.short for board, _ in found for r in board.rows)
-    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
-             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-             f"<title>{html_text(title, 200)}</title>",
-             f"<style>{_CSS}</style><script>{_SORT_JS}</script></head><body>", f"<h1>{html_text(title, 200)}</h1>"]
+    parts = page_head(title)
     if context is not None:
-        if context.under_test:
-            parts.append(f"<p>Method under test: <strong>{html_text(context.under_test)}</strong> (highlighted); "
-                         f"the verdict compares it with every other entry.</p>")
-        if context.facts:
-            parts.append("<dl class='facts'>" + "".join(f"<dt>{html_text(k)}</dt><dd>{html_text(v, 600)}</dd>"
-                                                        for k, v in context.facts) + "</dl>")
-        if context.notes:
-            parts.append("<ul class='notes'>" + "".join(f"<li>{html_text(n, 600)}</li>" for n in context.notes) +
-                         "</ul>")
+        parts += context_html(context)
     parts.append("<p>Scores are normalized per task (random = 0, reference policy = 1) and recomputed from "
                  "replay-validated episodes. IQM over runs &times; tasks with a seeded stratified-bootstrap 95% CI; "
                  "rank = 1 + the number of entries whose CI lies entirely above. P(entry &gt; leader): the "
@@ -590,6 +584,50 @@ def page(found: list[tuple[Board, list[dict]]], context: PageContext | None = No
         parts += _html_board(board, entries, palette, context.under_test if context else None)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def page_head(title: str) -> list[str]:
+    """The start of a page in this module's style (viewport meta, the style sheet, the sort script) up to its
+    ``<h1>``; other pages (the credit suite's) start with it so every page looks alike. End with ``</body></html>``."""
+    return ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+            f"<title>{html_text(title, 200)}</title>",
+            f"<style>{_CSS}</style><script>{_SORT_JS}</script></head><body>", f"<h1>{html_text(title, 200)}</h1>"]
+
+
+def context_html(context: PageContext) -> list[str]:
+    """The method under test, the facts and the notes of a comparison page."""
+    parts = []
+    if context.under_test:
+        parts.append(f"<p>Method under test: <strong>{html_text(context.under_test)}</strong> (highlighted); "
+                     f"the verdict compares it with every other entry.</p>")
+    if context.facts:
+        parts.append("<dl class='facts'>" + "".join(f"<dt>{html_text(k)}</dt><dd>{html_text(v, 600)}</dd>"
+                                                    for k, v in context.facts) + "</dl>")
+    if context.notes:
+        parts.append("<ul class='notes'>" + "".join(f"<li>{html_text(n, 600)}</li>" for n in context.notes) +
+                     "</ul>")
+    return parts
+
+
+pyplot = _pyplot                      # public names for other pages' figures (the credit suite's)
+legend_below = _legend_below
+
+
+def _suite_columns(board: Board) -> list[tuple[str, Callable[[Row], str]]]:
+    from leaderboard.suite import board_columns       # the credit suite's aggregate (issue 16); lazy: no cycle
+
+    return board_columns(board)
+
+
+def _suite_figures(board: Board, entries: list[dict], palette: Palette) -> list[Figure]:
+    from leaderboard.suite import board_figures       # the suite's radar on its board (issue 16)
+
+    return board_figures(board, entries, palette)
+
+
+EXTRA_COLUMNS.append(_suite_columns)
+EXTRA_FIGURES.append(_suite_figures)
 
 
 def render(store, out: str | Path) -> tuple[Path, Path]:

@@ -54,8 +54,24 @@ methods in a family = non-overlapping 95% CIs. The leaderboard entry (:func:`ent
 scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
 family and an IQM aggregate like every other board.
 
-Figures (:func:`figures`): a radar chart of the family scores per method (bsuite's summary plot) and scaling curves
-(score against each family's knob: team size, delay, clue accuracy, idle seats).
+Output (issue 21's standard, in the leaderboard page's style: :mod:`leaderboard.render`):
+
+* :func:`verdicts`: the method under test against every baseline, on the aggregate and per family, "X above Y on
+  FAMILY: CIs separated (...)" or "X vs Y on FAMILY: no difference at 95% (...)", then the control check the suite
+  exists for, "control: shuffled below broadcast in k/n families"; :func:`coverage` says next to the numbers what
+  they cover (training seeds as the CI's units, the last-20%-of-training mean or the held-out evaluation).
+* :func:`comparison_text` (``comparison.md``, and what ``benchmark-credit`` prints): facts, notes, verdict, coverage
+  and the tables; no line is wider than 120 characters (a wide table is split by columns, repeating the method).
+* :func:`page` (``index.html``): :func:`leaderboard.render.page_head`'s style sheet and viewport; title naming the
+  method under test and the suite, facts (budget, seeds, runs, wall time), applicability notes, the verdict, real
+  HTML tables in horizontally scrollable wrappers (per family with the aggregate, training and counterfactual
+  tokens; per setting with the anchors), the method under test highlighted.
+* :func:`suite_figures`: a radar chart of the family means (bsuite's summary plot), one scaling figure per family
+  that sweeps a knob (score against team size, delay, clue accuracy, idle seats: the mean with a 95% t band), and
+  training tokens against the aggregate; one colour per method in every figure
+  (:class:`leaderboard.render.Palette`), legends below the axes. :func:`figures` writes them as PNG files.
+* :func:`board_columns`, a :data:`leaderboard.render.EXTRA_COLUMNS` hook: on a suite's leaderboard board, the
+  suite's aggregate beside the per-family columns.
 """
 
 from __future__ import annotations
@@ -78,7 +94,8 @@ SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
 
 __all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "list_suites", "load_suite", "plan", "run_one", "execute",
-           "score", "table", "figures", "entry", "benchmark_suite"]
+           "score", "table", "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page",
+           "page_context", "board_columns", "board_figures", "entry", "benchmark_suite"]
 
 
 @dataclass(frozen=True)
@@ -529,101 +546,375 @@ def separated(a: tuple[float, float, float], b: tuple[float, float, float]) -> b
     return a[1] > b[2]
 
 
-def _ci(v: Sequence[float]) -> str:
-    return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
+def _ci(v: Sequence[float], digits: int = 3) -> str:
+    x = [round(float(a), digits) + 0.0 for a in v[:3]]          # + 0.0: no "-0.00"
+    return f"{x[0]:.{digits}f} [{x[1]:.{digits}f}, {x[2]:.{digits}f}]"
 
 
-def table(suite: Suite, scored: dict[str, Any], skipped: dict[str, dict[str, str]] | None = None) -> str:
-    """Markdown: the aggregate and a column per family (mean [95% CI] over seeds), then every setting."""
+# ---------------------------------------------------------------------- what a reader sees: words and tables
+TEXT_WIDTH = 120          # the printed comparison (comparison.md is the same text) fits a 120-column terminal
+
+
+def coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
+    """What each number covers, in words: the units of the CI (training seeds), how a family and the aggregate
+    average, and what a setting's raw score is (the training tail, or held-out evaluation against a reference)."""
+    seeds = sorted({len(v["seeds"]) for v in scored["methods"].values()}) or [0]
+    n = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+    played = {s.play for s in suite.settings if s.name in scored["anchors"]}
+    out = [f"Every score: the mean over {n} training seeds with a 95% Student-t CI (the seeds are the independent "
+           f"units); normalized per setting, uniform-random play = 0 and the optimum or reference policy = 1. A "
+           f"family's score of a seed is the mean over its settings; the aggregate is the mean over the families."]
+    frac = suite.score["last_fraction"]
+    if "self" in played:
+        b = suite.train
+        tail = max(1, math.ceil(b["steps"] * frac))
+        out.append(f"Cooperative settings (the team plays every seat): the mean team reward over the last "
+                   f"{frac:.0%} of training ({tail} of {b['steps']} steps x {b['tasks_per_step'] * b['group_size']} "
+                   f"fresh episodes at the suite's budget), not a held-out evaluation.")
+    if "versus" in played:
+        vs = [s for s in suite.settings if s.play == "versus" and s.name in scored["anchors"]]
+        counts = sorted({s.eval_count or suite.score["eval_count"] for s in vs})
+        opp = sorted({s.opponent for s in vs})
+        out.append(f"Zero-sum settings (both seats learn): the final policy against {', '.join(opp)} on "
+                   f"{'/'.join(map(str, counts))} held-out deals (seeds from 2**40) in each seat, payoffs averaged.")
+    return out
+
+
+def _family_line(a: str, b: str, where: str, ca, cb) -> str:
+    nums = f"({a} {_ci(ca, 2)}, {b} {_ci(cb, 2)})"
+    if separated(ca, cb):
+        return f"{a} above {b} on {where}: CIs separated {nums}"
+    if separated(cb, ca):
+        return f"{b} above {a} on {where}: CIs separated {nums}"
+    return f"{a} vs {b} on {where}: no difference at 95% {nums}"
+
+
+def verdicts(suite: Suite, scored: dict[str, Any], under_test: str | None = None) -> list[str]:
+    """The comparison in sentences: ``under_test`` (default: the first method) against every other method on the
+    aggregate and on each family both were scored on ("broadcast above shuffled on team_size: CIs separated (...)",
+    "broadcast vs loo on zero_sum: no difference at 95% (...)"), then the control check the suite exists for:
+    ``shuffled`` (no credit information) below ``broadcast`` in k of n families."""
+    methods = scored["methods"]
+    if not methods:
+        return ["no method was scored"]
+    mine = under_test if under_test in methods else next(iter(methods))
     fams = [f.name for f in suite.families]
+    out = []
+    for other in methods:
+        if other == mine:
+            continue
+        a, b = methods[mine], methods[other]
+        out.append(_family_line(mine, other, "the aggregate", a["aggregate"]["ci"], b["aggregate"]["ci"]))
+        out += [_family_line(mine, other, f, a["families"][f]["ci"], b["families"][f]["ci"])
+                for f in fams if f in a["families"] and f in b["families"]]
+    if "shuffled" in methods and "broadcast" in methods:
+        sh, br = methods["shuffled"]["families"], methods["broadcast"]["families"]
+        both = [f for f in fams if f in sh and f in br]
+        below = [f for f in both if separated(br[f]["ci"], sh[f]["ci"])]
+        rest = [f for f in both if f not in below]
+        out.append(f"control: shuffled below broadcast in {len(below)}/{len(both)} families with CIs separated"
+                   + (f" ({', '.join(below)})" if below else "")
+                   + (f"; not separated on {', '.join(rest)}" if rest else "")
+                   + " (shuffled keeps the advantages' distribution and drops their credit: a suite that cannot "
+                     "separate it measures no credit there)")
+    return out
+
+
+def _fit(cols: list[str], rows: list[list[str]], keep: int = 1, width: int = TEXT_WIDTH) -> list[str]:
+    """A Markdown table, split by columns into several (each repeating the first ``keep`` columns) where one would be
+    wider than ``width`` characters: the printed comparison wraps cleanly instead of by the terminal."""
+    w = [max(len(c), *(len(r[i]) for r in rows)) + 3 for i, c in enumerate(cols)]
+    chunks, current = [], []
+    for i in range(keep, len(cols)):
+        if current and 1 + sum(w[:keep]) + sum(w[j] for j in current) + w[i] > width:
+            chunks.append(current)
+            current = []
+        current.append(i)
+    if current or not chunks:
+        chunks.append(current)
+    out = []
+    for chunk in chunks:
+        idx = list(range(keep)) + chunk
+        if out:
+            out.append("")
+        out.append("| " + " | ".join(cols[i] for i in idx) + " |")
+        out.append("|" + "---|" * len(idx))
+        out += ["| " + " | ".join(r[i] for i in idx) + " |" for r in rows]
+    return out
+
+
+def _tokens(v: dict[str, Any]) -> tuple[int, int]:
+    t = v.get("tokens", {})
+    return int(t.get("main", 0)) + int(t.get("branches", 0)), int(t.get("branches", 0))
+
+
+def _family_rows(suite: Suite, scored: dict[str, Any], digits: int = 3) -> tuple[list[str], list[list[str]]]:
+    fams = [f.name for f in suite.families]
+    cols = ["method", "aggregate"] + fams + ["runs", "train tokens", "counterfactual tokens"]
+    rows = []
+    for m, v in scored["methods"].items():
+        total, branches = _tokens(v)
+        rows.append([m, _ci(v["aggregate"]["ci"], digits)] +
+                    [_ci(v["families"][f]["ci"], digits) if f in v["families"] else "n/a" for f in fams] +
+                    [str(len(v["seeds"]) * len(v["settings"])), str(total), str(branches)])
+    return cols, rows
+
+
+def _setting_rows(suite: Suite, scored: dict[str, Any], digits: int = 3) -> tuple[list[str], list[list[str]]]:
     methods = list(scored["methods"])
-    lines = ["| method | aggregate | " + " | ".join(fams) + " |", "|---|---|" + "---|" * len(fams)]
-    for m in methods:
-        v = scored["methods"][m]
-        lines.append(f"| {m} | {_ci(v['aggregate']['ci'])} | " + " | ".join(
-            _ci(v["families"][f]["ci"]) if f in v["families"] else "n/a" for f in fams) + " |")
-    lines += ["", "Per setting (normalized: random = 0, optimum/reference = 1; anchors measured with the setting's "
-                  "kwargs):", "", "| setting | zero | one | " + " | ".join(methods) + " |",
-              "|---|---|---|" + "---|" * len(methods)]
+    cols = ["setting", "zero", "one"] + methods
+    rows = []
     for s in suite.settings:
         if s.name not in scored["anchors"]:
             continue
         a = scored["anchors"][s.name]
-        cells = [_ci(scored["methods"][m]["settings"][s.name]["ci"]) if s.name in scored["methods"][m]["settings"]
-                 else "n/a" for m in methods]
-        lines.append(f"| {s.name} | {a['zero']:.3f} | {a['one']:.3f} | " + " | ".join(cells) + " |")
-    if skipped:
+        rows.append([s.name, f"{a['zero']:.3f}", f"{a['one']:.3f}"] +
+                    [_ci(scored["methods"][m]["settings"][s.name]["ci"], digits)
+                     if s.name in scored["methods"][m]["settings"] else "n/a" for m in methods])
+    return cols, rows
+
+
+def _skip_notes(skipped: dict[str, dict[str, str]] | None) -> list[str]:
+    return [f"{m} is not applicable on {', '.join(why)} ({'; '.join(sorted(set(why.values())))})"
+            for m, why in (skipped or {}).items() if why]
+
+
+def _wrap(text: str, first: str = "", rest: str = "  ") -> list[str]:
+    """``text`` in lines of at most 120 characters, never broken inside a bracket (a CI stays on one line)."""
+    import re
+    import textwrap
+
+    glued = re.sub(r"\[[^\[\]]{0,40}\]", lambda m: m.group(0).replace(" ", "\x00"), text)
+    lines = textwrap.wrap(glued, TEXT_WIDTH, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                          break_on_hyphens=False) or [first.rstrip()]
+    return [line.replace("\x00", " ") for line in lines]
+
+
+def table(suite: Suite, scored: dict[str, Any], skipped: dict[str, dict[str, str]] | None = None) -> str:
+    """Markdown, at most 120 columns wide (wider tables are split by columns): the aggregate and a column per family
+    (mean [95% CI] over seeds) with each method's training tokens, then every setting with its anchors."""
+    cols, rows = _family_rows(suite, scored)
+    lines = _fit(cols, rows)
+    cols, rows = _setting_rows(suite, scored)
+    lines += [""] + _wrap("Per setting (normalized: random = 0, optimum/reference = 1; zero and one: the anchors' "
+                          "raw values, measured with the setting's kwargs):", rest="") + [""]
+    if rows:
+        lines += _fit(cols, rows)
+    notes = _skip_notes(skipped)
+    if notes:
         lines.append("")
-    for m, why in (skipped or {}).items():
-        reasons = sorted(set(why.values()))
-        lines.append(f"- {m} is not applicable on {', '.join(why)} ({'; '.join(reasons)})")
+    for n in notes:
+        lines += _wrap(n, "- ")
     return "\n".join(lines) + "\n"
 
 
+def comparison_text(suite: Suite, scored: dict[str, Any], context, skipped=None) -> str:
+    """``comparison.md``, also what ``benchmark-credit`` prints: title, facts, notes, the verdict, what the numbers
+    cover, and the tables; no line is wider than 120 characters."""
+    out = [f"# {context.title}", ""]
+    for k, v in context.facts:
+        out += _wrap(f"{k}: {v}", "- ")
+    for n in context.notes:
+        out += _wrap(n, "- ")
+    out += ["", "Verdict:", ""]
+    for v in verdicts(suite, scored, context.under_test):
+        out += _wrap(v, "- ")
+    out.append("")
+    for c in coverage(suite, scored):
+        out += _wrap(c, rest="")
+    out += [""] + table(suite, scored, skipped).rstrip("\n").splitlines()
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------- the leaderboard's suite columns
+def board_columns(board) -> list[tuple[str, Callable]]:
+    """:data:`leaderboard.render.EXTRA_COLUMNS` hook: on a suite's board, the suite's own aggregate (the mean over
+    families of a seed, mean over seeds, 95% t CI, as ``benchmark-credit`` prints it), from the entry's per-seed,
+    per-setting scores. The per-family columns are the board's per-task columns (a suite entry's tasks are its
+    families)."""
+    if board.protocol not in list_suites():
+        return []
+
+    def aggregate(row) -> str:
+        fams = list(row.scores.values())
+        seeds = min(len(f) for f in fams)
+        per_seed = [sum(sum(f[i]) / len(f[i]) for f in fams) / len(fams) for i in range(seeds)]
+        return _ci(mean_ci(per_seed))
+
+    return [("suite aggregate [95% t CI]", aggregate)]
+
+
 # ---------------------------------------------------------------------- figures
-def _png(fig) -> str:
-    import base64
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+def _variants(fam: Family) -> dict[str, list[Setting]]:
+    groups: dict[str, list[Setting]] = {}
+    for s in fam.settings:             # one line per method and variant (e.g. voting's two reward schemes)
+        groups.setdefault(s.name.rsplit("/", 1)[0], []).append(s)
+    return groups
 
 
-def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None) -> dict[str, str]:
-    """``{"radar": base64 PNG, "scaling": base64 PNG}`` (written as PNG files into ``out`` when given): the radar of
-    the family scores (clipped to [0, 1], as bsuite) and, per family with a knob, score against the knob with 95%
-    CIs, one line per method."""
-    import base64
+def _scaling_axes(ax, fam: Family, scored: dict[str, Any], palette) -> dict[str, str]:
+    """Score against the family's knob on ``ax``: per method (its palette colour) and variant (a line style), the
+    mean over seeds with a 95% t band; returns the colours drawn."""
+    from matplotlib.colors import to_hex
 
-    import matplotlib
+    from leaderboard.render import mpl_text
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    fams = [f.name for f in suite.families]
-    pngs = {}
-    angles = np.linspace(0, 2 * np.pi, len(fams), endpoint=False).tolist()
-    fig = plt.figure(figsize=(5.5, 5.5))
-    ax = fig.add_subplot(111, polar=True)
+    groups = _variants(fam)
+    styles = ["-", "--", ":", "-."]
+    colours = {}
     for m, v in scored["methods"].items():
-        vals = [min(1.0, max(0.0, v["families"][f]["ci"][0])) if f in v["families"] else 0.0 for f in fams]
-        ax.plot(angles + angles[:1], vals + vals[:1], label=m)
-        ax.fill(angles + angles[:1], vals + vals[:1], alpha=0.1)
-    ax.set_xticks(angles, [f.replace("_", "\n") for f in fams])
+        for k, (variant, ss) in enumerate(groups.items()):
+            pts = sorted((s.knob, v["settings"][s.name]["ci"]) for s in ss if s.name in v["settings"])
+            if not pts:
+                continue
+            x = [p[0] for p in pts]
+            colour = palette.colour(m)
+            label = m if len(groups) == 1 else f"{m}, {variant.rsplit('/', 1)[-1]}"
+            (line,) = ax.plot(x, [p[1][0] for p in pts], color=colour, ls=styles[k % len(styles)], marker="o",
+                              ms=4, lw=2, label=mpl_text(label))
+            ax.fill_between(x, [p[1][1] for p in pts], [p[1][2] for p in pts], color=colour, alpha=0.12, lw=0)
+            colours[m] = to_hex(line.get_color())
+    knobs = [s.knob for s in fam.settings]
+    if all(isinstance(k, (int, float)) and k > 0 for k in knobs) and max(knobs) / min(knobs) >= 8:
+        ax.set_xscale("log", base=2)
+    if all(isinstance(k, (int, float)) for k in knobs):
+        ax.set_xticks(sorted(set(knobs)), [f"{k:g}" for k in sorted(set(knobs))])
+        ax.minorticks_off()
+    ax.axhline(0, color="grey", lw=0.8, ls=":")
+    ax.axhline(1, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel(f"{fam.knob} (the env's kwarg; log scale)" if ax.get_xscale() == "log" else
+                  f"{fam.knob} (the env's kwarg)")
+    ax.set_ylabel("normalized score\n(random = 0, optimum = 1)")
+    ax.grid(alpha=0.3)
+    return colours
+
+
+def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: str):
+    """bsuite's radar: per method (its palette colour), the mean family scores, clipped to [0, 1]."""
+    import numpy as np
+    from matplotlib.colors import to_hex
+
+    from leaderboard.render import Figure, figure_png, legend_below, mpl_text, pyplot
+
+    plt = pyplot()
+    angles = np.linspace(0, 2 * np.pi, len(fams), endpoint=False).tolist()
+    fig = plt.figure(figsize=(4.6, 4.6), layout="constrained")
+    ax = fig.add_subplot(111, polar=True)
+    colours = {}
+    for m, by_family in means.items():
+        vals = [min(1.0, max(0.0, by_family[f])) if f in by_family else 0.0 for f in fams]
+        colour = palette.colour(m)
+        (line,) = ax.plot(angles + angles[:1], vals + vals[:1], color=colour, lw=2, label=mpl_text(m))
+        ax.fill(angles + angles[:1], vals + vals[:1], color=colour, alpha=0.08)
+        colours[m] = to_hex(line.get_color())
+    ax.set_xticks(angles, [f.replace("_", "\n") for f in fams], fontsize=9)
     ax.set_ylim(0, 1)
-    ax.set_title(f"{suite.key}: family scores (random = 0, optimum = 1)")
-    ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.3, 1.1))
-    pngs["radar"] = _png(fig)
+    ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=7, color="#555")
+    ax.set_title("family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])", fontsize=9)
+    legend_below(fig, ax)
+    f = Figure("radar", f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, normalized "
+                        f"so that random play = 0 and the optimum = 1, clipped to [0, 1]; the CIs are in the table.",
+               figure_png(fig), colours)
     plt.close(fig)
-    knobbed = [f for f in suite.families if f.knob and len(f.settings) > 1]
+    return f
+
+
+def board_figures(board, entries: list[dict], palette) -> list:
+    """:data:`leaderboard.render.EXTRA_FIGURES` hook: on a suite's leaderboard board, the radar of every entry's
+    family means (from its stored results), in the page's colours."""
+    if board.protocol not in list_suites():
+        return []
+    short = {r.label: r.short for r in board.rows}
+    means = {short[e["label"]]: {f: float(x["ci"][0]) for f, x in e["results"].get("families", {}).items()}
+             for e in entries if e["label"] in short}
+    means = {r.short: means[r.short] for r in board.rows if means.get(r.short)}      # the table's order
+    fams = [f.name for f in load_suite(board.protocol).families if any(f.name in v for v in means.values())]
+    if not fams:
+        return []
+    runs = sorted({r.runs for r in board.rows})
+    return [_radar(fams, means, palette, "/".join(map(str, runs)))]
+
+
+def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
+    """The page's figures (:class:`leaderboard.render.Figure`, one colour per method from ``palette``): the radar of
+    the family means (bsuite's summary), one scaling figure per family that sweeps a knob over several settings
+    (mean with a 95% t band over seeds), and training tokens against the aggregate."""
+    from matplotlib.colors import to_hex
+
+    from leaderboard.render import Figure, figure_png, legend_below, mpl_text, pyplot
+
+    plt = pyplot()
+    out = []
+    fams = [f for f in suite.families if any(f.name in v["families"] for v in scored["methods"].values())]
+    seeds = sorted({len(v["seeds"]) for v in scored["methods"].values()})
+    n = "/".join(map(str, seeds))
+    if fams:
+        means = {m: {f: x["ci"][0] for f, x in v["families"].items()} for m, v in scored["methods"].items()}
+        out.append(_radar([f.name for f in fams], means, palette, n))
+    for fam in suite.families:
+        if not fam.knob or len(fam.settings) < 2 or fam not in fams:
+            continue
+        fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
+        colours = _scaling_axes(ax, fam, scored, palette)
+        ax.set_title(f"{fam.title}: score against {fam.knob}", fontsize=9)
+        legend_below(fig, ax, ncol=2 if len(_variants(fam)) > 1 else 3)
+        out.append(Figure(f"scaling-{fam.name}", f"{fam.title}: the normalized score against {fam.knob}, the mean "
+                                                 f"over {n} training seeds with a 95% t band.", figure_png(fig),
+                          colours))
+        plt.close(fig)
+    costed = {m: v for m, v in scored["methods"].items() if _tokens(v)[0] > 0}
+    if costed:
+        fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
+        colours = {}
+        for m, v in costed.items():
+            c, colour = v["aggregate"]["ci"], palette.colour(m)
+            line = ax.errorbar(_tokens(v)[0], c[0], yerr=[[c[0] - c[1]], [c[2] - c[0]]], fmt="o", ms=7,
+                               color=colour, ecolor=colour, elinewidth=2, capsize=0, label=mpl_text(m))
+            colours[m] = to_hex(line.lines[0].get_color())
+        from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
+        totals = [_tokens(v)[0] for v in costed.values()]
+        log = max(totals) / min(totals) >= 10          # within a decade a log axis would show no tick at all
+        if log:
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(4))
+            ax.margins(x=0.25)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x >= 1000 else f"{x:g}"))
+        ax.set_xlabel(f"training tokens, all runs{' (log scale)' if log else ''},\ncounterfactual branches included")
+        ax.set_ylabel("aggregate normalized score\n(95% t CI)")
+        ax.set_title("cost against score", fontsize=9)
+        ax.grid(alpha=0.3)
+        legend_below(fig, ax)
+        out.append(Figure("cost", "Training cost against score: every token generated in training (main rollouts and "
+                                  "counterfactual branches, all runs of the suite) against the aggregate with its 95% "
+                                  "CI.", figure_png(fig), colours))
+        plt.close(fig)
+    return out
+
+
+def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None, palette=None,
+            figs: list | None = None) -> dict[str, str]:
+    """``{key: base64 PNG}`` of :func:`suite_figures` (``radar``, ``scaling-<family>``, ``cost``; ``figs`` when
+    already drawn), written as ``<key>.png`` into ``out`` when given, with ``scaling.png``: every family's scaling
+    panel side by side."""
+    import base64
+
+    from leaderboard.render import Palette, figure_png, legend_below, pyplot
+
+    palette = palette or Palette(scored["methods"])
+    pngs = {f.key: f.png for f in (figs if figs is not None else suite_figures(suite, scored, palette))}
+    knobbed = [f for f in suite.families if f"scaling-{f.name}" in pngs]
     if knobbed:
-        fig, axes = plt.subplots(1, len(knobbed), figsize=(4.2 * len(knobbed), 3.4), squeeze=False)
+        plt = pyplot()
+        fig, axes = plt.subplots(1, len(knobbed), figsize=(4.6 * len(knobbed), 3.6), squeeze=False,
+                                 layout="constrained")
         for ax, fam in zip(axes[0], knobbed):
-            groups: dict[str, list[Setting]] = {}
-            for s in fam.settings:         # one line per method and variant (e.g. voting's two reward schemes)
-                groups.setdefault(s.name.rsplit("/", 1)[0], []).append(s)
-            for m, v in scored["methods"].items():
-                for variant, ss in groups.items():
-                    pts = [(s.knob, v["settings"][s.name]["ci"]) for s in ss if s.name in v["settings"]]
-                    if not pts:
-                        continue
-                    x = [p[0] for p in pts]
-                    y = np.array([p[1][0] for p in pts])
-                    err = np.array([[p[1][0] - p[1][1] for p in pts], [p[1][2] - p[1][0] for p in pts]])
-                    label = m if len(groups) == 1 else f"{m} ({variant.split('/')[-1]})"
-                    ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=label)
-            ax.set_xlabel(fam.knob)
-            if all(isinstance(s.knob, (int, float)) and s.knob > 0 for s in fam.settings) and \
-                    max(s.knob for s in fam.settings) / min(s.knob for s in fam.settings) >= 8:
-                ax.set_xscale("log", base=2)
-            ax.axhline(0, color="grey", lw=0.8, ls=":")
-            ax.axhline(1, color="grey", lw=0.8, ls="--")
-            ax.set_title(fam.title)
-            ax.set_ylabel("normalized score (95% CI)")
-        axes[0][0].legend(fontsize=7)
-        pngs["scaling"] = _png(fig)
+            _scaling_axes(ax, fam, scored, palette)
+            ax.set_title(fam.title, fontsize=9)
+        legend_below(fig, axes[0][-1], ncol=6)
+        pngs["scaling"] = figure_png(fig)
         plt.close(fig)
     if out is not None:
         out = Path(out)
@@ -633,16 +924,68 @@ def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None)
     return pngs
 
 
-def page(suite: Suite, scored: dict[str, Any], markdown_table: str, pngs: dict[str, str]) -> str:
-    """A static HTML page: the table (as preformatted Markdown) and the figures."""
-    import html
+def page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[str, str]] | None = None,
+         figs: list | None = None) -> str:
+    """The suite's HTML page in the leaderboard page's style (:func:`leaderboard.render.page_head`): the title and
+    the method under test, the facts (budget, seeds, runs, wall time) and notes (applicability), the verdict, what the
+    numbers cover, a table per family (mean [95% CI] per method, the aggregate, training and counterfactual tokens),
+    the figures (one colour per method in all of them) and a table per setting. ``context`` is a
+    :class:`leaderboard.render.PageContext`; ``figs`` (default: :func:`suite_figures`) must use the same palette."""
+    from leaderboard.render import Palette, context_html, figure_html, html_text, page_head
 
-    parts = ["<!DOCTYPE html>", f"<html lang='en'><head><meta charset='utf-8'><title>{html.escape(suite.key)}</title>",
-             "<style>body{font-family:sans-serif;margin:2em} pre{font-size:13px} img{max-width:100%}</style>",
-             "</head><body>", f"<h1>{html.escape(suite.key)}: credit-assignment suite</h1>",
-             f"<p>{html.escape(suite.description)}</p>", f"<pre>{html.escape(markdown_table)}</pre>"]
-    for name, data in pngs.items():
-        parts.append(f"<img class='plot' alt='{name}' src='data:image/png;base64,{data}'>")
+    palette = Palette(scored["methods"])
+    figs = suite_figures(suite, scored, palette) if figs is None else figs
+    key = html_text(suite.key)
+    parts = page_head(context.title) + context_html(context)
+    notes = _skip_notes(skipped)
+    if notes:
+        parts.append("<p><strong>Applicability</strong> (a method that cannot train on a setting's env is not run "
+                     "there):</p><ul class='notes'>" + "".join(f"<li>{html_text(n, 1000)}</li>" for n in notes) +
+                     "</ul>")
+    parts.append(f"<div class='verdict' id='verdict-{key}'><strong>Verdict</strong><ul>" +
+                 "".join(f"<li>{html_text(v, 600)}</li>" for v in verdicts(suite, scored, context.under_test)) +
+                 "</ul></div>")
+    parts += [f"<p class='covers'>{html_text(c, 600)}</p>" for c in coverage(suite, scored)]
+    parts.append(f"<p class='covers'>The suite: {html_text(suite.description, 2000)}</p>")
+
+    def html_table(tid: str, cols: list[str], rows: list[list[str]], method_col: int | None, titles=None) -> str:
+        head = ""
+        for i, c in enumerate(cols):
+            tip = f" title='{html_text(titles[i], 300)}'" if titles and titles[i] else ""
+            head += f"<th onclick='sortTable(this)'{tip}>{html_text(c, 200)}</th>"
+        body = []
+        for r in rows:
+            tds = []
+            for i, c in enumerate(r):
+                if i == method_col:
+                    colour = palette.colour(c)
+                    tds.append(f"<td data-colour='{colour}'><span class='swatch' style='background:{colour}'></span>"
+                               f"{html_text(c)}</td>")
+                else:
+                    tds.append(f"<td>{html_text(c)}</td>")
+            mine = method_col is not None and r[method_col] == context.under_test
+            attr = f" data-method='{html_text(r[method_col])}'" if method_col is not None else ""
+            body.append(f"<tr{' class=under-test' if mine else ''}{attr}>" + "".join(tds) + "</tr>")
+        return (f"<div class='scroll'><table class='board' id='{tid}-{key}'><thead><tr>{head}</tr></thead><tbody>" +
+                "".join(body) + "</tbody></table></div>")
+
+    cols, rows = _family_rows(suite, scored)
+    titles = [None, "mean over families"] + \
+             [f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families] + \
+             ["training seeds x settings", "every token generated in training, all runs",
+              "tokens spent on counterfactual branches"]
+    parts.append("<h2>Per family: mean [95% CI] over training seeds</h2>")
+    parts.append(html_table("families", [c if c in ("method", "runs", "train tokens", "counterfactual tokens")
+                                         else f"{c} [95% CI]" for c in cols], rows, 0, titles))
+    parts.append("<div class='figs'>" + "".join(figure_html(f) for f in figs) + "</div>")
+    cols, rows = _setting_rows(suite, scored)
+    if rows:
+        parts.append("<h2>Per setting</h2><p class='covers'>zero and one: the raw values of the anchors (random play, "
+                     "and the optimum or reference policy), measured with the setting's kwargs; each method's cell is "
+                     "its normalized score, mean [95% CI] over training seeds.</p>")
+        parts.append(html_table("settings", cols, rows, None))
+    parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
+                 "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -708,6 +1051,29 @@ def add_entry(e: dict[str, Any], store: str | Path) -> None:
 
 
 # ---------------------------------------------------------------------- the benchmark
+def page_context(suite: Suite, scored: dict[str, Any], method: str, runs: int | None = None,
+                 wall_s: float | None = None, execution: str = ""):
+    """The :class:`leaderboard.render.PageContext` of a suite comparison: its title (the method under test and the
+    suite), the budget, the seeds, the runs and the wall time, and what ranks against what."""
+    from leaderboard.render import PageContext
+
+    b = suite.train
+    facts = [("suite", f"{suite.key} ({suite.tier} tier, {len(suite.families)} families, {len(suite.settings)} "
+                       f"settings, {suite.action_mode} mode)"),
+             ("budget per run", f"{b['steps']} steps x {b['tasks_per_step']} tasks x {b['group_size']} samples, "
+                                f"model {b['model']} ({b['mode']})"),
+             ("training seeds", ", ".join(map(str, b["seeds"])))]
+    if runs is not None:
+        facts.append(("runs", f"{runs} (methods x applicable settings x seeds)"))
+    if wall_s is not None:
+        facts.append(("wall time", f"{wall_s:.0f} s" + (f" ({execution})" if execution else "")))
+    notes = []
+    if "quick" in suite.id:
+        notes.append(f"{suite.key} is the quick subset: its entries rank only against other {suite.key} entries.")
+    return PageContext(title=f"benchmark-credit {method} on {suite.key}: credit-assignment suite", under_test=method,
+                       facts=facts, notes=notes)
+
+
 def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], out: str | Path,
                     jobs: int = 1, ray: str | None = None, progress: bool = True,
                     submit_to: str | Path | None = None) -> dict[str, Any]:
@@ -722,30 +1088,18 @@ def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], o
     results = execute(specs, jobs=jobs, ray=ray, progress=progress)
     wall = time.perf_counter() - t0
     scored = score(suite, results, cache=out / "anchors.json")
-    md = table(suite, scored, skipped)
-    b = suite.train
-    head = [f"# benchmark-credit {method} on {suite.key} ({suite.tier} tier)", "", suite.description, "",
-            f"Budget per run: {b['steps']} steps x {b['tasks_per_step']} tasks x {b['group_size']} samples, model "
-            f"{b['model']}; training seeds {b['seeds']}; {len(specs)} runs; wall time {wall:.0f} s "
-            f"({'ray ' + ray if ray else f'{jobs} process(es)'}). Scores: mean over seeds [95% t CI].", ""]
-    base = "broadcast" if "broadcast" in scored["methods"] else None
-    if base is not None:
-        for m in scored["methods"]:
-            if m == base:
-                continue
-            fams = scored["methods"][m]["families"]
-            above = [f for f in fams if separated(scored["methods"][base]["families"].get(f, {}).get(
-                "ci", (0, -math.inf, -math.inf)), fams[f]["ci"])]
-            below = [f for f in fams if separated(fams[f]["ci"], scored["methods"][base]["families"].get(f, {}).get(
-                "ci", (0, math.inf, math.inf)))]
-            md += (f"\n{m} vs broadcast: CI separated below broadcast in {len(above)}/{len(fams)} families "
-                   f"({', '.join(above) or '-'}); above in {len(below)} ({', '.join(below) or '-'}).")
-    text = "\n".join(head) + md + "\n"
+    context = page_context(suite, scored, method, runs=len(specs), wall_s=wall,
+                           execution=f"ray {ray}" if ray else f"{jobs} process(es)")
+    text = comparison_text(suite, scored, context, skipped)
     out.mkdir(parents=True, exist_ok=True)
     (out / "comparison.md").write_text(text)
     (out / "results.json").write_text(json.dumps({"scored": scored, "runs": results}, indent=1))
-    pngs = figures(suite, scored, out)
-    (out / "index.html").write_text(page(suite, scored, text, pngs), encoding="utf-8")
+    from leaderboard.render import Palette
+
+    palette = Palette(scored["methods"])
+    figs = suite_figures(suite, scored, palette)
+    figures(suite, scored, out, palette, figs)
+    (out / "index.html").write_text(page(suite, scored, context, skipped, figs), encoding="utf-8")
     entries = [entry(suite, scored, m, results, note=f"python -m leaderboard benchmark-credit {method} on "
                                                      f"{suite.key}") for m in scored["methods"]]
     if submit_to is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -154,10 +155,13 @@ def test_benchmark_prints_families_writes_figures_and_entries_rank_on_the_board(
     text = capsys.readouterr().out
     assert "| method | aggregate | team_size | zero_sum |" in text and "| shuffled |" in text
     assert "ccpo_v1 is not applicable on voting/plurality/n2, kuhn" in text
-    assert "shuffled vs broadcast: CI separated below broadcast in" in text
+    assert "control: shuffled below broadcast in " in text and "/2 families" in text
+    assert re.search(r"(shuffled vs broadcast on team_size: no difference at 95%|"
+                     r"broadcast above shuffled on team_size: CIs separated|"
+                     r"shuffled above broadcast on team_size: CIs separated)", text)
     out = tmp_path / "bench" / "test-suite@1"
     assert (out / "radar.png").read_bytes()[:4] == b"\x89PNG"
-    assert "alt='radar'" in (out / "index.html").read_text()
+    assert "data-figure='radar'" in (out / "index.html").read_text()
     assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
     md = (tmp_path / "site" / "LEADERBOARD.md").read_text()
     assert "## test-suite@1 (credit track)" in md and "| team_size | zero_sum |" in md

@@ -1,0 +1,220 @@
+"""What a researcher reads from the credit suite (issues 16 and 21): the verdict of the method under test against
+every baseline per family and the shuffled-below-broadcast control, what each number covers, a printed comparison
+that fits 120 columns, a page in the leaderboard's style (title, method under test, facts, applicability, scrollable
+tables with tokens, one colour per method in every figure) that fits a phone in Chromium, and suite entries on the
+rendered leaderboard with the suite's aggregate and a column per family.
+
+The page is built from a small fake ``scored`` dict (:func:`leaderboard.suite.score`'s shape), not from training."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from leaderboard.__main__ import main
+from leaderboard.render import Palette
+from leaderboard.suite import add_entry, board_columns, comparison_text, entry, load_suite, mean_ci, page, \
+    page_context, suite_figures, verdicts
+
+SUITE = "credit-micro-quick@2"       # team_size (n2, n8), message_credit (one setting), zero_sum (Kuhn)
+
+
+def fake_scored(suite, means: dict[str, dict[str, float]], spread: float = 0.02, seeds: int = 3,
+                tokens: dict[str, tuple[int, int]] | None = None) -> dict:
+    """``score()``'s output for methods whose every setting scores ``means[method][family]`` give or take
+    ``spread`` across seeds (seed i gets mean + spread * (i - 1))."""
+    methods = {}
+    for m, fam_means in means.items():
+        settings, families = {}, {}
+        for f in suite.families:
+            if f.name not in fam_means:
+                continue
+            for s in f.settings:
+                vals = [fam_means[f.name] + spread * (i - 1) for i in range(seeds)]
+                settings[s.name] = {"family": f.name, "knob": s.knob, "seeds": vals, "ci": mean_ci(vals)}
+            per_seed = [float(np.mean([settings[s.name]["seeds"][i] for s in f.settings])) for i in range(seeds)]
+            families[f.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in f.settings]}
+        agg = [float(np.mean([x["seeds"][i] for x in families.values()])) for i in range(seeds)]
+        main_t, branches = (tokens or {}).get(m, (1000, 0))
+        methods[m] = {"seeds": list(range(seeds)), "settings": settings, "families": families,
+                      "aggregate": {"seeds": agg, "ci": mean_ci(agg)}, "tokens": {"main": main_t,
+                                                                               "branches": branches}}
+    return {"suite": suite.key, "anchors": {s.name: {"zero": 0.1, "one": 0.9} for s in suite.settings},
+            "methods": methods}
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return load_suite(SUITE)
+
+
+@pytest.fixture(scope="module")
+def scored(suite):
+    # broadcast clearly above shuffled on team_size and message_credit, tied on zero_sum; loo ties broadcast
+    return fake_scored(suite, {
+        "broadcast": {"team_size": 0.8, "message_credit": 0.6, "zero_sum": 0.5},
+        "shuffled": {"team_size": 0.2, "message_credit": 0.1, "zero_sum": 0.5},
+        "loo": {"team_size": 0.79, "message_credit": 0.61, "zero_sum": 0.5}},
+        tokens={"loo": (1100, 700)})
+
+
+SKIPPED = {"ccpo_v1": {"voting/plurality/n2": "ccpo_v1 needs a thinker", "voting/plurality/n8": "ccpo_v1 needs a "
+                                                                                               "thinker"}}
+
+
+def test_verdict_compares_the_method_under_test_with_each_baseline_per_family_and_counts_the_control(suite, scored):
+    lines = verdicts(suite, scored, "broadcast")
+    assert lines[0].startswith("broadcast above shuffled on the aggregate: CIs separated (broadcast 0.63 [")
+    assert lines[1].startswith("broadcast above shuffled on team_size: CIs separated (broadcast 0.80 [0.75, 0.85], "
+                               "shuffled 0.20 [0.15, 0.25])")
+    assert lines[3].startswith("broadcast vs shuffled on zero_sum: no difference at 95% (")
+    assert lines[4].startswith("broadcast vs loo on the aggregate: no difference at 95%")
+    assert len([v for v in lines if " loo " in v]) == 4                        # the aggregate and three families
+    assert lines[-1].startswith("control: shuffled below broadcast in 2/3 families with CIs separated (team_size, "
+                                "message_credit); not separated on zero_sum")
+    # the direction is spelled out whichever method is under test
+    assert verdicts(suite, scored, "shuffled")[1].startswith("broadcast above shuffled on team_size: CIs separated")
+
+
+def test_printed_comparison_says_what_the_numbers_cover_fits_120_columns_and_has_no_carriage_returns(suite):
+    full = load_suite("credit-micro@2")                                   # six families, nine methods: wide
+    names = ["broadcast", "none", "rae", "marshal", "coma", "loo", "ccpo_v1", "dr_mas", "shuffled"]
+    many = fake_scored(full, {m: {f.name: 0.1 * i for f in full.families} for i, m in enumerate(names)})
+    context = page_context(full, many, "marshal", runs=270, wall_s=1234.0, execution="2 process(es)")
+    text = comparison_text(full, many, context, SKIPPED)
+    assert "\r" not in text
+    assert max(len(line) for line in text.splitlines()) <= 120, max(text.splitlines(), key=len)
+    assert "the mean over 3 training seeds with a 95% Student-t CI" in text
+    assert "the mean team reward over the last 20% of training (20 of 100 steps" in text
+    assert "the final policy against kuhn_nash" in text and "held-out deals" in text
+    assert "- wall time: 1234 s (2 process(es))" in text
+    assert "- ccpo_v1 is not applicable on voting/plurality/n2, voting/plurality/n8 (ccpo_v1 needs a thinker)" in text
+    # the split tables each repeat the method column, and every method's row is in each part
+    parts = [line for line in text.splitlines() if line.startswith("| method |")]
+    assert len(parts) >= 2
+    assert sum(1 for line in text.splitlines() if line.startswith("| marshal |")) == len(parts)
+    # a CI is never broken across two lines
+    assert not any(re.search(r"\[[^\]]*$", line) for line in text.splitlines() if not line.startswith("|"))
+
+
+def test_suite_page_carries_the_context_tables_tokens_and_the_page_style(suite, scored):
+    context = page_context(suite, scored, "broadcast", runs=36, wall_s=43.0, execution="2 process(es)")
+    text = page(suite, scored, context, SKIPPED)
+    assert "<title>benchmark-credit broadcast on credit-micro-quick@2: credit-assignment suite</title>" in text
+    assert "<meta name='viewport' content='width=device-width, initial-scale=1'>" in text
+    assert "Method under test: <strong>broadcast</strong>" in text
+    assert "<tr class=under-test data-method='broadcast'>" in text
+    assert "<dt>wall time</dt><dd>43 s (2 process(es))</dd>" in text
+    assert "<dt>training seeds</dt><dd>0, 1, 2</dd>" in text
+    assert "<dt>budget per run</dt><dd>10 steps x 8 tasks x 4 samples" in text
+    assert "ccpo_v1 is not applicable on voting/plurality/n2, voting/plurality/n8" in text
+    assert "its entries rank only against other credit-micro-quick@2 entries" in text
+    assert text.count("<div class='scroll'><table class='board'") == 2                # per family, per setting
+    families = re.search(r"<table class='board' id='families-[^']*'>(.*?)</table>", text, re.S).group(1)
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", families)
+    assert heads == ["method", "aggregate [95% CI]", "team_size [95% CI]", "message_credit [95% CI]",
+                     "zero_sum [95% CI]", "runs", "train tokens", "counterfactual tokens"]
+    loo = re.search(r"<tr data-method='loo'>(.*?)</tr>", families).group(1)
+    assert re.findall(r"<td>([^<]*)</td>", loo)[-3:] == ["12", "1800", "700"]         # runs, total, counterfactual
+    assert "last 20% of training" in text and "Student-t" in text
+    assert "<pre>" not in text                                                          # real tables, not Markdown
+
+
+def test_one_method_has_one_colour_in_every_suite_figure(suite, scored):
+    palette = Palette(scored["methods"])
+    figs = suite_figures(suite, scored, palette)
+    assert [f.key for f in figs] == ["radar", "scaling-team_size", "cost"]      # message_credit: one setting
+    for m in scored["methods"]:
+        assert {f.colours[m] for f in figs} == {palette.colour(m)}, m
+    assert len({palette.colour(m) for m in scored["methods"]}) == 3
+
+
+def test_render_shows_suite_entries_with_the_suite_aggregate_and_a_column_per_family(suite, scored, tmp_path):
+    store = tmp_path / "store"
+    for m in ("broadcast", "shuffled", "loo"):
+        results = [{"method": m, "setting": s, "seed": i, "raw": 0.5, "config_hash": f"{m}{i}",
+                    "tokens": scored["methods"][m]["tokens"], "free_riding": {}, "curve": [0.5]}
+                   for s in scored["methods"][m]["settings"] for i in range(3)]
+        add_entry(entry(suite, scored, m, results), store)
+    assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
+    md = (tmp_path / "site" / "LEADERBOARD.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| rank |"))
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    assert {"team_size", "message_credit", "zero_sum", "suite aggregate [95% t CI]"} <= set(cols)
+    broadcast = next(line for line in md.splitlines() if line.startswith("| ") and "broadcast#" in line)
+    agg = scored["methods"]["broadcast"]["aggregate"]["ci"]
+    assert f"| {agg[0]:.3f} [{agg[1]:.3f}, {agg[2]:.3f}] |" in broadcast              # the numbers benchmark printed
+    assert f"## {SUITE} (credit track)" in md and "broadcast above" in md               # a verdict for the board
+    site = (tmp_path / "site" / "index.html").read_text()
+    assert "suite aggregate [95% t CI]</th>" in site
+    # the suite's radar joins the board's figures, each method in the colour it has in the IQM figure
+    drawn = {key: json.loads(html.unescape(c)) for key, c in re.findall(r"data-figure='([^']*)' data-colours='([^']*)'",
+                                                                       site)}
+    assert set(drawn["radar"]) == {"broadcast", "shuffled", "loo"}
+    assert all(drawn["radar"][m] == drawn["iqm"][m] for m in drawn["radar"])
+
+
+def test_board_columns_leave_other_boards_alone():
+    class NotASuite:
+        protocol = "credit-micro@1"
+
+    assert board_columns(NotASuite()) == []
+
+
+# ------------------------------------------------------------------------------------------- Chromium
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+# Measures the page as a reader sees it and writes the results into <body data-...> for --dump-dom: the body's
+# horizontal overflow, and per figure the number of pixels drawn in each method's colour (from the decoded PNG,
+# through a canvas; data: images are same-origin).
+_PROBE = """<script>
+window.addEventListener('load', () => {
+  const b = document.body, root = document.documentElement;
+  b.dataset.overflow = Math.max(root.scrollWidth, b.scrollWidth) - window.innerWidth;
+  const out = {};
+  document.querySelectorAll('figure[data-figure]').forEach(f => {
+    const img = f.querySelector('img'), c = document.createElement('canvas');
+    c.width = img.naturalWidth; c.height = img.naturalHeight;
+    const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
+    const px = ctx.getImageData(0, 0, c.width, c.height).data, colours = JSON.parse(f.dataset.colours), n = {};
+    for (const [name, hex] of Object.entries(colours)) {
+      const r = parseInt(hex.slice(1, 3), 16), g = parseInt(hex.slice(3, 5), 16), bl = parseInt(hex.slice(5, 7), 16);
+      let k = 0;
+      for (let i = 0; i < px.length; i += 4) if (px[i] === r && px[i + 1] === g && px[i + 2] === bl) k++;
+      n[name] = [hex, k];
+    }
+    out[f.dataset.figure] = n;
+  });
+  b.dataset.pixels = JSON.stringify(out);
+});
+</script></body>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
+def test_suite_page_in_chromium_gives_the_verdict_fixed_colours_and_fits_a_phone(suite, scored, tmp_path):
+    context = page_context(suite, scored, "broadcast", runs=36, wall_s=43.0)
+    probed = tmp_path / "index.html"
+    probed.write_text(page(suite, scored, context, SKIPPED).replace("</body>", _PROBE), encoding="utf-8")
+    out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--window-size=390,900", "--hide-scrollbars",
+                          "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    dom = out.stdout
+    verdict = re.search(r"<div class=\"verdict\"[^>]*>(.*?)</div>", dom, re.S).group(1)
+    assert "broadcast above shuffled on team_size: CIs separated" in verdict
+    assert "broadcast vs loo on zero_sum: no difference at 95%" in verdict
+    assert "control: shuffled below broadcast in 2/3 families" in verdict
+    probe = lambda name: html.unescape(re.search(rf'data-{name}="([^"]*)"', dom).group(1))   # noqa: E731
+    assert int(probe("overflow")) <= 0, "the body scrolls sideways at 390 px"
+    pixels = json.loads(probe("pixels"))
+    for method in ("broadcast", "shuffled", "loo"):
+        (in_radar, drawn_radar), (in_scaling, drawn_scaling) = pixels["radar"][method], \
+            pixels["scaling-team_size"][method]
+        assert in_radar == in_scaling, (method, in_radar, in_scaling)
+        assert drawn_radar > 20 and drawn_scaling > 20, (method, drawn_radar, drawn_scaling)
