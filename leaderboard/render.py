@@ -171,7 +171,8 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
     120-column terminal (no model, no per-task means)."""
     leader = board.row(board.leader).short
     has_elo = any(r.elo for r in board.rows)
-    cols: list[tuple[str, Callable[[Row], str]]] = [("rank", lambda r: str(r.rank)), ("entry", lambda r: r.label + (" (self-reported)" if r.self_reported else ""))]
+    cols: list[tuple[str, Callable[[Row], str]]] = [
+        ("rank", lambda r: str(r.rank)), ("entry", lambda r: r.label + (" (self-reported)" if r.self_reported else ""))]
     if wide:
         cols.append(("model", lambda r: r.model))
     cols += [("runs", lambda r: str(r.runs)),
@@ -271,9 +272,9 @@ def markdown(found: list[tuple[Board, list[dict]]]) -> str:
            "one of the leader (top IQM) on a task, with a seeded bootstrap 95% CI (0.5 = no difference); Elo: "
            "Bradley-Terry over the versus games only (one game = one seed, both seats; random, or else the first "
            "opponent, = 1000), each env weighted equally. Train tokens: every token generated in training, all "
-           "runs; counterfactual tokens: those of them spent on counterfactual branches. An entry marked (self-reported) "
-           "was not re-run by the maintainer: its own moves are the submitter's word (see the threat model in "
-           "leaderboard/README.md).", ""]
+           "runs; counterfactual tokens: those of them spent on counterfactual branches. An entry marked "
+           "(self-reported) was not re-run by the maintainer: its own moves are the submitter's word (see the threat "
+           "model in leaderboard/README.md).", ""]
     for board, _ in found:
         out += [f"## {md_cell(board.protocol)} ({md_cell(board.track)} track)", ""]
         out += _md_board(board)
@@ -510,6 +511,7 @@ tr.under-test td { background: #fff6d6; font-weight: bold; }
 .swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; margin-right: 0.35em;
           vertical-align: baseline; }
 .hash { color: #888; font-size: 0.85em; }
+.self-reported { color: #8a5a00; font-size: 0.8em; }
 .verdict { background: #eef5ff; border-left: 4px solid #0072b2; padding: 0.5em 0.8em; margin: 0.8em 0; }
 .verdict ul { margin: 0.2em 0; padding-left: 1.2em; }
 .covers { color: #444; font-size: 0.95em; }
@@ -539,6 +541,9 @@ def _html_board(board: Board, entries: list[dict], palette: Palette, under_test:
         colour = palette.colour(r.short)
         name, _, tag = r.label.rpartition("#")
         entry = f"{html_text(name)}<span class='hash'>#{html_text(tag)}</span>" if name else html_text(r.label)
+        if r.self_reported:
+            entry += (" <span class='self-reported' title='not re-run by the maintainer: the moves are the "
+                      "submitter&#39;s word'>self-reported</span>")
         tds = [f"<td title='{html_text(r.entry_id, 200)}' data-colour='{colour}'><span class='swatch' "
                f"style='background:{colour}'></span>{entry}</td>" if i == entry_col else f"<td>{html_text(c)}</td>"
                for i, c in enumerate(cells)]

@@ -377,13 +377,16 @@ def test_the_stored_version1_entries_still_load_and_render(tmp_path):
     assert "policy@1" in (tmp_path / "LEADERBOARD.md").read_text()
 
 
-def test_a_self_reported_entry_is_marked_in_show(honest, protocol_path, tmp_path):
-    from leaderboard.render import show
+def test_a_self_reported_entry_is_marked_in_show_markdown_and_the_page(honest, protocol_path, tmp_path):
+    from leaderboard.render import render, show
 
     store = tmp_path / "store"
     entry = submit(honest, store, protocol=protocol_path)
     assert entry["self_reported"] is True and entry["results"]["reproduced"] is None
     assert "self-reported" in show(store)
+    render(store, tmp_path / "site")
+    assert "<span class='self-reported'" in (tmp_path / "site" / "index.html").read_text()
+    assert "(self-reported)" in (tmp_path / "site" / "LEADERBOARD.md").read_text()
 
 
 # ---------------------------------------------------------------------- private-seed mode

@@ -19,8 +19,8 @@ Issue 16 words the control as "another episode" (``draw="others"``), but that is
 broadcast's advantage (-1/3 of it at G = 4): in expectation it unlearns what broadcast learns, and pilot runs trained
 on it fell below random play (team_umbrella -1.15, free_riding -0.44 normalized). A negative control must carry no
 information, so the suite's ``shuffled`` draws from the whole group; ``draw="others"`` stays available as the
-"anti-credit" variant. An agent that acts in no other episode of its group (a group of one, or an orchestrator worker spawned in one
-sample only) gets 0 under either draw, never its own advantage.
+"anti-credit" variant. An agent that acts in no other episode of its group (a group of one, or an orchestrator
+worker spawned in one sample only) gets 0 under either draw, never its own advantage.
 
 Determinism. The draws of one call come from a NumPy ``default_rng`` seeded with the SHA-256 of ``(seed, calls,
 group key)``: ``seed`` the method's option, ``calls`` how many batches it has scored before (kept in
