@@ -58,6 +58,7 @@ class Board:
     leader: str = ""                                                                  # label of the top IQM
     elo_envs: list[str] = field(default_factory=list)                                 # envs whose games Elo fits
     seed: int = 0
+    suite: bool = False              # credit-suite entries: the "tasks" are families, a unit is one training seed
 
     def row(self, label: str) -> Row:
         for r in self.rows:
@@ -69,6 +70,9 @@ class Board:
         """What the IQM of a row averages over, in words."""
         runs = sorted({r.runs for r in self.rows})
         n = str(runs[0]) if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
+        if self.suite:
+            return (f"all {len(self.tasks)} families x {n} training seed{'s' if n != '1' else ''} (a family's score "
+                    f"of a seed: the mean over its settings)")
         units = sorted({len(u) for r in self.rows for t in r.scores.values() for u in t})
         seeds = "" if not units else f", {units[0]}" + (f"-{units[-1]}" if len(units) > 1 else "") + " eval seeds each"
         return f"all {len(self.tasks)} tasks x {n} run{'s' if n != '1' else ''}{seeds}"
@@ -112,7 +116,8 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
     for i, row in enumerate(rows):
         if i != best:
             row.poi_vs_best = probability_of_improvement_ci(row.scores, rows[best].scores, seed=seed)
-    board = Board(entries[0]["protocol"], entries[0]["track"], tasks, rows, leader=rows[best].label, seed=seed)
+    board = Board(entries[0]["protocol"], entries[0]["track"], tasks, rows, leader=rows[best].label, seed=seed,
+                  suite=all("families" in e["results"] for e in entries))
     _elo(board, entries, seed)
     board.rows.sort(key=lambda r: (r.rank, -r.iqm[0], r.submitted))
     return board
