@@ -764,7 +764,8 @@ def _scaling_axes(ax, fam: Family, scored: dict[str, Any], palette) -> dict[str,
     colours = {}
     for m, v in scored["methods"].items():
         for k, (variant, ss) in enumerate(groups.items()):
-            pts = sorted((s.knob, v["settings"][s.name]["ci"]) for s in ss if s.name in v["settings"])
+            pts = sorted((s.knob, v["settings"][s.name]["ci"]) for s in ss if s.name in v["settings"]
+                         and isinstance(s.knob, (int, float)) and not isinstance(s.knob, bool))
             if not pts:
                 continue
             x = [p[0] for p in pts]
@@ -774,10 +775,10 @@ def _scaling_axes(ax, fam: Family, scored: dict[str, Any], palette) -> dict[str,
                               ms=4, lw=2, label=mpl_text(label))
             ax.fill_between(x, [p[1][1] for p in pts], [p[1][2] for p in pts], color=colour, alpha=0.12, lw=0)
             colours[m] = to_hex(line.get_color())
-    knobs = [s.knob for s in fam.settings]
-    if all(isinstance(k, (int, float)) and k > 0 for k in knobs) and max(knobs) / min(knobs) >= 8:
+    knobs = [s.knob for s in fam.settings if isinstance(s.knob, (int, float)) and not isinstance(s.knob, bool)]
+    if knobs and all(k > 0 for k in knobs) and max(knobs) / min(knobs) >= 8:
         ax.set_xscale("log", base=2)
-    if all(isinstance(k, (int, float)) for k in knobs):
+    if knobs:
         ax.set_xticks(sorted(set(knobs)), [f"{k:g}" for k in sorted(set(knobs))])
         ax.minorticks_off()
     ax.axhline(0, color="grey", lw=0.8, ls=":")

@@ -218,3 +218,14 @@ def test_suite_page_in_chromium_gives_the_verdict_fixed_colours_and_fits_a_phone
             pixels["scaling-team_size"][method]
         assert in_radar == in_scaling, (method, in_radar, in_scaling)
         assert drawn_radar > 20 and drawn_scaling > 20, (method, drawn_radar, drawn_scaling)
+
+
+def test_the_full_suites_figures_draw_a_family_whose_setting_has_no_knob():
+    # credit-micro@2's temporal family sweeps the umbrella's delay and also holds Mini Hanabi (knob None): the
+    # scaling figures draw the swept settings and leave the knob-less one to the tables (it once crashed matplotlib)
+    full = load_suite("credit-micro@2")
+    assert any(s.knob is None for f in full.families if f.name == "temporal" for s in f.settings)
+    scored = fake_scored(full, {m: {f.name: 0.5 for f in full.families} for m in ("broadcast", "shuffled")})
+    figs = suite_figures(full, scored, Palette(scored["methods"]))
+    keys = {f.key for f in figs}
+    assert "scaling-temporal" in keys and "scaling-team_size" in keys and "radar" in keys
