@@ -617,6 +617,10 @@ def verdicts(suite: Suite, scored: dict[str, Any], under_test: str | None = None
                    + (f"; not separated on {', '.join(rest)}" if rest else "")
                    + " (shuffled keeps the advantages' distribution and drops their credit: a suite that cannot "
                      "separate it measures no credit there)")
+    if "shuffled" not in methods or "broadcast" not in methods:
+        out.append("control: not run (the suite's check needs both broadcast and shuffled among the methods)")
+    if len(methods) == 1:
+        out.insert(0, f"{mine} only: no other method to compare with (add --baselines)")
     return out
 
 

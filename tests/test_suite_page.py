@@ -229,3 +229,10 @@ def test_the_full_suites_figures_draw_a_family_whose_setting_has_no_knob():
     figs = suite_figures(full, scored, Palette(scored["methods"]))
     keys = {f.key for f in figs}
     assert "scaling-temporal" in keys and "scaling-team_size" in keys and "radar" in keys
+
+
+def test_a_single_method_run_says_there_is_nothing_to_compare_and_no_control(suite):
+    alone = fake_scored(suite, {"broadcast": {"team_size": 0.8, "message_credit": 0.6, "zero_sum": 0.5}})
+    lines = verdicts(suite, alone, "broadcast")
+    assert lines[0].startswith("broadcast only: no other method to compare with")
+    assert lines[-1].startswith("control: not run")
