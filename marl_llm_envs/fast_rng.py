@@ -35,8 +35,9 @@ _MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
 _PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645   # PCG_DEFAULT_MULTIPLIER_128
 
 
-def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
-    """PCG64's 128-bit ``(initstate, inc)`` as ``PCG64(SeedSequence(entropy))`` derives them."""
+def _words(entropy: Iterable[int]) -> list[int]:
+    """The entropy as SeedSequence reads it: each non-negative int split into 32-bit words, low word first (0 is one
+    word)."""
     words: list[int] = []
     for v in entropy:
         v = int(v)
@@ -47,6 +48,12 @@ def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
         while v:
             words.append(v & _M32)
             v >>= 32
+    return words
+
+
+def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
+    """PCG64's 128-bit ``(initstate, inc)`` as ``PCG64(SeedSequence(entropy))`` derives them."""
+    words = _words(entropy)
     h = _INIT_A
     pool = []
     for i in range(4):                                   # hashmix of the first 4 words (0 where there are fewer)
@@ -85,16 +92,7 @@ def first_uniforms(entropies: list[Iterable[int]]) -> list[float]:
     (entries with the same number of 32-bit words share each array operation); the same doubles, bit for bit."""
     groups: dict[int, list[tuple[int, list[int]]]] = {}
     for n, entropy in enumerate(entropies):
-        words: list[int] = []
-        for v in entropy:
-            v = int(v)
-            if v < 0:
-                raise ValueError(f"entropy must be non-negative ints, got {v}")
-            if v == 0:
-                words.append(0)
-            while v:
-                words.append(v & _M32)
-                v >>= 32
+        words = _words(entropy)
         groups.setdefault(len(words), []).append((n, words))
     out = [0.0] * len(entropies)
     for length, rows in groups.items():

@@ -51,3 +51,16 @@ def rng():
 
 def fresh(env_id, mode, **kwargs):
     return make(env_id, action_mode=mode, **kwargs)
+
+
+def docstring_block(module, heading: str) -> str:
+    """The literal block (``::`` then an indented block) that follows ``heading`` in ``module``'s docstring, dedented
+    by four spaces: the exact prompt an env's manual shows, which tests compare with ``observe()``."""
+    doc = module.__doc__
+    block = doc[doc.index(heading):].split("::\n\n", 1)[1]
+    lines = []
+    for line in block.split("\n"):
+        if line and not line.startswith("    "):
+            break
+        lines.append(line[4:])
+    return "\n".join(lines).strip("\n")

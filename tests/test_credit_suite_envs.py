@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test, seed_test
 
-from conftest import record_episode
+from conftest import docstring_block, record_episode
 from marl_llm_envs import make, replay
 from marl_llm_envs.reference import reference_policies
 from marl_llm_envs.scripted import follower_solver, play, random_legal
@@ -29,16 +29,6 @@ VARIANTS = [
 ]
 VARIANT_MODES = [pytest.param(e, k, m, id=f"{e}-{json.dumps(k, sort_keys=True)}-{m}")
                  for e, k in VARIANTS for m in ("text", "discrete")]
-
-
-def _docstring_block(module, heading):
-    block = module.__doc__[module.__doc__.index(heading):].split("::\n\n", 1)[1]
-    lines = []
-    for line in block.split("\n"):
-        if line and not line.startswith("    "):
-            break
-        lines.append(line[4:])
-    return "\n".join(lines).strip("\n")
 
 
 # ---------------------------------------------------------------- generic: API, seeds, clone, ablate, replay
@@ -96,9 +86,9 @@ def test_think_solve_manual_shows_the_exact_clue_task_prompts():
         env.reset(seed=seed)
         if env.clue() == "B":
             break
-    assert env.observe("thinker")["text"] == _docstring_block(think_solve, "The thinker's prompt in the clue task")
+    assert env.observe("thinker")["text"] == docstring_block(think_solve, "The thinker's prompt in the clue task")
     env.step(2)  # [B]
-    assert env.observe("solver")["text"] == _docstring_block(think_solve, "The solver's prompt in the clue task")
+    assert env.observe("solver")["text"] == docstring_block(think_solve, "The solver's prompt in the clue task")
 
 
 @pytest.mark.parametrize("mode", ["text", "discrete"])
@@ -304,7 +294,7 @@ def test_voting_fraction_prompt_is_the_manuals():
 
     env = make("voting-v0", tasks=Fixed(), reward_scheme="fraction")
     env.reset(seed=0)
-    assert env.observe("voter_0")["text"] == _docstring_block(voting, 'A voter\'s prompt under ``reward_scheme="fraction"``')
+    assert env.observe("voter_0")["text"] == docstring_block(voting, 'A voter\'s prompt under ``reward_scheme="fraction"``')
 
 
 def test_voting_scheme_names_and_errors():
@@ -340,11 +330,11 @@ def test_umbrella_manual_shows_the_exact_prompts():
     from marl_llm_envs.envs import team_umbrella
 
     env = next(e for e in (_umbrella(seed=s) for s in range(20)) if e.weather == "rain")
-    assert env.observe("player_0")["text"] == _docstring_block(team_umbrella, "The prompt (player_0")
+    assert env.observe("player_0")["text"] == docstring_block(team_umbrella, "The prompt (player_0")
     env.step(0)
     env.step(1)
     env.step(3)  # round 2: player_0 waits, player_1 to move
-    assert env.observe("player_1")["text"] == _docstring_block(team_umbrella, "The prompt (player_1")
+    assert env.observe("player_1")["text"] == docstring_block(team_umbrella, "The prompt (player_1")
 
 
 @pytest.mark.parametrize("delay", [1, 3, 10, 30])
@@ -463,9 +453,9 @@ def test_free_riding_manual_shows_the_exact_prompts():
     from marl_llm_envs.envs import free_riding
 
     env = next(e for e in (_free(1, s) for s in range(20)) if e.card == "green")
-    assert env.observe("decider")["text"] == _docstring_block(free_riding, "The prompt (decider")
+    assert env.observe("decider")["text"] == docstring_block(free_riding, "The prompt (decider")
     env.step(0)
-    assert env.observe("idle_0")["text"] == _docstring_block(free_riding, "The prompt (idle_0")
+    assert env.observe("idle_0")["text"] == docstring_block(free_riding, "The prompt (idle_0")
 
 
 @pytest.mark.parametrize("idle", [0, 1, 3, 7])

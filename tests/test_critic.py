@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from baselines.credit.mappo import gae
 from baselines.episode import Episode, Turn
 from baselines.rollout import RolloutEngine
 from marl_llm_envs import make
+from tests.test_train import _comparable, _metrics, _run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -208,20 +208,6 @@ def test_the_engine_records_the_state_before_each_turn_when_asked(kind):
 
 
 # ---------------------------------------------------------------------- the trainer with a critic
-def _run(tmp_path: Path, *args: str, env: dict | None = None, name="run") -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "baselines.train", "--out", str(tmp_path / name), "--no-progress", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})})
-
-
-def _metrics(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def _comparable(rows: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
-
-
 CRITIC_ARGS = ["--env", "voting-v0", "--action-mode", "discrete", "--credit", "mappo", "--model", "mlp",
                "--tasks-per-step", "4", "--group-size", "2"]
 

@@ -14,8 +14,13 @@ from marl_llm_envs.envs import orchestrator as orchestrator_module
 from marl_llm_envs.reference.orchestrator import delegator, solo
 from marl_llm_envs.scripted import random_legal
 from marl_llm_envs.tasks import ArithmeticTasks, CompositeTasks, Task, TaskSource
+from conftest import docstring_block
 
 ALL_WORKERS = ["worker_0", "worker_1", "worker_2", "worker_3"]
+
+
+def _manual(heading):
+    return docstring_block(orchestrator_module, heading)
 
 
 class FixedComposite(TaskSource):
@@ -41,17 +46,6 @@ class FixedComposite(TaskSource):
 
     def spec(self):
         return {"name": self.name}
-
-
-def _block(heading):
-    doc = orchestrator_module.__doc__
-    block = doc[doc.index(heading):].split("::\n\n", 1)[1]
-    lines = []
-    for line in block.split("\n"):
-        if line and not line.startswith("    "):
-            break
-        lines.append(line[4:])
-    return "\n".join(lines).strip("\n")
 
 
 def _play(env, policy, seed, rng=None):
@@ -122,16 +116,16 @@ def test_agents_grow_as_workers_are_spawned_and_each_worker_answers_once(mode):
 def test_manual_shows_the_exact_prompts():
     env = make("orchestrator-v0", tasks=FixedComposite())
     env.reset(seed=0)
-    assert env.observe("orchestrator")["text"] == _block("The orchestrator's plan prompt")
+    assert env.observe("orchestrator")["text"] == _manual("The orchestrator's plan prompt")
     env.step("[spawn: Compute the value of 3 + 4 * 2.]\n[spawn: Compute the value of 12 - 7.]\n"
              "I will compute c myself.")
-    assert env.observe("worker_0")["text"] == _block("A worker's prompt")
+    assert env.observe("worker_0")["text"] == _manual("A worker's prompt")
     solo_env = env.ablate("orchestrator")
     env.step("The answer is \\boxed{11}")
     env.step("I cannot do this")  # spoiled: "(no report)"
-    assert env.observe("orchestrator")["text"] == _block("The orchestrator's final prompt")
+    assert env.observe("orchestrator")["text"] == _manual("The orchestrator's final prompt")
     assert solo_env.agents == ["orchestrator"]
-    assert solo_env.observe("orchestrator")["text"] == _block("The orchestrator's solo prompt")
+    assert solo_env.observe("orchestrator")["text"] == _manual("The orchestrator's solo prompt")
 
 
 # ---------------------------------------------------------------------- hidden information

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ENV_IDS, ENV_MODES
+from conftest import ENV_IDS, ENV_MODES, docstring_block
 from marl_llm_envs import make, spec
 from marl_llm_envs.envs import kuhn_poker, think_solve
 from marl_llm_envs.scripted import random_legal
@@ -194,25 +194,13 @@ def test_arbitrary_actions_never_raise_and_leave_a_legal_state(env_id, mode, act
 # ---------------------------------------------------------------- the manuals
 
 
-def _docstring_block(module, heading):
-    doc = module.__doc__
-    start = doc.index(heading)
-    block = doc[start:].split("::\n\n", 1)[1]
-    lines = []
-    for line in block.split("\n"):
-        if line and not line.startswith("    "):
-            break
-        lines.append(line[4:])
-    return "\n".join(lines).strip("\n")
-
-
 def test_kuhn_manual_shows_the_exact_prompt():
     for seed in range(100):
         env = make("kuhn_poker-v0")
         env.reset(seed=seed)
         if env._cards["player_0"] == 2:
             break
-    assert env.observe("player_0")["text"] == _docstring_block(kuhn_poker, "The prompt (player_0")
+    assert env.observe("player_0")["text"] == docstring_block(kuhn_poker, "The prompt (player_0")
 
 
 def test_tic_tac_toe_manual_shows_the_exact_prompt():
@@ -220,7 +208,7 @@ def test_tic_tac_toe_manual_shows_the_exact_prompt():
 
     env = make("tic_tac_toe-v0")
     env.reset(seed=0)
-    assert env.observe("player_0")["text"] == _docstring_block(tic_tac_toe, "The prompt (player_0")
+    assert env.observe("player_0")["text"] == docstring_block(tic_tac_toe, "The prompt (player_0")
 
 
 class _FixedTask(_SentinelTasks):
@@ -231,11 +219,11 @@ class _FixedTask(_SentinelTasks):
 def test_think_solve_manual_shows_the_exact_prompts():
     env = make("think_solve-v0", tasks=_FixedTask())
     env.reset(seed=0)
-    assert env.observe("thinker")["text"] == _docstring_block(think_solve, "The thinker's prompt")
+    assert env.observe("thinker")["text"] == docstring_block(think_solve, "The thinker's prompt")
     solo = env.ablate("thinker")
     env.step("Multiply first: 4 * 2 = 8, then add 3.")
-    assert env.observe("solver")["text"] == _docstring_block(think_solve, "The solver's prompt")
-    assert solo.observe("solver")["text"] == _docstring_block(think_solve, "The solver's solo prompt")
+    assert env.observe("solver")["text"] == docstring_block(think_solve, "The solver's prompt")
+    assert solo.observe("solver")["text"] == docstring_block(think_solve, "The solver's solo prompt")
 
 
 def test_voting_manual_shows_the_exact_prompt():
@@ -243,7 +231,7 @@ def test_voting_manual_shows_the_exact_prompt():
 
     env = make("voting-v0", tasks=_FixedTask())
     env.reset(seed=0)
-    assert env.observe("voter_0")["text"] == _docstring_block(voting, "A voter's prompt")
+    assert env.observe("voter_0")["text"] == docstring_block(voting, "A voter's prompt")
 
 
 def test_every_env_module_docstring_is_a_manual():

@@ -11,14 +11,13 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 from leaderboard.__main__ import main
 from leaderboard.render import Palette
+from tests.test_leaderboard_page import _PROBE, CHROMIUM, _dom, _probe
 from leaderboard.suite import add_entry, board_columns, comparison_text, entry, load_suite, mean_ci, page, \
     page_context, suite_figures, verdicts
 
@@ -168,32 +167,6 @@ def test_board_columns_leave_other_boards_alone():
 
 
 # ------------------------------------------------------------------------------------------- Chromium
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-
-# Measures the page as a reader sees it and writes the results into <body data-...> for --dump-dom: the body's
-# horizontal overflow, and per figure the number of pixels drawn in each method's colour (from the decoded PNG,
-# through a canvas; data: images are same-origin).
-_PROBE = """<script>
-window.addEventListener('load', () => {
-  const b = document.body, root = document.documentElement;
-  b.dataset.overflow = Math.max(root.scrollWidth, b.scrollWidth) - window.innerWidth;
-  const out = {};
-  document.querySelectorAll('figure[data-figure]').forEach(f => {
-    const img = f.querySelector('img'), c = document.createElement('canvas');
-    c.width = img.naturalWidth; c.height = img.naturalHeight;
-    const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
-    const px = ctx.getImageData(0, 0, c.width, c.height).data, colours = JSON.parse(f.dataset.colours), n = {};
-    for (const [name, hex] of Object.entries(colours)) {
-      const r = parseInt(hex.slice(1, 3), 16), g = parseInt(hex.slice(3, 5), 16), bl = parseInt(hex.slice(5, 7), 16);
-      let k = 0;
-      for (let i = 0; i < px.length; i += 4) if (px[i] === r && px[i + 1] === g && px[i + 2] === bl) k++;
-      n[name] = [hex, k];
-    }
-    out[f.dataset.figure] = n;
-  });
-  b.dataset.pixels = JSON.stringify(out);
-});
-</script></body>"""
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
@@ -201,18 +174,13 @@ def test_suite_page_in_chromium_gives_the_verdict_fixed_colours_and_fits_a_phone
     context = page_context(suite, scored, "broadcast", runs=36, wall_s=43.0)
     probed = tmp_path / "index.html"
     probed.write_text(page(suite, scored, context, SKIPPED).replace("</body>", _PROBE), encoding="utf-8")
-    out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--window-size=390,900", "--hide-scrollbars",
-                          "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    dom = out.stdout
+    dom = _dom(probed.as_uri(), tmp_path, width=390)
     verdict = re.search(r"<div class=\"verdict\"[^>]*>(.*?)</div>", dom, re.S).group(1)
     assert "broadcast above shuffled on team_size: CIs separated" in verdict
     assert "broadcast vs loo on zero_sum: no difference at 95%" in verdict
     assert "control: shuffled below broadcast in 2/3 families" in verdict
-    probe = lambda name: html.unescape(re.search(rf'data-{name}="([^"]*)"', dom).group(1))   # noqa: E731
-    assert int(probe("overflow")) <= 0, "the body scrolls sideways at 390 px"
-    pixels = json.loads(probe("pixels"))
+    assert int(_probe(dom, "overflow")) <= 0, "the body scrolls sideways at 390 px"
+    pixels = json.loads(_probe(dom, "pixels"))
     for method in ("broadcast", "shuffled", "loo"):
         (in_radar, drawn_radar), (in_scaling, drawn_scaling) = pixels["radar"][method], \
             pixels["scaling-team_size"][method]
