@@ -1,5 +1,6 @@
-"""The ``shuffled`` negative control against hand-worked groups: each turn gets broadcast's advantage of another
-episode of its group, deterministically given the batch and the method's state."""
+"""The ``shuffled`` negative control against hand-worked groups: each turn gets broadcast's advantage of a random
+episode of its group (any of them by default, the other ones with ``draw="others"``), deterministically given the
+batch and the method's state."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ The methods (each module's docstring states its equation and cites its source):
 ``dr_mas``     Dr. MAS: GRPO normalization per role within the group, over the role's turns
 ``mappo``      MAPPO: GAE(gamma, lambda) on each agent's turns with a learned centralized critic ``V(s_t)``
 ``ippo``       IPPO: the same with a learned per-agent critic ``V(o_a,t)`` on the agent's own observation
-``shuffled``   a negative control: each turn gets broadcast's advantage of another, random episode of its group
+``shuffled``   a negative control: each turn gets broadcast's advantage of a random episode of its group
 =============  ===============================================================================================
 
 A method with a learned critic (``mappo``, ``ippo``) uses three more hooks, all no-ops on the Monte Carlo methods:
