@@ -127,11 +127,11 @@ def test_ablated_player_drops_into_the_first_open_column():
 
 
 def test_the_manual_shows_the_exact_prompt_and_the_board_has_column_numbers():
-    from test_properties import _docstring_block
+    from conftest import docstring_block
 
     env = make("connect_four-v0")
     env.reset(seed=0)
-    assert env.observe("player_0")["text"] == _docstring_block(connect_four, "The prompt (player_0")
+    assert env.observe("player_0")["text"] == docstring_block(connect_four, "The prompt (player_0")
     env.step("[3]")
     text = env.observe("player_1")["text"]
     assert " 0 1 2 3 4 5 6\n" in text and "|. . . X . . .|\nYour legal moves" in text

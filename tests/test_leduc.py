@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from test_properties import _docstring_block
+from conftest import docstring_block
 
 from marl_llm_envs import make, replay
 from marl_llm_envs.envs import leduc_holdem
@@ -206,7 +206,7 @@ def test_ablated_player_checks_or_folds():
 
 def test_manual_shows_the_exact_prompt():
     env = leduc_with(K, J, Q, mode="text")
-    assert env.observe("player_0")["text"] == _docstring_block(leduc_holdem, "The prompt (player_0")
+    assert env.observe("player_0")["text"] == docstring_block(leduc_holdem, "The prompt (player_0")
 
 
 @pytest.mark.parametrize("mode", ["text", "discrete"])

@@ -241,11 +241,11 @@ def test_kwargs_change_inventories_valuations_and_grid_and_are_validated():
 
 
 def test_the_manual_shows_the_exact_prompt():
-    from test_properties import _docstring_block
+    from conftest import docstring_block
 
     env = make("simple_negotiation-v0")
     env.reset(seed=0)
-    assert env.observe("player_0")["text"] == _docstring_block(sn, "The prompt (player_0")
+    assert env.observe("player_0")["text"] == docstring_block(sn, "The prompt (player_0")
 
 
 def test_random_text_and_discrete_games_replay_exactly():
