@@ -17,7 +17,7 @@ Protocols: ``credit-<tier>``; ``--quick`` uses ``credit-<tier>-quick`` (a smalle
 README demo; its entries rank only against other quick entries).
 
 The suite (issue 16). Where the tier has a credit-assignment suite (``leaderboard/protocols/suite/``:
-``credit-micro@2``, ``credit-micro-quick@2`` with ``--quick``, ``credit-small@2``), that is what the tier runs, through
+the newest version of ``credit-micro``, ``credit-micro-quick`` with ``--quick``, ``credit-small``), that is what the tier runs, through
 :func:`leaderboard.suite.benchmark_suite`: every family and setting, per-family scores with CIs, a radar chart and
 scaling curves. ``--protocol credit-micro`` (or any classic protocol) still runs the version 1 benchmark above.
 ``jobs`` (``--jobs N``) plays the suite's independent runs in N processes and ``ray`` (``--ray auto|ADDRESS``) over
@@ -92,12 +92,11 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     "submissions": {method: folder}, "markdown": str}`` (a suite: :func:`leaderboard.suite.benchmark_suite`'s
     result, with ``"suite": True``)."""
     # ---- the suite (issue 16): the tier's default where it has one
-    from leaderboard.suite import benchmark_suite, list_suites
+    from leaderboard.suite import benchmark_suite, latest_suite, list_suites
 
     suite = None
     if protocol is None:
-        wanted = f"credit-{tier}-quick@2" if quick else f"credit-{tier}@2"
-        suite = wanted if wanted in list_suites() else None
+        suite = latest_suite(f"credit-{tier}-quick" if quick else f"credit-{tier}")
     elif str(protocol) in list_suites() or (str(protocol).endswith(".json") and Path(protocol).is_file()
                                             and '"marl_llm_suite"' in Path(protocol).read_text()):
         suite = str(protocol)
@@ -108,7 +107,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
                                  submit_to=submit_to)
         return {**result, "suite": True}
     if jobs != 1 or ray is not None:
-        raise ValueError("--jobs and --ray run a suite's runs (credit-<tier>@2); the classic protocols run in one "
+        raise ValueError("--jobs and --ray run a suite's runs (credit-<tier>@N); the classic protocols run in one "
                          "process")
     from leaderboard.board import build_board
     from leaderboard.evaluate import evaluate

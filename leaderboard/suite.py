@@ -18,8 +18,9 @@ A suite file (``leaderboard/protocols/suite/<id>@<version>.json``, schema ``marl
 
 A setting may also name ``"partners"`` (the trainer's ``--partners``, e.g. ``"thinker=reference"``), ``"opponent"``
 (``play: "versus"``: the reference policy it is scored against), ``"eval_count"`` (versus: its own number of
-evaluation seeds; Kuhn's payoffs are noisy next to the random-to-Nash gap) and ``"train"`` (a few budget fields that
-override the suite's, e.g. ``{"steps": 200}``).
+evaluation seeds; Kuhn's payoffs are noisy next to the random-to-Nash gap), ``"evaluate"`` (versus: ``"sampled"``,
+the default, ``"exact"`` or ``"exploitability"``; below) and ``"train"`` (a few budget fields that override the
+suite's, e.g. ``{"steps": 200}``).
 
 Runs. One trainer run (:func:`baselines.train.train`) per method x setting x training seed, into
 ``OUT/<method>/<setting>/seed<s>`` (a complete run found there is reused). A method that cannot train on a setting's
@@ -40,6 +41,11 @@ Scores. A run's raw score is
 * ``play: "versus"`` (zero-sum self-play, both seats learning): the final policy against ``opponent`` on the held-out
   evaluation seeds (``eval_seeds``, from 2**40 up, as the protocols), in each seat, the payoff averaged over seats and
   seeds: the curve of a zero-sum self-play run is 0 by construction, so only an outside reference can score it.
+  A setting with ``"evaluate": "exact"`` (Kuhn and Leduc, one hand) scores the same quantity with no sampling:
+  the final policy's strategy is read from the env and its expected payoff against the equilibrium is computed over
+  the whole game tree (:mod:`leaderboard.exact`); ``"exploitability"`` scores minus its exploitability instead. Both
+  exact figures (``versus`` and ``exploitability``, chips per hand) are kept in every such run's result. Anchors of
+  an exact setting are exact too: ``"random"`` is uniform legal play, the reference bot is the equilibrium.
 
 Normalization: ``(raw - value(zero)) / (value(one) - value(zero))``. For ``self`` settings ``value(P)`` is the mean
 team reward of policy ``P`` (``"random"`` or a reference policy of the env, in every seat) measured on
@@ -93,7 +99,7 @@ from leaderboard.protocol import EVAL_SEED_START, PROTOCOL_DIR, ProtocolError, _
 SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
 
-__all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "list_suites", "load_suite", "plan", "run_one", "execute",
+__all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "latest_suite", "list_suites", "load_suite", "plan", "run_one", "execute",
            "score", "table", "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page",
            "page_context", "board_columns", "board_figures", "entry", "benchmark_suite"]
 
@@ -114,6 +120,7 @@ class Setting:
     partners: str = ""
     train: dict[str, Any] = field(default_factory=dict)      # overrides of the suite's budget
     eval_count: int | None = None                             # versus: evaluation seeds, if not the suite's
+    evaluate: str = "sampled"         # versus: "sampled", "exact" or "exploitability" (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -154,6 +161,13 @@ def list_suites(folder: str | Path = SUITE_DIR) -> list[str]:
     return sorted(p.stem for p in Path(folder).glob("*.json"))
 
 
+def latest_suite(suite_id: str, folder: str | Path = SUITE_DIR) -> str | None:
+    """The key of the newest version of ``suite_id`` shipped in ``folder`` (``"credit-micro"`` ->
+    ``"credit-micro@3"``), or ``None`` when there is none."""
+    versions = [int(k.rsplit("@", 1)[1]) for k in list_suites(folder) if k.rsplit("@", 1)[0] == suite_id]
+    return f"{suite_id}@{max(versions)}" if versions else None
+
+
 def load_suite(name_or_path: str | Path) -> Suite:
     """A suite by key (``"credit-micro@2"``, a file in ``leaderboard/protocols/suite/``) or path; checked against the
     schema and this package (errors name the field)."""
@@ -173,7 +187,8 @@ _TOP = {"schema", "id", "version", "track", "tier", "description", "action_mode"
 _SCORE = {"last_fraction", "eval_seeds", "anchor_episodes"}
 _FAMILY = {"name", "title", "knob", "settings"}
 _SETTING = {"name", "env_id", "env_version", "env_kwargs", "knob", "play", "opponent", "normalize", "partners",
-            "train", "eval_count"}
+            "train", "eval_count", "evaluate"}
+EVALUATE = ("sampled", "exact", "exploitability")
 _OVERRIDE = {"steps", "tasks_per_step", "group_size"}
 
 
@@ -273,8 +288,29 @@ def _parse_setting(s: Any, where: str, family: str, spec) -> Setting:
     eval_count = _get(s, "eval_count", int, where, optional=True)
     if eval_count is not None and (eval_count < 1 or play != "versus"):
         raise ProtocolError(f"{where}.eval_count: a positive int, for 'versus' settings; got {eval_count!r}")
+    evaluate = _get(s, "evaluate", str, where, optional=True) or "sampled"
+    if evaluate not in EVALUATE:
+        raise ProtocolError(f"{where}.evaluate: one of {list(EVALUATE)}, got {evaluate!r}")
+    if evaluate != "sampled":
+        from leaderboard import exact
+
+        if play != "versus" or eval_count is not None:
+            raise ProtocolError(f"{where}.evaluate: {evaluate!r} scores a 'versus' setting without evaluation seeds "
+                                "(drop eval_count)")
+        try:
+            reference = exact.reference_name(env_id, kwargs)
+        except ValueError as e:
+            raise ProtocolError(f"{where}.evaluate: {e}") from None
+        if opponent != reference:
+            raise ProtocolError(f"{where}.opponent: exact evaluation of {env_id} is against {reference!r}, "
+                                f"not {opponent!r}")
+        for k in ("zero", "one"):
+            if isinstance(normalize[k], str) and normalize[k] not in ("random", reference):
+                raise ProtocolError(f"{where}.normalize.{k}: exact evaluation knows 'random' and {reference!r}, "
+                                    f"not {normalize[k]!r}")
     return Setting(_get(s, "name", str, where), family, env_id, version, dict(kwargs), s.get("knob"), play, opponent,
-                   dict(normalize), _get(s, "partners", str, where, optional=True) or "", dict(override), eval_count)
+                   dict(normalize), _get(s, "partners", str, where, optional=True) or "", dict(override), eval_count,
+                   evaluate)
 
 
 # ---------------------------------------------------------------------- anchors
@@ -303,6 +339,11 @@ def anchor_value(suite: Suite, setting: Setting, which: str) -> float:
     name = setting.normalize[which]
     if not isinstance(name, str):
         return float(name)
+    if setting.evaluate != "sampled":
+        from leaderboard import exact
+
+        table = exact.random_strategy(setting.env_id) if name == "random" else exact.reference_strategy(setting.env_id)
+        return exact.raw_score(setting.env_id, table, setting.evaluate)
     if setting.play == "versus":
         from leaderboard.protocol import _anchor_value
         from marl_llm_envs import spec
@@ -348,7 +389,7 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[di
                               "group_size": b["group_size"], "partners": s.partners, "play": s.play,
                               "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
                               "eval_start": suite.score["eval_start"],
-                              "eval_count": s.eval_count or suite.score["eval_count"],
+                              "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
                               "out": str(out / _safe(m) / _safe(s.name) / f"seed{seed}")})
     return specs, skipped
 
@@ -387,15 +428,50 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
               "branches": sum(int(r.get("tokens/branches", 0)) for r in rows)}
     free = {k: [float(r[k]) for r in rows if k in r] for k in sorted({k for r in rows for k in r
                                                                         if k.startswith("free_riding/")})}
+    extra: dict[str, Any] = {}
     if spec["play"] == "self":
         tail = curve[-max(1, math.ceil(len(curve) * spec["last_fraction"])):]
         raw = sum(tail) / len(tail)
-    else:
+    elif spec.get("evaluate", "sampled") == "sampled":
         raw = _versus_score(spec, run)
-    return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw),
+    else:
+        raw, extra = _exact_score(spec, run)
+    if spec["env_id"] == "free_riding-v0" and spec["env_kwargs"].get("idle_seats", 1) > 0:
+        extra["idle_drift"] = _idle_drift(spec, run)
+    return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw), **extra,
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
             "config_hash": json.loads((run / "config.json").read_text()).get("config_hash", ""),
             "wall_s": time.perf_counter() - t0}
+
+
+def _idle_drift(spec: dict[str, Any], run: Path) -> float:
+    """free_riding-v0: how far the final policy of the idle seats has drifted, ``KL(p || uniform) = log 3 - H(p)``
+    in nats, averaged over the idle seats; ``p`` is the seat's exact move distribution on its observation (the same
+    in every episode, see the env's manual). 0 = no drift; log 3 = 1.0986 = a deterministic idle seat."""
+    import numpy as np
+    import torch
+
+    from leaderboard.players import load_player
+    from marl_llm_envs import make
+
+    env = make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
+    player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
+    env.reset(seed=0)
+    drifts = []
+    while not env.unwrapped.done:
+        agent = env.agent_selection
+        obs = env.observe(agent, text=False)
+        legal = np.flatnonzero(np.asarray(obs["action_mask"]) > 0)
+        if env.roles[agent] != "decider":
+            policy = player.policies[env.roles[agent]]
+            extra = {"obs": np.asarray(obs["observation"]).tolist(), "mask": np.asarray(obs["action_mask"]).tolist(),
+                     "role_index": policy.roles.index(env.roles[agent])}
+            with torch.no_grad():
+                p = policy.log_policy([extra])[0].exp()[0].double().numpy()[legal]
+            p = p / p.sum()
+            drifts.append(float(math.log(len(legal)) + np.sum(p * np.log(np.maximum(p, 1e-300)))))
+        env.step(int(legal[0]))
+    return float(sum(drifts) / len(drifts))
 
 
 def _versus_score(spec: dict[str, Any], run: Path) -> float:
@@ -419,6 +495,20 @@ def _versus_score(spec: dict[str, Any], run: Path) -> float:
                                                                 env_kwargs=kwargs, run_id=f"versus|{seat}")
         total += sum(float(e.rewards[seat]) for e in eps) / len(eps)
     return total / len(env.possible_agents)
+
+
+def _exact_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, float]]:
+    """The final policy's exact score (:mod:`leaderboard.exact`), with both exact figures: its payoff against the
+    reference averaged over the seats (``versus``) and its ``exploitability`` (chips per hand)."""
+    from leaderboard import exact
+    from leaderboard.players import load_player
+    from marl_llm_envs import make
+
+    env = make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
+    player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
+    table = exact.strategy_of(spec["env_id"], exact.policy_decider(player.policies), spec["env_kwargs"])
+    both = {"versus": exact.versus(spec["env_id"], table), "exploitability": exact.exploitability(spec["env_id"], table)}
+    return exact.raw_score(spec["env_id"], table, spec["evaluate"]), both
 
 
 def execute(specs: Sequence[dict[str, Any]], jobs: int = 1, ray: str | None = None,
@@ -516,6 +606,12 @@ def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | N
                                 f"'zero' anchor ({a['zero']:.4f}) in {suite.action_mode} mode")
     by: dict[str, dict[str, dict[int, float]]] = {}
     tokens: dict[str, dict[str, int]] = {}
+    side: dict[str, dict[str, dict[str, dict[int, float]]]] = {}       # method -> figure -> setting -> seed -> value
+    for r in results:
+        for fig in SIDE_FIGURES:
+            if fig in r:
+                side.setdefault(r["method"], {}).setdefault(fig, {}).setdefault(r["setting"], {})[r["seed"]] = \
+                    float(r[fig])
     for r in results:
         a = anchors[r["setting"]]
         by.setdefault(r["method"], {}).setdefault(r["setting"], {})[r["seed"]] = \
@@ -537,8 +633,19 @@ def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | N
                 out_f[fam.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in present]}
         agg = [sum(f["seeds"][i] for f in out_f.values()) / len(out_f) for i in range(len(seeds))]
         methods[m] = {"seeds": seeds, "settings": out_s, "families": out_f,
-                      "aggregate": {"seeds": agg, "ci": mean_ci(agg)}, "tokens": tokens[m]}
+                      "aggregate": {"seeds": agg, "ci": mean_ci(agg)}, "tokens": tokens[m],
+                      "side": {fig: {name: {"seeds": [v[sd] for sd in sorted(v)], "ci": mean_ci([v[sd] for sd in
+                                                                                                sorted(v)])}
+                                     for name, v in per.items()} for fig, per in side.get(m, {}).items()}}
     return {"suite": suite.key, "anchors": anchors, "methods": methods}
+
+
+# figures a run may report besides its score (``run_one``), shown per setting beside the scores: what they measure
+SIDE_FIGURES = {
+    "exploitability": "exploitability of the final policy (chips per hand; 0 = an equilibrium; exact)",
+    "idle_drift": "idle seats' drift, KL(p || uniform) of their final move distribution (nats; 0 = none, "
+                  "log 3 = 1.099 = deterministic)",
+}
 
 
 def separated(a: tuple[float, float, float], b: tuple[float, float, float]) -> bool:
@@ -571,12 +678,21 @@ def coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
         out.append(f"Cooperative settings (the team plays every seat): the mean team reward over the last "
                    f"{frac:.0%} of training ({tail} of {b['steps']} steps x {b['tasks_per_step'] * b['group_size']} "
                    f"fresh episodes at the suite's budget), not a held-out evaluation.")
-    if "versus" in played:
-        vs = [s for s in suite.settings if s.play == "versus" and s.name in scored["anchors"]]
-        counts = sorted({s.eval_count or suite.score["eval_count"] for s in vs})
-        opp = sorted({s.opponent for s in vs})
+    vs = [s for s in suite.settings if s.play == "versus" and s.name in scored["anchors"]]
+    sampled = [s for s in vs if s.evaluate == "sampled"]
+    if sampled:
+        counts = sorted({s.eval_count or suite.score["eval_count"] for s in sampled})
+        opp = sorted({s.opponent for s in sampled})
         out.append(f"Zero-sum settings (both seats learn): the final policy against {', '.join(opp)} on "
                    f"{'/'.join(map(str, counts))} held-out deals (seeds from 2**40) in each seat, payoffs averaged.")
+    for kind, what in (("exact", "its exact expected payoff against {opp} over every deal and move, both seats "
+                                 "averaged"),
+                       ("exploitability", "minus its exact exploitability (a best response's gain, chips per hand)")):
+        chosen = [s for s in vs if s.evaluate == kind]
+        if chosen:
+            opp = ", ".join(sorted({s.opponent for s in chosen}))
+            out.append(f"Zero-sum settings (both seats learn), scored exactly: the final policy's strategy is read "
+                       f"from the env and scored by {what.format(opp=opp)}; no sampling noise.")
     return out
 
 
@@ -678,6 +794,15 @@ def _setting_rows(suite: Suite, scored: dict[str, Any], digits: int = 3) -> tupl
     return cols, rows
 
 
+def _side_rows(scored: dict[str, Any], fig: str, digits: int = 3) -> tuple[list[str], list[list[str]]]:
+    methods = list(scored["methods"])
+    names = list(dict.fromkeys(n for m in methods for n in scored["methods"][m].get("side", {}).get(fig, {})))
+    rows = [[n] + [_ci(scored["methods"][m]["side"][fig][n]["ci"], digits)
+                   if n in scored["methods"][m].get("side", {}).get(fig, {}) else "n/a" for m in methods]
+            for n in names]
+    return ["setting"] + methods, rows
+
+
 def _skip_notes(skipped: dict[str, dict[str, str]] | None) -> list[str]:
     return [f"{m} is not applicable on {', '.join(why)} ({'; '.join(sorted(set(why.values())))})"
             for m, why in (skipped or {}).items() if why]
@@ -704,6 +829,11 @@ def table(suite: Suite, scored: dict[str, Any], skipped: dict[str, dict[str, str
                           "raw values, measured with the setting's kwargs):", rest="") + [""]
     if rows:
         lines += _fit(cols, rows)
+    for fig, what in SIDE_FIGURES.items():
+        cols, rows = _side_rows(scored, fig)
+        if rows:
+            lines += [""] + _wrap(f"Per setting, the {what}, mean [95% CI] over seeds:", rest="") + [""]
+            lines += _fit(cols, rows)
     notes = _skip_notes(skipped)
     if notes:
         lines.append("")
