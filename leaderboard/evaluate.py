@@ -193,12 +193,11 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
     missing = [e for e in env_ids if e not in players]
     if missing:
         raise ValueError(f"no player for {missing}; give --player SPEC (every env) or --player ENV_ID=SPEC")
-    runs_wanted = 1 if protocol.track == "policy" else len(protocol.train["seeds"])
     for env_id in env_ids:
-        if len(players[env_id]) != runs_wanted:
-            raise ValueError(f"{env_id}: {protocol.key} wants {runs_wanted} run(s) "
-                             f"({'one per training seed ' + str(protocol.train['seeds']) if runs_wanted > 1 else 'one'}"
-                             f"), got {len(players[env_id])}")
+        if len(players[env_id]) != protocol.runs:
+            which = f"one per training seed {protocol.train['seeds']}" if protocol.runs > 1 else "one"
+            raise ValueError(f"{env_id}: {protocol.key} wants {protocol.runs} run(s) ({which}), got "
+                             f"{len(players[env_id])}")
     t0 = time.perf_counter()
     episodes = []
     provenance: dict[str, list[dict[str, Any]]] = {}

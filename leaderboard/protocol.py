@@ -117,6 +117,12 @@ class Protocol:
         return list(range(self.seed_start, self.seed_start + self.seed_count))
 
     @property
+    def runs(self) -> int:
+        """How many runs a submission has: one per training seed on the credit track (each a trained policy), one
+        on the policy track (the player as it is)."""
+        return len(self.train["seeds"]) if self.track == "credit" else 1
+
+    @property
     def key(self) -> str:
         """``id@version``: what entries are grouped by."""
         return f"{self.id}@{self.version}"

@@ -294,7 +294,7 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
     cells = _check_episodes(episodes, manifest, proto)
     _check_tokens(episodes, manifest, proto)
     replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
-    scores, raw, games = _statistics(cells, proto, len(manifest["players"][proto.tasks[0].env_id]))
+    scores, raw, games = _statistics(cells, proto)
     v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
                   content_sha256(episodes, manifest), rederived)
     if reproduce:
@@ -377,15 +377,14 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
     if (seeds["eval_start"], seeds["eval_count"]) != (proto.seed_start, proto.seed_count):
         raise SubmissionError(f"{SUBMISSION_FILE}.seeds: evaluation seeds {seeds['eval_start']}+{seeds['eval_count']}"
                               f" are not the protocol's {proto.seed_start}+{proto.seed_count}")
-    runs = 1 if proto.track == "policy" else len(proto.train["seeds"])
     env_ids = sorted({t.env_id for t in proto.tasks})
     if sorted(manifest["players"]) != env_ids:
         raise SubmissionError(f"{SUBMISSION_FILE}.players: names envs {sorted(manifest['players'])}, the protocol "
                               f"has {env_ids}")
     for env_id in env_ids:
-        if len(manifest["players"][env_id]) != runs:
+        if len(manifest["players"][env_id]) != proto.runs:
             raise SubmissionError(f"{SUBMISSION_FILE}.players.{env_id}: {len(manifest['players'][env_id])} runs, "
-                                  f"the protocol has {runs}")
+                                  f"the protocol has {proto.runs}")
         if proto.track == "credit":
             for r, provenance in enumerate(manifest["players"][env_id]):
                 try:
@@ -483,7 +482,7 @@ def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
     """Every per-episode check and completeness; returns (task, seat, run) -> {seed: episode}."""
     versions = {e["env_id"]: (e["env_version"], e["env_kwargs"]) for e in manifest["envs"]}
     tasks = {t.name: t for t in proto.tasks}
-    runs = 1 if proto.track == "policy" else len(proto.train["seeds"])
+    runs = proto.runs
     seeds = set(proto.seeds)
     cells: dict[tuple[str, str, int], dict[int, Any]] = {}
     agents_of: dict[str, tuple[str, ...]] = {}
@@ -691,7 +690,7 @@ def _replay(e, where: str, seat: str, opponent) -> tuple[dict[str, float], Any, 
     return totals, env, rederived
 
 
-def _statistics(cells: dict, proto: Protocol, runs: int):
+def _statistics(cells: dict, proto: Protocol):
     scores: dict[str, list[list[float]]] = {}
     raw: dict[str, list[list[float]]] = {}
     games: dict[str, dict[str, dict[str, int]]] = {}
@@ -699,7 +698,7 @@ def _statistics(cells: dict, proto: Protocol, runs: int):
         agents = _agents(task.env_id)
         seats = task.seats(agents)
         scores[task.name], raw[task.name] = [], []
-        for run in range(runs):
+        for run in range(proto.runs):
             values = []
             for seed in proto.seeds:
                 per_seat = []
