@@ -26,7 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Player", "SeededMoves", "decision_stream", "load_player", "opponent_policy"]
+__all__ = ["Player", "RUN_KEYS", "SeededMoves", "decision_stream", "load_player", "opponent_policy"]
+
+# What the trainer writes into a run's config.json beside TrainConfig's fields: the action mode it resolved and
+# TrainConfig.hash().
+RUN_KEYS = ("action_mode_resolved", "config_hash")
 
 
 @dataclass
@@ -171,7 +175,7 @@ def _hf_player(spec: str, env_id: str, roles: list[str], greedy: bool) -> Player
 def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], action_mode: str,
                        greedy: bool) -> Player:
     from baselines.train import checkpoint
-    from baselines.train.config import TrainConfig
+    from baselines.train.config import OUTPUT_FIELDS, TrainConfig
     from baselines.train.learners import build_team
     from marl_llm_envs import make
 
@@ -217,6 +221,5 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
         "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
         "decoding": {r: p.settings() for r, p in sorted(policies.items())},
         "config_hash": config_hash, "credit": cfg.credit, "train_seed": cfg.seed, "step": int(meta["step"]),
-        "train_config": {k: v for k, v in raw.items() if k not in ("out", "resume", "progress", "tensorboard",
-                                                                     "wandb")},
+        "train_config": {k: v for k, v in raw.items() if k not in OUTPUT_FIELDS},
     }, run_dir)

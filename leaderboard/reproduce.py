@@ -44,6 +44,8 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     """Train run ``run`` of ``env_id`` again from the manifest; returns its folder (the weights hash is checked)."""
     from baselines.credit.base import _REGISTRY
     from baselines.train import TrainConfig, train
+    from baselines.train.config import OUTPUT_FIELDS
+    from leaderboard.players import RUN_KEYS
 
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
     provenance = v.manifest["players"][env_id][run]
@@ -51,7 +53,7 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     if not isinstance(raw, dict):
         raise SubmissionError(f"{where}.train_config: missing; a credit run is re-trained from it")
     known = set(TrainConfig.__dataclass_fields__)
-    unknown = sorted(set(raw) - known - {"action_mode_resolved", "config_hash"})
+    unknown = sorted(set(raw) - known - set(RUN_KEYS))
     if unknown:
         raise SubmissionError(f"{where}.train_config: unknown field(s) {unknown}")
     if raw.get("model") != "mlp":
@@ -62,8 +64,7 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
                               f"({', '.join(_REGISTRY)}); a method named by the submission is not imported here")
     out = workdir / f"{env_id}-run{run}"
     try:
-        cfg = TrainConfig(**{k: val for k, val in raw.items() if k in known and k not in
-                             ("out", "resume", "progress", "tensorboard", "wandb")},
+        cfg = TrainConfig(**{k: val for k, val in raw.items() if k in known and k not in OUTPUT_FIELDS},
                           out=str(out), progress=False, tensorboard=False)
         train(cfg)
     except Exception as e:  # noqa: BLE001 - a submitted config that does not train is a rejection, not a crash

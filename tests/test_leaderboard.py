@@ -142,6 +142,42 @@ def test_a_trainer_checkpoint_is_evaluated_with_its_weights_hash(protocol_path, 
     assert first["policies"]["player_0"]["name"] == "mlp"
 
 
+def test_a_checkpoint_player_records_its_run_config_without_the_output_fields(tmp_path):
+    """What the manifest says a run trained (train_config, re-trained from by --reproduce) is the run's config.json
+    without where it was written and how it was shown, and without the keys the trainer adds."""
+    from baselines.train import TrainConfig, train
+    from baselines.train.config import OUTPUT_FIELDS
+    from leaderboard.players import RUN_KEYS, load_player
+
+    run = tmp_path / "run"
+    train(TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2, out=str(run),
+                      progress=False, tensorboard=False))
+    config = json.loads((run / "config.json").read_text())
+    player = load_player(f"checkpoint:{run}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
+    assert player.provenance["config_hash"] == config["config_hash"]
+    assert player.provenance["train_config"] == {k: v for k, v in config.items()
+                                                 if k not in OUTPUT_FIELDS and k not in RUN_KEYS}
+    assert "save_every" in player.provenance["train_config"] and "out" not in player.provenance["train_config"]
+
+
+def test_the_config_hash_that_entries_carry_ignores_exactly_the_result_neutral_fields_and_steps():
+    import dataclasses
+
+    from baselines.train import TrainConfig
+    from baselines.train.config import RESULT_NEUTRAL_FIELDS
+
+    base = TrainConfig()
+
+    def changed(value):
+        return {bool: lambda: not value, int: lambda: value + 1, float: lambda: value + 0.5, str: lambda: value + "x",
+                dict: lambda: {**value, "x": 1}}[type(value)]()
+
+    for f in dataclasses.fields(TrainConfig):
+        other = dataclasses.replace(base, **{f.name: changed(getattr(base, f.name))})
+        neutral = f.name in RESULT_NEUTRAL_FIELDS or f.name == "steps"
+        assert (other.hash() == base.hash()) == neutral, f.name
+
+
 def test_an_llm_by_name_is_evaluated_in_choice_mode_with_its_weights_hash(protocol_path, tmp_path, capsys):
     pytest.importorskip("transformers")
     raw = json.loads(protocol_path.read_text())
