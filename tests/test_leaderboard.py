@@ -326,6 +326,14 @@ def test_episode_fields_of_the_wrong_type_are_named(honest, protocol_path, tmp_p
     _rejected(sub, protocol_path, tmp_path / "store", f"episodes.jsonl:2")
 
 
+@pytest.mark.parametrize("run_id", ["kuhn_poker/vs-kuhn_nash|player_0", "kuhn_poker/vs-kuhn_nash|player_0|run-1",
+                                    "kuhn_poker/vs-kuhn_nash|player_0|run" + "9" * 5000, "no-such-task|all|run0"])
+def test_a_run_id_that_is_not_a_cell_label_is_refused_naming_it(honest, protocol_path, tmp_path, run_id):
+    sub = _copy(honest, tmp_path)
+    _edit_episode(sub, 0, lambda d: d.update(run_id=run_id))
+    _rejected(sub, protocol_path, tmp_path / "store", "episodes.jsonl:2.run_id: ")
+
+
 def test_schema_errors_name_the_field(honest, protocol_path, tmp_path):
     sub = _copy(honest, tmp_path)
     m = json.loads((sub / SUBMISSION_FILE).read_text())
