@@ -250,47 +250,11 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
         raise ValueError(f"sample: replay at least 1 episode (got {sample!r}); leave it out to replay every episode")
     folder = Path(folder)
-    if not folder.is_dir():
-        raise SubmissionError(f"{folder}: not a folder (a submission is a folder with {SUBMISSION_FILE} and "
-                              f"{EPISODES_FILE})")
-    names = sorted(p.name for p in folder.iterdir())
-    extra = [n for n in names if n not in (SUBMISSION_FILE, EPISODES_FILE)]
-    if extra:
-        raise SubmissionError(f"{folder}: unexpected file(s) {extra}; a submission holds only {SUBMISSION_FILE} and "
-                              f"{EPISODES_FILE} (JSON only: pickles, weights and code are never read)")
-    for name in (SUBMISSION_FILE, EPISODES_FILE):
-        path = folder / name
-        if not path.is_file() or path.is_symlink():
-            raise SubmissionError(f"{folder}: {name} is missing (or not a plain file)")
-    size = (folder / SUBMISSION_FILE).stat().st_size
-    if size > limits.submission_bytes:
-        raise SubmissionError(f"{SUBMISSION_FILE}: {size} bytes, over the limit of {limits.submission_bytes} bytes")
-    size = (folder / EPISODES_FILE).stat().st_size
-    if size > limits.episodes_bytes:
-        raise SubmissionError(f"{EPISODES_FILE}: {size} bytes, over the limit of {limits.episodes_bytes} bytes")
-
-    try:
-        text = (folder / SUBMISSION_FILE).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SubmissionError(f"{SUBMISSION_FILE}: not UTF-8 text") from None
-    manifest = _loads(text, SUBMISSION_FILE)
-    _check_manifest(manifest)
+    _check_files(folder, limits)
+    manifest = _read_manifest(folder / SUBMISSION_FILE)
     proto = _protocol_of(manifest, protocol)
     _check_envs(manifest, proto)
-    ep = manifest["episodes"]
-    path = folder / EPISODES_FILE
-    if ep["file"] != EPISODES_FILE:
-        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.file: must be {EPISODES_FILE!r}")
-    if ep["bytes"] != path.stat().st_size:
-        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.bytes: {ep['bytes']}, but {EPISODES_FILE} has "
-                              f"{path.stat().st_size} bytes (the file was changed after evaluate)")
-    if ep["sha256"] != file_sha256(path):
-        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.sha256 does not match {EPISODES_FILE} (the file was "
-                              f"changed after evaluate)")
-    episodes = _read_episodes(path, limits)
-    if len(episodes) != ep["count"]:
-        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.count: {ep['count']}, but {EPISODES_FILE} has "
-                              f"{len(episodes)} episodes")
+    episodes = _read_sealed_episodes(folder / EPISODES_FILE, manifest["episodes"], limits)
     cells = _check_episodes(episodes, manifest, proto)
     _check_tokens(episodes, manifest, proto)
     replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
@@ -303,6 +267,55 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
         v.reproduced = reproduce_(v, cells, sample=reproduce_sample, retrain=retrain, audit_seed=audit_seed,
                                   workdir=workdir)
     return v
+
+
+def _check_files(folder: Path, limits: Limits) -> None:
+    """The folder holds exactly the two plain files, each within its size limit."""
+    if not folder.is_dir():
+        raise SubmissionError(f"{folder}: not a folder (a submission is a folder with {SUBMISSION_FILE} and "
+                              f"{EPISODES_FILE})")
+    names = sorted(p.name for p in folder.iterdir())
+    extra = [n for n in names if n not in (SUBMISSION_FILE, EPISODES_FILE)]
+    if extra:
+        raise SubmissionError(f"{folder}: unexpected file(s) {extra}; a submission holds only {SUBMISSION_FILE} and "
+                              f"{EPISODES_FILE} (JSON only: pickles, weights and code are never read)")
+    for name in (SUBMISSION_FILE, EPISODES_FILE):
+        path = folder / name
+        if not path.is_file() or path.is_symlink():
+            raise SubmissionError(f"{folder}: {name} is missing (or not a plain file)")
+    for name, limit in ((SUBMISSION_FILE, limits.submission_bytes), (EPISODES_FILE, limits.episodes_bytes)):
+        size = (folder / name).stat().st_size
+        if size > limit:
+            raise SubmissionError(f"{name}: {size} bytes, over the limit of {limit} bytes")
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    """``submission.json``, strict JSON of the schema."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SubmissionError(f"{SUBMISSION_FILE}: not UTF-8 text") from None
+    manifest = _loads(text, SUBMISSION_FILE)
+    _check_manifest(manifest)
+    return manifest
+
+
+def _read_sealed_episodes(path: Path, seal: dict[str, Any], limits: Limits) -> list:
+    """The episodes of ``path``, which must be the file the manifest's ``episodes`` block (``seal``) names, with its
+    size, SHA-256 and episode count."""
+    if seal["file"] != EPISODES_FILE:
+        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.file: must be {EPISODES_FILE!r}")
+    if seal["bytes"] != path.stat().st_size:
+        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.bytes: {seal['bytes']}, but {EPISODES_FILE} has "
+                              f"{path.stat().st_size} bytes (the file was changed after evaluate)")
+    if seal["sha256"] != file_sha256(path):
+        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.sha256 does not match {EPISODES_FILE} (the file was "
+                              f"changed after evaluate)")
+    episodes = _read_episodes(path, limits)
+    if len(episodes) != seal["count"]:
+        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.count: {seal['count']}, but {EPISODES_FILE} has "
+                              f"{len(episodes)} episodes")
+    return episodes
 
 
 def content_sha256(episodes: list, manifest: dict) -> str:
