@@ -141,8 +141,10 @@ def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str,
     return tokens, curve
 
 
-def opponent_for(protocol: Protocol, task, seat: str, run: int):
-    """The protocol's opponent of one versus cell, as evaluate plays it and validate re-derives it."""
+def opponent_for(protocol: Protocol, task, run: int):
+    """The protocol's opponent in the versus cells of ``task`` and ``run``, as evaluate plays it and validate
+    re-derives it. Both seats get the same opponent: with ``seeded_moves`` a decision's seed names the seat that
+    decides (:func:`~leaderboard.players.decision_seed`)."""
     from leaderboard.players import SeededMoves, decision_stream
 
     opponent = opponent_policy(task.env_id, task.opponent, seed=0)
@@ -165,7 +167,7 @@ def cell_policies(protocol: Protocol, task, seat: str, run: int, player) -> dict
     mine = {r: (SeededMoves(p, stream) if protocol.seeded_moves else p) for r, p in player.policies.items()}
     if seat == "all":
         return mine
-    opponent = opponent_for(protocol, task, seat, run)
+    opponent = opponent_for(protocol, task, run)
     return {env.roles[a]: (mine[env.roles[a]] if a == seat else opponent) for a in env.possible_agents}
 
 

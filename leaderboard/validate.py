@@ -648,7 +648,7 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
             if key not in opponents:
                 from leaderboard.evaluate import opponent_for
 
-                opponents[key] = opponent_for(proto, task, seat, run)
+                opponents[key] = opponent_for(proto, task, run)
             opponent = opponents[key]
         totals, env, n = _replay(e, where, seat, opponent)
         rederived += n
