@@ -42,7 +42,7 @@ def _greedy(provenance: dict[str, Any]) -> bool:
 
 def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     """Train run ``run`` of ``env_id`` again from the manifest; returns its folder (the weights hash is checked)."""
-    from baselines.credit.base import _REGISTRY
+    from baselines.credit import list_credits
     from baselines.train import TrainConfig, train
     from baselines.train.config import OUTPUT_FIELDS
     from leaderboard.players import RUN_KEYS
@@ -59,9 +59,9 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     if raw.get("model") != "mlp":
         raise SubmissionError(f"{where}.train_config.model: {raw.get('model')!r}; only MLP runs (the micro tier) are "
                               f"re-trained here")
-    if raw.get("credit") not in _REGISTRY:
+    if raw.get("credit") not in list_credits():
         raise SubmissionError(f"{where}.train_config.credit: {raw.get('credit')!r} is not a built-in credit method "
-                              f"({', '.join(_REGISTRY)}); a method named by the submission is not imported here")
+                              f"({', '.join(list_credits())}); a method named by the submission is not imported here")
     out = workdir / f"{env_id}-run{run}"
     try:
         cfg = TrainConfig(**{k: val for k, val in raw.items() if k in known and k not in OUTPUT_FIELDS},
