@@ -386,11 +386,17 @@ def _train(out: Path, seed: int, steps: int = 1, credit: str = "rae") -> Path:
     return out
 
 
-def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_path):
-    runs = [_train(tmp_path / f"run{s}", s) for s in (1, 0)]
+def _evaluate_runs(credit_protocol: Path, tmp_path: Path, seeds: tuple[int, ...]) -> Path:
+    """A credit-track submission of runs trained with ``seeds`` (given to --runs in that order)."""
+    runs = [_train(tmp_path / f"run{s}", s) for s in seeds]
     out = tmp_path / "sub"
     assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
                  "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_path):
+    out = _evaluate_runs(credit_protocol, tmp_path, (1, 0))
     m = json.loads((out / SUBMISSION_FILE).read_text())
     assert [p["train_seed"] for p in m["players"]["kuhn_poker-v0"]] == [0, 1]      # the protocol's seed order
     assert m["tokens"]["train_main"] > 0 and m["seeds"]["train"] == [0, 1]
@@ -401,10 +407,7 @@ def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_
 
 
 def test_credit_track_manifest_is_checked_against_the_budget(credit_protocol, tmp_path):
-    runs = [_train(tmp_path / f"run{s}", s) for s in (0, 1)]
-    out = tmp_path / "sub"
-    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
-                 "--out", str(out), "--no-progress"]) == 0
+    out = _evaluate_runs(credit_protocol, tmp_path, (0, 1))
     m = json.loads((out / SUBMISSION_FILE).read_text())
     m["players"]["kuhn_poker-v0"][1]["train_config"]["steps"] = 500        # a claim off the protocol's budget
     (out / SUBMISSION_FILE).write_text(json.dumps(m))
