@@ -150,7 +150,26 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_[0].upper() + help_[1:] + ".",
                               epilog=_EXAMPLES[name], formatter_class=raw)
 
-    p = command("evaluate", "play a protocol; write submission.json and episodes.jsonl")
+    _evaluate_flags(command("evaluate", "play a protocol; write submission.json and episodes.jsonl"))
+    _evaluate_private_flags(command("evaluate-private", "maintainer: play a submitted player on seeds drawn now "
+                                                        "(private-seed mode), validate, and optionally store it"))
+    _validate_flags(command("validate", "check a submission and print its scores"), "validate")
+    _validate_flags(command("submit", "validate a submission and add it to the store"), "submit")
+    p = command("show", "print the verdicts and the ranked tables")
+    p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
+    p.add_argument("--wide", action="store_true", help="add the model and per-task columns (wider than 120 "
+                                                       "columns)")
+    p = command("render", "write LEADERBOARD.md and index.html")
+    p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
+    p.add_argument("--out", default=str(Path(__file__).parent), help="the folder to write into (default: the "
+                                                                      "leaderboard package folder)")
+    command("protocols", "list the protocols")
+    _benchmark_flags(command("benchmark-credit", "train a credit method beside the built-in baselines under a "
+                                                 "credit-track protocol, evaluate all, print the comparison"))
+    return parser
+
+
+def _evaluate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", required=True, help=f"a protocol name ({', '.join(list_protocols())}) or a path")
     p.add_argument("--player", action="append", default=[],
                    help="random | reference | reference:NAME | hf:MODEL[:choice|generate] (e.g. hf:smollm2-135m) | "
@@ -163,8 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="a new folder for the submission")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (one is shown only on a terminal)")
 
-    p = command("evaluate-private", "maintainer: play a submitted player on seeds drawn now (private-seed mode), "
-                                    "validate, and optionally store it")
+
+def _evaluate_private_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", required=True, help=f"a protocol name ({', '.join(list_protocols())})")
     p.add_argument("--player", action="append", default=[], help="the submitted player, as for evaluate")
     p.add_argument("--runs", nargs="*", default=[], help="the submitted run folders, as for evaluate")
@@ -175,38 +194,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
     p.add_argument("--no-progress", action="store_true", help="no progress bar (one is shown only on a terminal)")
 
-    for name, help_ in (("validate", "check a submission and print its scores"),
-                        ("submit", "validate a submission and add it to the store")):
-        p = command(name, help_)
-        p.add_argument("folder", help="the folder written by 'python -m leaderboard evaluate --out'")
-        p.add_argument("--protocol", default=None, help="the protocol file (default: the one the submission names, "
-                                                        "from leaderboard/protocols/)")
-        if name == "validate":
-            p.add_argument("--full", action="store_true", help="replay every episode (the default; overrides "
-                                                                 "--sample)")
-        p.add_argument("--sample", type=int, default=None, help="replay only this many random episodes, at least 1 "
-                                                                "(default: every episode)")
-        p.add_argument("--reproduce", action="store_true",
-                       help="also re-play episodes with the claimed player (random, reference bots, checkpoints "
-                            "present here, local hf: models) and, credit track, re-train a run from the manifest; "
-                            "without it the player's own moves are self-reported")
-        p.add_argument("--reproduce-sample", type=int, default=200, help="episodes to re-play with --reproduce")
-        if name == "submit":
-            p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
-        p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20,
-                       help="refuse an episodes.jsonl larger than this many MiB (default: %(default)s)")
 
-    p = command("show", "print the verdicts and the ranked tables")
-    p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
-    p.add_argument("--wide", action="store_true", help="add the model and per-task columns (wider than 120 "
-                                                       "columns)")
-    p = command("render", "write LEADERBOARD.md and index.html")
-    p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
-    p.add_argument("--out", default=str(Path(__file__).parent), help="the folder to write into (default: the "
-                                                                      "leaderboard package folder)")
-    command("protocols", "list the protocols")
-    p = command("benchmark-credit", "train a credit method beside the built-in baselines under a credit-track "
-                                    "protocol, evaluate all, print the comparison")
+def _validate_flags(p: argparse.ArgumentParser, name: str) -> None:
+    """The flags of ``validate`` and ``submit`` (``--full`` is validate's, ``--store`` submit's)."""
+    p.add_argument("folder", help="the folder written by 'python -m leaderboard evaluate --out'")
+    p.add_argument("--protocol", default=None, help="the protocol file (default: the one the submission names, "
+                                                    "from leaderboard/protocols/)")
+    if name == "validate":
+        p.add_argument("--full", action="store_true", help="replay every episode (the default; overrides "
+                                                             "--sample)")
+    p.add_argument("--sample", type=int, default=None, help="replay only this many random episodes, at least 1 "
+                                                            "(default: every episode)")
+    p.add_argument("--reproduce", action="store_true",
+                   help="also re-play episodes with the claimed player (random, reference bots, checkpoints "
+                        "present here, local hf: models) and, credit track, re-train a run from the manifest; "
+                        "without it the player's own moves are self-reported")
+    p.add_argument("--reproduce-sample", type=int, default=200, help="episodes to re-play with --reproduce")
+    if name == "submit":
+        p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
+    p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20,
+                   help="refuse an episodes.jsonl larger than this many MiB (default: %(default)s)")
+
+
+def _benchmark_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("method", help=f"the method under test: a registered name ({', '.join(list_credits())}) or "
                                   f"package.module:ClassName")
     p.add_argument("--tier", default="micro", choices=("micro", "small", "gpu"),
@@ -230,97 +240,120 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress output at all (bars are shown only on a "
                                                               "terminal; elsewhere one line per finished run)")
 
-    return parser
+
+# ---------------------------------------------------------------------- the commands
+def _evaluate(args: argparse.Namespace) -> None:
+    from leaderboard.evaluate import evaluate
+
+    protocol = load_protocol(args.protocol)
+    players = _players(protocol, args.player, args.runs)
+    m = evaluate(protocol, players, args.out, args.method, greedy=args.greedy, progress=not args.no_progress,
+                 note=args.note)
+    print(f"wrote {args.out}/submission.json and {m['episodes']['count']} episodes "
+          f"({m['wall_time_s']:.1f} s); next: python -m leaderboard validate {args.out}")
+
+
+def _evaluate_private(args: argparse.Namespace) -> None:
+    from leaderboard.private import evaluate_private
+
+    protocol = load_protocol(args.protocol)
+    players = _players(protocol, args.player, args.runs)
+    v, entry = evaluate_private(protocol, players, args.out, args.method, count=args.count,
+                                store=args.store if args.submit else None, progress=not args.no_progress)
+    seeds = v.reproduced["private_seeds"]
+    print(f"valid: {v.episodes} episodes on private seeds {seeds['start']} + {seeds['count']}")
+    _print_task_means(v)
+    if entry is not None:
+        print(f"added {entry['id']} to {args.store}")
+
+
+def _validate(args: argparse.Namespace) -> None:
+    from leaderboard.validate import validate
+
+    v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=_limits(args),
+                 reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
+    print(f"valid: {v.episodes} episodes, {v.replayed} replayed, {v.rederived} opponent moves "
+          f"re-derived, protocol {v.protocol.key}")
+    if v.reproduced is None:
+        print("  the player's own moves are self-reported (--reproduce re-plays them)")
+    else:
+        print(f"  reproduced: {v.reproduced['episodes']} episodes re-played with the claimed player"
+              + (f"; re-trained {', '.join(v.reproduced['retrained'])}" if v.reproduced["retrained"] else ""))
+    _print_task_means(v)
+
+
+def _submit(args: argparse.Namespace) -> None:
+    from leaderboard.store import submit
+
+    entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=_limits(args),
+                   reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
+    print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(episodes_bytes=int(args.max_episodes_mb * 2**20))
+
+
+def _print_task_means(v) -> None:
+    for task, mean in v.task_means().items():
+        print(f"  {task}: normalized score {mean:.3f}")
+
+
+def _show(args: argparse.Namespace) -> None:
+    from leaderboard.render import show
+
+    print(show(args.store, wide=args.wide))
+
+
+def _render(args: argparse.Namespace) -> None:
+    from leaderboard.render import render
+
+    md, page = render(args.store, args.out)
+    print(f"wrote {md} and {page}")
+
+
+def _benchmark_credit(args: argparse.Namespace) -> None:
+    from leaderboard.benchmark import benchmark_credit
+
+    result = benchmark_credit(args.method, args.tier, args.quick,
+                              [b.strip() for b in args.baselines.split(",") if b.strip()], args.out, args.model,
+                              progress=not args.no_progress, submit_to=args.store if args.submit else None,
+                              protocol=args.protocol, export=args.export, jobs=args.jobs, ray=args.ray)
+    print(result["markdown"])
+    if result.get("suite"):
+        print(f"wrote {result['out'] / 'comparison.md'}, results.json, radar.png, scaling.png and the page "
+              f"{result['out'] / 'index.html'}" + ("; the entries are in the store" if args.submit else ""))
+        return
+    print(f"wrote {result['out'] / 'comparison.md'} and the page {result['out'] / 'index.html'}; the submissions "
+          f"are in {result['out']}/<method>/submission"
+          + ("" if args.submit else " (python -m leaderboard submit FOLDER adds one)"))
+
+
+def _protocols(args: argparse.Namespace) -> None:
+    for name in list_protocols():
+        p = load_protocol(name)
+        print(f"{p.key:18s} {p.track:6s} {p.tier or '':5s} {len(p.tasks)} tasks, {p.seed_count} seeds: "
+              f"{', '.join(t.name for t in p.tasks)}")
+    from leaderboard.suite import list_suites, load_suite      # the credit-assignment suites
+
+    for name in list_suites():
+        su = load_suite(name)
+        print(f"{su.key:18s} {su.track:6s} {su.tier:5s} suite, {len(su.settings)} settings: "
+              f"{', '.join(f.name for f in su.families)}")
+
+
+_COMMANDS = {"evaluate": _evaluate, "evaluate-private": _evaluate_private, "validate": _validate, "submit": _submit,
+             "show": _show, "render": _render, "benchmark-credit": _benchmark_credit, "protocols": _protocols}
+_VERDICTS = ("validate", "submit", "evaluate-private")       # commands whose refusal reads "rejected: ..."
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; 0 on success, 1 for a rejected submission or protocol, 2 for any other bad input."""
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "evaluate":
-            from leaderboard.evaluate import evaluate
-
-            protocol = load_protocol(args.protocol)
-            players = _players(protocol, args.player, args.runs)
-            m = evaluate(protocol, players, args.out, args.method, greedy=args.greedy,
-                         progress=not args.no_progress, note=args.note)
-            print(f"wrote {args.out}/submission.json and {m['episodes']['count']} episodes "
-                  f"({m['wall_time_s']:.1f} s); next: python -m leaderboard validate {args.out}")
-        elif args.command == "evaluate-private":
-            from leaderboard.private import evaluate_private
-
-            protocol = load_protocol(args.protocol)
-            players = _players(protocol, args.player, args.runs)
-            v, entry = evaluate_private(protocol, players, args.out, args.method, count=args.count,
-                                        store=args.store if args.submit else None, progress=not args.no_progress)
-            seeds = v.reproduced["private_seeds"]
-            print(f"valid: {v.episodes} episodes on private seeds {seeds['start']} + {seeds['count']}")
-            for task, mean in v.task_means().items():
-                print(f"  {task}: normalized score {mean:.3f}")
-            if entry is not None:
-                print(f"added {entry['id']} to {args.store}")
-        elif args.command in ("validate", "submit"):
-            limits = Limits(episodes_bytes=int(args.max_episodes_mb * 2**20))
-            if args.command == "validate":
-                from leaderboard.validate import validate
-
-                v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=limits,
-                             reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
-                print(f"valid: {v.episodes} episodes, {v.replayed} replayed, {v.rederived} opponent moves "
-                      f"re-derived, protocol {v.protocol.key}")
-                if v.reproduced is None:
-                    print("  the player's own moves are self-reported (--reproduce re-plays them)")
-                else:
-                    print(f"  reproduced: {v.reproduced['episodes']} episodes re-played with the claimed player"
-                          + (f"; re-trained {', '.join(v.reproduced['retrained'])}" if v.reproduced["retrained"]
-                             else ""))
-                for task, mean in v.task_means().items():
-                    print(f"  {task}: normalized score {mean:.3f}")
-            else:
-                from leaderboard.store import submit
-
-                entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=limits,
-                               reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
-                print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))
-        elif args.command == "show":
-            from leaderboard.render import show
-
-            print(show(args.store, wide=args.wide))
-        elif args.command == "render":
-            from leaderboard.render import render
-
-            md, page = render(args.store, args.out)
-            print(f"wrote {md} and {page}")
-        elif args.command == "benchmark-credit":
-            from leaderboard.benchmark import benchmark_credit
-
-            result = benchmark_credit(args.method, args.tier, args.quick,
-                                      [b.strip() for b in args.baselines.split(",") if b.strip()], args.out,
-                                      args.model, progress=not args.no_progress,
-                                      submit_to=args.store if args.submit else None, protocol=args.protocol,
-                                      export=args.export, jobs=args.jobs, ray=args.ray)
-            print(result["markdown"])
-            if result.get("suite"):
-                print(f"wrote {result['out'] / 'comparison.md'}, results.json, radar.png, scaling.png and the page "
-                      f"{result['out'] / 'index.html'}" + ("; the entries are in the store" if args.submit else ""))
-                return 0
-            print(f"wrote {result['out'] / 'comparison.md'} and the page {result['out'] / 'index.html'}; the "
-                  f"submissions are in "
-                  f"{result['out']}/<method>/submission" + ("" if args.submit else
-                                                          " (python -m leaderboard submit FOLDER adds one)"))
-        elif args.command == "protocols":
-            for name in list_protocols():
-                p = load_protocol(name)
-                print(f"{p.key:18s} {p.track:6s} {p.tier or '':5s} {len(p.tasks)} tasks, {p.seed_count} seeds: "
-                      f"{', '.join(t.name for t in p.tasks)}")
-            from leaderboard.suite import list_suites, load_suite      # the credit-assignment suites (issue 16)
-
-            for name in list_suites():
-                su = load_suite(name)
-                print(f"{su.key:18s} {su.track:6s} {su.tier:5s} suite, {len(su.settings)} settings: "
-                      f"{', '.join(f.name for f in su.families)}")
+        _COMMANDS[args.command](args)
     except (SubmissionError, ProtocolError) as e:
-        print(f"rejected: {e}" if args.command in ("validate", "submit", "evaluate-private") else f"error: {e}",
-              file=sys.stderr)
+        print(f"rejected: {e}" if args.command in _VERDICTS else f"error: {e}", file=sys.stderr)
         return 1
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -42,7 +42,8 @@ class Row:
     tokens: dict[str, int] = field(default_factory=dict)
     submitted: str = ""
     entry_id: str = ""
-    self_reported: bool = True       # the entry's player was not re-run by the maintainer (entries before issue 22)
+    self_reported: bool = True       # the entry's player was not re-run by the maintainer (an entry without the
+    #                                  field counts as self-reported)
     scores: dict = field(default_factory=dict, repr=False)    # the entry's per-unit scores, for comparisons
     short: str = ""                                           # the method name, or the label where it repeats
 

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -39,11 +40,21 @@ SUBMISSION_FILE = "submission.json"
 EPISODES_FILE = "episodes.jsonl"
 
 __all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "cell_policies", "check_run", "config_sha256", "evaluate", "file_sha256",
-           "opponent_for", "play_cell", "run_label"]
+           "opponent_for", "parse_run_label", "play_cell", "run_label"]
 
 
 def run_label(task_name: str, seat: str, run: int) -> str:
+    """An episode's ``run_id``: ``"<task>|<seat>|run<r>"``."""
     return f"{task_name}|{seat}|run{run}"
+
+
+_RUN_LABEL = re.compile(r"([^|]*)\|([^|]*)\|run(\d{1,9})")
+
+
+def parse_run_label(run_id: str) -> tuple[str, str, int] | None:
+    """The (task, seat, run) of a :func:`run_label`; None for anything else."""
+    match = _RUN_LABEL.fullmatch(run_id)
+    return None if match is None else (match[1], match[2], int(match[3]))
 
 
 def config_sha256(protocol_sha256: str, players: dict[str, Any]) -> str:
@@ -130,14 +141,10 @@ def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str,
     return tokens, curve
 
 
-def _agents(env_id: str) -> tuple[str, ...]:
-    from marl_llm_envs import spec
-
-    return tuple(spec(env_id).agents)
-
-
-def opponent_for(protocol: Protocol, task, seat: str, run: int):
-    """The protocol's opponent of one versus cell, as evaluate plays it and validate re-derives it."""
+def opponent_for(protocol: Protocol, task, run: int):
+    """The protocol's opponent in the versus cells of ``task`` and ``run``, as evaluate plays it and validate
+    re-derives it. Both seats get the same opponent: with ``seeded_moves`` a decision's seed names the seat that
+    decides (:func:`~leaderboard.players.decision_seed`)."""
     from leaderboard.players import SeededMoves, decision_stream
 
     opponent = opponent_policy(task.env_id, task.opponent, seed=0)
@@ -160,7 +167,7 @@ def cell_policies(protocol: Protocol, task, seat: str, run: int, player) -> dict
     mine = {r: (SeededMoves(p, stream) if protocol.seeded_moves else p) for r, p in player.policies.items()}
     if seat == "all":
         return mine
-    opponent = opponent_for(protocol, task, seat, run)
+    opponent = opponent_for(protocol, task, run)
     return {env.roles[a]: (mine[env.roles[a]] if a == seat else opponent) for a in env.possible_agents}
 
 
@@ -182,60 +189,74 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
 
     Returns the manifest (also written as ``out/submission.json``)."""
     from baselines.episode import write_jsonl
-    from marl_llm_envs import make
 
+    out = Path(out)
+    _check_request(protocol, players, out, method)
+    t0 = time.perf_counter()
+    loaded = {env_id: _load_runs(protocol, env_id, players[env_id], greedy) for env_id in protocol.env_ids}
+    episodes = _play(protocol, loaded, progress)
+    wall = time.perf_counter() - t0
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / EPISODES_FILE, episodes)
+    manifest = _manifest(protocol, method, note, loaded, episodes, wall, out / EPISODES_FILE)
+    tmp = out / (SUBMISSION_FILE + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    os.replace(tmp, out / SUBMISSION_FILE)
+    return manifest
+
+
+def _check_request(protocol: Protocol, players: dict[str, Sequence[str]], out: Path, method: str) -> None:
+    """A method name, a fresh folder, and for every env of the protocol a player per run (``ValueError`` naming the
+    flag otherwise)."""
     if not method or not isinstance(method, str):
         raise ValueError("--method names what is submitted (e.g. 'mlp-broadcast' or 'kuhn_nash')")
-    out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty; evaluate writes a fresh submission folder")
-    env_ids = sorted({t.env_id for t in protocol.tasks})
-    missing = [e for e in env_ids if e not in players]
+    missing = [e for e in protocol.env_ids if e not in players]
     if missing:
         raise ValueError(f"no player for {missing}; give --player SPEC (every env) or --player ENV_ID=SPEC")
-    runs_wanted = 1 if protocol.track == "policy" else len(protocol.train["seeds"])
-    for env_id in env_ids:
-        if len(players[env_id]) != runs_wanted:
-            raise ValueError(f"{env_id}: {protocol.key} wants {runs_wanted} run(s) "
-                             f"({'one per training seed ' + str(protocol.train['seeds']) if runs_wanted > 1 else 'one'}"
-                             f"), got {len(players[env_id])}")
-    t0 = time.perf_counter()
+    for env_id in protocol.env_ids:
+        if len(players[env_id]) != protocol.runs:
+            which = f"one per training seed {protocol.train['seeds']}" if protocol.runs > 1 else "one"
+            raise ValueError(f"{env_id}: {protocol.key} wants {protocol.runs} run(s) ({which}), got "
+                             f"{len(players[env_id])}")
+
+
+def _load_runs(protocol: Protocol, env_id: str, specs: Sequence[str], greedy: bool) -> list:
+    """The players of ``env_id``, one per run; on the credit track each with its run's generated tokens and
+    learning curve in its provenance, checked against the protocol's budget (:func:`check_run`)."""
+    roles = protocol.roles(env_id)
+    runs = []
+    for r, spec_ in enumerate(specs):
+        player = load_player(spec_, env_id, roles, protocol.action_mode, greedy)
+        if protocol.track == "credit":
+            tokens, curve = _run_metrics(player.run_dir)
+            player.provenance["train_tokens"] = tokens
+            player.provenance["learning_curve"] = curve      # as the trainer logged it (not validated)
+            check_run(protocol, player.provenance, env_id, r, spec_)
+        runs.append(player)
+    return runs
+
+
+def _play(protocol: Protocol, loaded: dict[str, list], progress: bool) -> list:
+    """Every cell of the protocol, task by task, run by run, seat by seat (the order of ``episodes.jsonl``)."""
     episodes = []
-    provenance: dict[str, list[dict[str, Any]]] = {}
-    envs: dict[str, dict[str, Any]] = {}
-    train_tokens = {"main": 0, "branches": 0}
-    loaded: dict[str, list] = {}
-    for env_id in env_ids:
-        task = next(t for t in protocol.tasks if t.env_id == env_id)
-        proto_env = make(env_id, **protocol.env_kwargs(task))
-        roles = sorted(set(proto_env.roles.values()))
-        loaded[env_id] = []
-        for r, spec_ in enumerate(players[env_id]):
-            player = load_player(spec_, env_id, roles, protocol.action_mode, greedy)
-            if protocol.track == "credit":
-                tokens, curve = _run_metrics(player.run_dir)
-                player.provenance["train_tokens"] = tokens
-                player.provenance["learning_curve"] = curve      # as the trainer logged it (not validated)
-                check_run(protocol, player.provenance, env_id, r, spec_)
-                for k in train_tokens:
-                    train_tokens[k] += tokens[k]
-            loaded[env_id].append(player)
-        provenance[env_id] = [p.provenance for p in loaded[env_id]]
     for task in protocol.tasks:
-        if task.env_id not in envs:
-            envs[task.env_id] = protocol.env_record(task)
         for r, player in enumerate(loaded[task.env_id]):
-            for seat in task.seats(_agents(task.env_id)):
+            for seat in task.seats():
                 if progress:
                     print(f"evaluate {run_label(task.name, seat, r)}: {protocol.seed_count} episodes", file=sys.stderr)
                 episodes += play_cell(protocol, task, seat, r, player, progress=progress)
-    wall = time.perf_counter() - t0
-    out.mkdir(parents=True, exist_ok=True)
-    episodes_path = out / EPISODES_FILE
-    write_jsonl(episodes_path, episodes)
-    env_list = [envs[e] for e in sorted(envs)]
-    players_block = {env_id: provenance[env_id] for env_id in env_ids}
-    manifest = {
+    return episodes
+
+
+def _manifest(protocol: Protocol, method: str, note: str, loaded: dict[str, list], episodes: list, wall: float,
+              episodes_path: Path) -> dict[str, Any]:
+    """``submission.json``: the provenance of the episodes written to ``episodes_path`` (see the module docstring)."""
+    players_block = {env_id: [p.provenance for p in runs] for env_id, runs in loaded.items()}
+    trained = [p["train_tokens"] for runs in players_block.values() for p in runs if "train_tokens" in p]
+    env_list = protocol.env_records()
+    return {
         "schema": SUBMISSION_SCHEMA,
         "schema_version": SUBMISSION_VERSION,
         "method": method,
@@ -252,13 +273,10 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
                   "train": list(protocol.train["seeds"]) if protocol.train else []},
         "tokens": {"eval_main": sum(e.tokens_generated for e in episodes),
                    "eval_branches": sum(e.branch_tokens_generated for e in episodes),
-                   "train_main": train_tokens["main"], "train_branches": train_tokens["branches"]},
+                   "train_main": sum(t["main"] for t in trained),
+                   "train_branches": sum(t["branches"] for t in trained)},
         "wall_time_s": round(wall, 3),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "episodes": {"file": EPISODES_FILE, "count": len(episodes), "bytes": os.path.getsize(episodes_path),
                      "sha256": file_sha256(episodes_path)},
     }
-    tmp = out / (SUBMISSION_FILE + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    os.replace(tmp, out / SUBMISSION_FILE)
-    return manifest

@@ -26,14 +26,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Player", "SeededMoves", "decision_stream", "load_player", "opponent_policy"]
+from baselines.policies.base import Policy
+
+__all__ = ["Player", "RUN_KEYS", "SeededMoves", "decision_stream", "load_player", "opponent_policy"]
+
+# What the trainer writes into a run's config.json beside TrainConfig's fields: the action mode it resolved and
+# TrainConfig.hash().
+RUN_KEYS = ("action_mode_resolved", "config_hash")
 
 
 @dataclass
 class Player:
     spec: str
     env_id: str
-    policies: dict[str, Any]                 # role -> baselines Policy
+    policies: dict[str, Policy]              # role -> the policy that plays it
     provenance: dict[str, Any] = field(default_factory=dict)
     run_dir: Path | None = None              # checkpoints: the trainer run (config.json, metrics.jsonl)
 
@@ -76,9 +82,6 @@ def opponent_policy(env_id: str, name: str, seed: int = 0):
     return _scripted(env_id, name, seed)[0]
 
 
-from baselines.policies.base import Policy as _Policy  # noqa: E402
-
-
 def decision_stream(*parts: Any) -> int:
     """A 63-bit stream id from named parts (the protocol key, the task, the run): the SHA-256 of their JSON, so two
     different tasks or runs never share a stream."""
@@ -97,7 +100,7 @@ def decision_seed(stream: int, key: tuple[int, ...], agent: str = "") -> int:
     return (int(state[0]) << 32 | int(state[1])) >> 1
 
 
-class SeededMoves(_Policy):
+class SeededMoves(Policy):
     """A policy whose every decision is seeded from ``(stream, Request.key)`` alone (protocols with
     ``seeded_moves``): the call seed the rollout engine passes is ignored and each request is decided in its own
     call, so a move depends on the episode seed, the step and the stream, never on how requests were batched.
@@ -171,7 +174,7 @@ def _hf_player(spec: str, env_id: str, roles: list[str], greedy: bool) -> Player
 def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], action_mode: str,
                        greedy: bool) -> Player:
     from baselines.train import checkpoint
-    from baselines.train.config import TrainConfig
+    from baselines.train.config import OUTPUT_FIELDS, TrainConfig
     from baselines.train.learners import build_team
     from marl_llm_envs import make
 
@@ -217,6 +220,5 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
         "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
         "decoding": {r: p.settings() for r, p in sorted(policies.items())},
         "config_hash": config_hash, "credit": cfg.credit, "train_seed": cfg.seed, "step": int(meta["step"]),
-        "train_config": {k: v for k, v in raw.items() if k not in ("out", "resume", "progress", "tensorboard",
-                                                                     "wandb")},
+        "train_config": {k: v for k, v in raw.items() if k not in OUTPUT_FIELDS},
     }, run_dir)

@@ -91,9 +91,12 @@ class Task:
     def normalized(self, x: float) -> float:
         return (x - self.zero) / (self.one - self.zero)
 
-    def seats(self, agents: tuple[str, ...]) -> list[str]:
-        """The seats the submission takes: every agent at once for ``self`` (one entry ``"all"``), else each agent."""
-        return ["all"] if self.play == "self" else list(agents)
+    def seats(self) -> list[str]:
+        """The seats the submission takes: every agent at once for ``self`` (one entry ``"all"``), else each agent
+        of the env."""
+        from marl_llm_envs import spec
+
+        return ["all"] if self.play == "self" else list(spec(self.env_id).agents)
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,12 @@ class Protocol:
         return list(range(self.seed_start, self.seed_start + self.seed_count))
 
     @property
+    def runs(self) -> int:
+        """How many runs a submission has: one per training seed on the credit track (each a trained policy), one
+        on the policy track (the player as it is)."""
+        return len(self.train["seeds"]) if self.track == "credit" else 1
+
+    @property
     def key(self) -> str:
         """``id@version``: what entries are grouped by."""
         return f"{self.id}@{self.version}"
@@ -131,6 +140,22 @@ class Protocol:
         """What evaluate passes to ``make``: the task's kwargs and the protocol's action mode."""
         return {**task.env_kwargs, "action_mode": self.action_mode}
 
+    @property
+    def env_ids(self) -> list[str]:
+        """The envs the tasks play, sorted: a submission has one player (per run) for each."""
+        return sorted({t.env_id for t in self.tasks})
+
+    def env_task(self, env_id: str) -> Task:
+        """The first task that plays ``env_id``: its kwargs stand for the env in :meth:`roles` and
+        :meth:`env_records`."""
+        return next(t for t in self.tasks if t.env_id == env_id)
+
+    def roles(self, env_id: str) -> list[str]:
+        """The roles of ``env_id`` as this protocol plays it, sorted: what a player is built for."""
+        from marl_llm_envs import make
+
+        return sorted(set(make(env_id, **self.env_kwargs(self.env_task(env_id))).roles.values()))
+
     def env_record(self, task: Task) -> dict[str, Any]:
         """``{"env_id", "env_version", "env_kwargs"}`` with the env's full kwargs (defaults included), as its
         transcripts record them."""
@@ -139,6 +164,10 @@ class Protocol:
         env = make(task.env_id, **self.env_kwargs(task))
         env.reset(seed=self.seed_start)
         return {"env_id": task.env_id, "env_version": int(env.version), "env_kwargs": env.transcript()["kwargs"]}
+
+    def env_records(self) -> list[dict[str, Any]]:
+        """:meth:`env_record` of every env, sorted by env id: a submission's ``envs``."""
+        return [self.env_record(self.env_task(env_id)) for env_id in self.env_ids]
 
 
 def list_protocols(folder: str | Path = PROTOCOL_DIR) -> list[str]:

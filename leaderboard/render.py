@@ -46,8 +46,9 @@ from leaderboard.stats import bootstrap_cells, cell_matrix
 from leaderboard.store import load_entries, read_index
 
 __all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "boards", "clean",
-           "comparison_markdown", "context_html", "figure_html", "figure_png", "html_text", "legend_below",
-           "markdown", "md_cell", "mpl_text", "page", "page_head", "pyplot", "render", "show", "show_text"]
+           "comparison_markdown", "context_html", "figure_html", "figure_png", "finish_figure", "html_text",
+           "legend_below", "markdown", "md_cell", "mpl_text", "page", "page_head", "pyplot", "render", "show",
+           "show_text"]
 
 SHOW_WIDTH = 120
 
@@ -324,6 +325,20 @@ def _legend_below(fig, ax, ncol: int = 3) -> None:
         fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=9)
 
 
+def finish_figure(plt, fig, ax, title: str, xlabel: str, ylabel: str = "", grid: str = "both") -> str:
+    """Label the axes, title them, grid them (``grid``: "x", "y" or "both"), put the legend below, and return the
+    figure as base64 PNG (:func:`figure_png`); the figure is closed."""
+    ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(axis=grid, alpha=0.3)
+    _legend_below(fig, ax)
+    png = figure_png(fig)
+    plt.close(fig)
+    return png
+
+
 def _score_figure(board: Board, palette: Palette) -> Figure:
     plt = _pyplot()
     rows = board.rows
@@ -338,11 +353,8 @@ def _score_figure(board: Board, palette: Palette) -> Figure:
     ax.set_yticks(range(len(rows))[::-1], [mpl_text(r.short) for r in rows])
     ax.axvline(0, color="grey", lw=0.8, ls=":")
     ax.axvline(1, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel("IQM of normalized score\n(random = 0, reference = 1; 95% CI)")
-    ax.set_title(f"IQM over {board.iqm_covers()}", fontsize=9)
-    ax.grid(axis="x", alpha=0.3)
-    png = figure_png(fig)
-    plt.close(fig)
+    png = finish_figure(plt, fig, ax, f"IQM over {board.iqm_covers()}",
+                        "IQM of normalized score\n(random = 0, reference = 1; 95% CI)", grid="x")
     return Figure("iqm", f"IQM with stratified-bootstrap 95% CIs, {board.iqm_covers()}.", png, colours)
 
 
@@ -363,14 +375,10 @@ def _profile_figure(board: Board, palette: Palette, seed: int = 0) -> Figure:
         (line,) = ax.plot(taus, [(c > t).mean() for t in taus], color=colour, lw=2, label=mpl_text(r.short))
         ax.fill_between(taus, low, high, color=colour, alpha=0.08, lw=0)
         colours[r.short] = _hex(line.get_color())
-    ax.set_xlabel("normalized score \u03c4 (random = 0, reference = 1)")
-    ax.set_ylabel("fraction of runs \u00d7 tasks\nwith score > \u03c4")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("performance profile (95% bootstrap band)", fontsize=9)
-    ax.grid(alpha=0.3)
-    _legend_below(fig, ax)
-    png = figure_png(fig)
-    plt.close(fig)
+    png = finish_figure(plt, fig, ax, "performance profile (95% bootstrap band)",
+                        "normalized score \u03c4 (random = 0, reference = 1)",
+                        "fraction of runs \u00d7 tasks\nwith score > \u03c4")
     return Figure("profile", "Performance profiles: the fraction of (run, task) scores above each threshold, with "
                              "95% bootstrap bands over runs and evaluation seeds.", png, colours)
 
@@ -413,13 +421,8 @@ def _curve_figures(board: Board, entries: list[dict], palette: Palette, seed: in
             plt.close(fig)
             continue
         n_runs = "/".join(str(n) for n in sorted(runs_n))
-        ax.set_xlabel("training step")
-        ax.set_ylabel("team reward per episode\n(training batch mean)")
-        ax.set_title(f"{env_id}: learning curves, mean of {n_runs} runs", fontsize=9)
-        ax.grid(alpha=0.3)
-        _legend_below(fig, ax)
-        png = figure_png(fig)
-        plt.close(fig)
+        png = finish_figure(plt, fig, ax, f"{env_id}: learning curves, mean of {n_runs} runs", "training step",
+                            "team reward per episode\n(training batch mean)")
         out.append(Figure(f"curves-{env_id}", f"Learning curves on {env_id} as each submission's trainer logged "
                                               f"them (not validated): mean over {n_runs} runs with a 95% bootstrap "
                                               f"band over runs.", png, colours))
@@ -445,13 +448,9 @@ def _cost_figure(board: Board, palette: Palette) -> Figure | None:
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("training tokens, all runs (log scale),\ncounterfactual branches included")
-    ax.set_ylabel("IQM normalized score (95% CI)")
-    ax.set_title("cost against score", fontsize=9)
-    ax.grid(alpha=0.3)
-    _legend_below(fig, ax)
-    png = figure_png(fig)
-    plt.close(fig)
+    png = finish_figure(plt, fig, ax, "cost against score",
+                        "training tokens, all runs (log scale),\ncounterfactual branches included",
+                        "IQM normalized score (95% CI)")
     return Figure("cost", "Training cost against score: every token generated in training (main rollouts and "
                           "counterfactual branches, all runs) against the IQM with its 95% CI.", png, colours)
 
@@ -620,13 +619,13 @@ legend_below = _legend_below
 
 
 def _suite_columns(board: Board) -> list[tuple[str, Callable[[Row], str]]]:
-    from leaderboard.suite import board_columns       # the credit suite's aggregate (issue 16); lazy: no cycle
+    from leaderboard.suite import board_columns       # the credit suite's aggregate; lazy: no cycle
 
     return board_columns(board)
 
 
 def _suite_figures(board: Board, entries: list[dict], palette: Palette) -> list[Figure]:
-    from leaderboard.suite import board_figures       # the suite's radar on its board (issue 16)
+    from leaderboard.suite import board_figures       # the suite's radar on its board
 
     return board_figures(board, entries, palette)
 

@@ -42,8 +42,10 @@ def _greedy(provenance: dict[str, Any]) -> bool:
 
 def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     """Train run ``run`` of ``env_id`` again from the manifest; returns its folder (the weights hash is checked)."""
-    from baselines.credit.base import _REGISTRY
+    from baselines.credit import list_credits
     from baselines.train import TrainConfig, train
+    from baselines.train.config import OUTPUT_FIELDS
+    from leaderboard.players import RUN_KEYS
 
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
     provenance = v.manifest["players"][env_id][run]
@@ -51,19 +53,18 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     if not isinstance(raw, dict):
         raise SubmissionError(f"{where}.train_config: missing; a credit run is re-trained from it")
     known = set(TrainConfig.__dataclass_fields__)
-    unknown = sorted(set(raw) - known - {"action_mode_resolved", "config_hash"})
+    unknown = sorted(set(raw) - known - set(RUN_KEYS))
     if unknown:
         raise SubmissionError(f"{where}.train_config: unknown field(s) {unknown}")
     if raw.get("model") != "mlp":
         raise SubmissionError(f"{where}.train_config.model: {raw.get('model')!r}; only MLP runs (the micro tier) are "
                               f"re-trained here")
-    if raw.get("credit") not in _REGISTRY:
+    if raw.get("credit") not in list_credits():
         raise SubmissionError(f"{where}.train_config.credit: {raw.get('credit')!r} is not a built-in credit method "
-                              f"({', '.join(_REGISTRY)}); a method named by the submission is not imported here")
+                              f"({', '.join(list_credits())}); a method named by the submission is not imported here")
     out = workdir / f"{env_id}-run{run}"
     try:
-        cfg = TrainConfig(**{k: val for k, val in raw.items() if k in known and k not in
-                             ("out", "resume", "progress", "tensorboard", "wandb")},
+        cfg = TrainConfig(**{k: val for k, val in raw.items() if k in known and k not in OUTPUT_FIELDS},
                           out=str(out), progress=False, tensorboard=False)
         train(cfg)
     except Exception as e:  # noqa: BLE001 - a submitted config that does not train is a rejection, not a crash
@@ -73,14 +74,11 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
 
 def _player(v: Validated, env_id: str, run: int, spec: str):
     from leaderboard.players import load_player
-    from marl_llm_envs import make
 
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
     provenance = v.manifest["players"][env_id][run]
-    task = next(t for t in v.protocol.tasks if t.env_id == env_id)
-    roles = sorted(set(make(env_id, **v.protocol.env_kwargs(task)).roles.values()))
     try:
-        player = load_player(spec, env_id, roles, v.protocol.action_mode, _greedy(provenance))
+        player = load_player(spec, env_id, v.protocol.roles(env_id), v.protocol.action_mode, _greedy(provenance))
     except Exception as e:  # noqa: BLE001 - a model that is not here fails in many ways; each is "cannot re-run"
         raise SubmissionError(f"{where}.spec: {spec!r} cannot be re-run here ({type(e).__name__}: {e})") from None
     if player.provenance["weights_sha256"] != provenance["weights_sha256"]:
@@ -132,7 +130,7 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
             raise SubmissionError(f"{SUBMISSION_FILE}.players: no player can be re-run here")
         loaded = {key: _player(v, key[0], key[1], spec) for key, spec in specs.items()}
         # the cells of the re-run players, and a sample of their seeds
-        todo = [(task, seat, r) for task in proto.tasks for seat in task.seats(_agents(task.env_id))
+        todo = [(task, seat, r) for task in proto.tasks for seat in task.seats()
                 for r in range(len(players[task.env_id])) if (task.env_id, r) in loaded]
         budget = max(1, sample // len(todo))
         played = 0
@@ -157,9 +155,3 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
                 played += 1
     return {"episodes": played, "retrained": retrained,
             "players": [f"{env_id}|run{r}" for env_id, r in sorted(loaded)]}
-
-
-def _agents(env_id: str) -> tuple[str, ...]:
-    from marl_llm_envs import spec
-
-    return tuple(spec(env_id).agents)

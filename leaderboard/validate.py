@@ -45,8 +45,8 @@ import numpy as np
 from baselines.episode import json_safe
 
 from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_run,
-                                  config_sha256, file_sha256, run_label)
-from leaderboard.protocol import Protocol, ProtocolError, canonical_sha256, load_protocol, registered_protocol
+                                  config_sha256, file_sha256, parse_run_label, run_label)
+from leaderboard.protocol import Protocol, ProtocolError, Task, canonical_sha256, load_protocol, registered_protocol
 
 __all__ = ["Limits", "SubmissionError", "Validated", "validate"]
 
@@ -250,6 +250,27 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
         raise ValueError(f"sample: replay at least 1 episode (got {sample!r}); leave it out to replay every episode")
     folder = Path(folder)
+    _check_files(folder, limits)
+    manifest = _read_manifest(folder / SUBMISSION_FILE)
+    proto = _protocol_of(manifest, protocol)
+    _check_envs(manifest, proto)
+    episodes = _read_sealed_episodes(folder / EPISODES_FILE, manifest["episodes"], limits)
+    cells = _check_episodes(episodes, manifest, proto)
+    _check_tokens(episodes, manifest, proto)
+    replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
+    scores, raw, games = _statistics(cells, proto)
+    v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
+                  content_sha256(episodes, manifest), rederived)
+    if reproduce:
+        from leaderboard.reproduce import reproduce as reproduce_
+
+        v.reproduced = reproduce_(v, cells, sample=reproduce_sample, retrain=retrain, audit_seed=audit_seed,
+                                  workdir=workdir)
+    return v
+
+
+def _check_files(folder: Path, limits: Limits) -> None:
+    """The folder holds exactly the two plain files, each within its size limit."""
     if not folder.is_dir():
         raise SubmissionError(f"{folder}: not a folder (a submission is a folder with {SUBMISSION_FILE} and "
                               f"{EPISODES_FILE})")
@@ -262,47 +283,39 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
         path = folder / name
         if not path.is_file() or path.is_symlink():
             raise SubmissionError(f"{folder}: {name} is missing (or not a plain file)")
-    size = (folder / SUBMISSION_FILE).stat().st_size
-    if size > limits.submission_bytes:
-        raise SubmissionError(f"{SUBMISSION_FILE}: {size} bytes, over the limit of {limits.submission_bytes} bytes")
-    size = (folder / EPISODES_FILE).stat().st_size
-    if size > limits.episodes_bytes:
-        raise SubmissionError(f"{EPISODES_FILE}: {size} bytes, over the limit of {limits.episodes_bytes} bytes")
+    for name, limit in ((SUBMISSION_FILE, limits.submission_bytes), (EPISODES_FILE, limits.episodes_bytes)):
+        size = (folder / name).stat().st_size
+        if size > limit:
+            raise SubmissionError(f"{name}: {size} bytes, over the limit of {limit} bytes")
 
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    """``submission.json``, strict JSON of the schema."""
     try:
-        text = (folder / SUBMISSION_FILE).read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise SubmissionError(f"{SUBMISSION_FILE}: not UTF-8 text") from None
     manifest = _loads(text, SUBMISSION_FILE)
     _check_manifest(manifest)
-    proto = _protocol_of(manifest, protocol)
-    _check_envs(manifest, proto)
-    ep = manifest["episodes"]
-    path = folder / EPISODES_FILE
-    if ep["file"] != EPISODES_FILE:
+    return manifest
+
+
+def _read_sealed_episodes(path: Path, seal: dict[str, Any], limits: Limits) -> list:
+    """The episodes of ``path``, which must be the file the manifest's ``episodes`` block (``seal``) names, with its
+    size, SHA-256 and episode count."""
+    if seal["file"] != EPISODES_FILE:
         raise SubmissionError(f"{SUBMISSION_FILE}.episodes.file: must be {EPISODES_FILE!r}")
-    if ep["bytes"] != path.stat().st_size:
-        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.bytes: {ep['bytes']}, but {EPISODES_FILE} has "
+    if seal["bytes"] != path.stat().st_size:
+        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.bytes: {seal['bytes']}, but {EPISODES_FILE} has "
                               f"{path.stat().st_size} bytes (the file was changed after evaluate)")
-    if ep["sha256"] != file_sha256(path):
+    if seal["sha256"] != file_sha256(path):
         raise SubmissionError(f"{SUBMISSION_FILE}.episodes.sha256 does not match {EPISODES_FILE} (the file was "
                               f"changed after evaluate)")
     episodes = _read_episodes(path, limits)
-    if len(episodes) != ep["count"]:
-        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.count: {ep['count']}, but {EPISODES_FILE} has "
+    if len(episodes) != seal["count"]:
+        raise SubmissionError(f"{SUBMISSION_FILE}.episodes.count: {seal['count']}, but {EPISODES_FILE} has "
                               f"{len(episodes)} episodes")
-    cells = _check_episodes(episodes, manifest, proto)
-    _check_tokens(episodes, manifest, proto)
-    replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
-    scores, raw, games = _statistics(cells, proto, len(manifest["players"][proto.tasks[0].env_id]))
-    v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
-                  content_sha256(episodes, manifest), rederived)
-    if reproduce:
-        from leaderboard.reproduce import reproduce as reproduce_
-
-        v.reproduced = reproduce_(v, cells, sample=reproduce_sample, retrain=retrain, audit_seed=audit_seed,
-                                  workdir=workdir)
-    return v
+    return episodes
 
 
 def content_sha256(episodes: list, manifest: dict) -> str:
@@ -377,15 +390,13 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
     if (seeds["eval_start"], seeds["eval_count"]) != (proto.seed_start, proto.seed_count):
         raise SubmissionError(f"{SUBMISSION_FILE}.seeds: evaluation seeds {seeds['eval_start']}+{seeds['eval_count']}"
                               f" are not the protocol's {proto.seed_start}+{proto.seed_count}")
-    runs = 1 if proto.track == "policy" else len(proto.train["seeds"])
-    env_ids = sorted({t.env_id for t in proto.tasks})
-    if sorted(manifest["players"]) != env_ids:
+    if sorted(manifest["players"]) != proto.env_ids:
         raise SubmissionError(f"{SUBMISSION_FILE}.players: names envs {sorted(manifest['players'])}, the protocol "
-                              f"has {env_ids}")
-    for env_id in env_ids:
-        if len(manifest["players"][env_id]) != runs:
+                              f"has {proto.env_ids}")
+    for env_id in proto.env_ids:
+        if len(manifest["players"][env_id]) != proto.runs:
             raise SubmissionError(f"{SUBMISSION_FILE}.players.{env_id}: {len(manifest['players'][env_id])} runs, "
-                                  f"the protocol has {runs}")
+                                  f"the protocol has {proto.runs}")
         if proto.track == "credit":
             for r, provenance in enumerate(manifest["players"][env_id]):
                 try:
@@ -397,21 +408,16 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
     return proto
 
 
-def _current_env(proto: Protocol, env_id: str) -> tuple[int, dict]:
-    record = proto.env_record(next(t for t in proto.tasks if t.env_id == env_id))
-    return record["env_version"], record["env_kwargs"]
-
-
 def _check_envs(manifest: dict, proto: Protocol) -> None:
     envs = manifest["envs"]
     if canonical_sha256(envs) != manifest["envs_sha256"]:
         raise SubmissionError(f"{SUBMISSION_FILE}.envs_sha256 does not match the envs listed")
     listed = sorted(e["env_id"] for e in envs)
-    wanted = sorted({t.env_id for t in proto.tasks})
-    if listed != wanted:
-        raise SubmissionError(f"{SUBMISSION_FILE}.envs: lists {listed}, the protocol has {wanted}")
+    if listed != proto.env_ids:
+        raise SubmissionError(f"{SUBMISSION_FILE}.envs: lists {listed}, the protocol has {proto.env_ids}")
+    current = {r["env_id"]: r for r in proto.env_records()}
     for i, e in enumerate(envs):
-        version, kwargs = _current_env(proto, e["env_id"])
+        version, kwargs = current[e["env_id"]]["env_version"], current[e["env_id"]]["env_kwargs"]
         if e["env_version"] != version:
             raise SubmissionError(f"{SUBMISSION_FILE}.envs[{i}].env_version: {e['env_id']} version "
                                   f"{e['env_version']}, but the current version is {version}")
@@ -480,104 +486,130 @@ def _check_types(e, where: str) -> None:
 
 
 def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
-    """Every per-episode check and completeness; returns (task, seat, run) -> {seed: episode}."""
+    """Every per-episode check (in the order of the module docstring), then completeness; returns
+    (task, seat, run) -> {seed: (line, episode)}."""
     versions = {e["env_id"]: (e["env_version"], e["env_kwargs"]) for e in manifest["envs"]}
     tasks = {t.name: t for t in proto.tasks}
-    runs = 1 if proto.track == "policy" else len(proto.train["seeds"])
     seeds = set(proto.seeds)
     cells: dict[tuple[str, str, int], dict[int, Any]] = {}
-    agents_of: dict[str, tuple[str, ...]] = {}
     for line, e in episodes:
         where = f"{EPISODES_FILE}:{line}"
         _check_types(e, where)
-        label = e.run_id.split("|")
-        if len(label) != 3 or label[0] not in tasks or not re.fullmatch(r"run\d+", label[2]):
-            raise SubmissionError(f"{where}.run_id: {e.run_id!r} is not '<task>|<seat>|run<r>' with a task of "
-                                  f"{proto.key}")
-        task, seat, run = tasks[label[0]], label[1], int(label[2][3:])
-        if e.env_id != task.env_id:
-            raise SubmissionError(f"{where}.env_id: {e.env_id!r}, task {task.name} plays {task.env_id}")
-        version, kwargs = versions[task.env_id]
-        if e.env_version != version or e.transcript.get("version") != version:
-            raise SubmissionError(f"{where}.env_version: {task.env_id} version {e.env_version} (transcript "
-                                  f"{e.transcript.get('version')!r}), but the current version is {version}")
-        if e.env_kwargs != proto.env_kwargs(task):
-            raise SubmissionError(f"{where}.env_kwargs: {e.env_kwargs} are not the protocol's "
-                                  f"{proto.env_kwargs(task)}")
-        tr = e.transcript
-        if tr.get("env_id") != e.env_id or tr.get("kwargs") != kwargs or tr.get("seed") != e.seed or \
-                not isinstance(tr.get("actions"), list) or tr.get("ablations", []) != []:
-            raise SubmissionError(f"{where}.transcript: does not describe this episode (env id, full kwargs, seed, "
-                                  f"a list of actions, no ablations)")
-        if task.env_id not in agents_of:
-            from marl_llm_envs import spec
-
-            agents_of[task.env_id] = spec(task.env_id).agents
-        agents = agents_of[task.env_id]
-        if seat not in task.seats(agents):
-            raise SubmissionError(f"{where}.run_id: seat {seat!r} is not one of {task.seats(agents)}")
-        if not 0 <= run < runs:
-            raise SubmissionError(f"{where}.run_id: run {run}, the protocol has {runs} run(s)")
-        if e.seed not in seeds:
-            raise SubmissionError(f"{where}.seed: {e.seed} is not an evaluation seed of {proto.key}")
-        _finite(e.rewards, f"{where}.rewards")
-        _finite(e.team_rewards, f"{where}.team_rewards")
-        env_spec = _spec(task.env_id)
-        if sorted(e.rewards) != sorted(agents):
-            raise SubmissionError(f"{where}.rewards: has rewards for {sorted(e.rewards)}; every agent of "
-                                  f"{task.env_id} needs one: {sorted(agents)}")
-        teams = sorted(set(env_spec.teams.values()))
-        if sorted(e.team_rewards) != teams:
-            raise SubmissionError(f"{where}.team_rewards: has {sorted(e.team_rewards)}; {task.env_id}'s teams are "
-                                  f"{teams}")
-        low, high = env_spec.reward_range
-        for name, values in (("rewards", e.rewards), ("team_rewards", e.team_rewards)):
-            for k, value in values.items():
-                if not low - TOL <= value <= high + TOL:
-                    raise SubmissionError(f"{where}.{name}.{k}: {value!r} is outside {task.env_id}'s reward range "
-                                          f"[{low}, {high}]")
-        totals: dict[str, float] = {}
-        for t in e.turns:
-            if isinstance(t.reward, bool) or not isinstance(t.reward, (int, float)) or not math.isfinite(t.reward):
-                raise SubmissionError(f"{where}.turns[{t.turn_index}].reward: {t.reward!r} is not a finite number")
-            totals[t.agent] = totals.get(t.agent, 0.0) + t.reward
-            if not (isinstance(t.step_index, int) and 0 <= t.step_index < len(tr["actions"])) or \
-                    tr["actions"][t.step_index] != t.action:
-                raise SubmissionError(f"{where}.turns[{t.turn_index}]: its action {t.action!r} is not the "
-                                      f"transcript's action at step {t.step_index}")
-        steps = sorted(t.step_index for t in e.turns)
-        moves = [i for i, a in enumerate(tr["actions"]) if a is not None]
-        if steps != moves:
-            raise SubmissionError(f"{where}.turns: the turns are at steps {steps[:8]}..., the transcript has moves at "
-                                  f"steps {moves[:8]}... (every move of the transcript has exactly one turn)")
-        for agent, total in totals.items():
-            if abs(total - e.rewards.get(agent, math.nan)) > TOL:
-                raise SubmissionError(f"{where}.rewards.{agent}: {e.rewards.get(agent)!r}, but its turns' rewards "
-                                      f"add up to {total!r}")
+        task, seat, run = _cell_of(e, where, proto, tasks)
+        _check_env(e, where, proto, task, *versions[task.env_id])
+        _check_place(e, where, proto, task, seat, run, seeds)
+        _check_rewards(e, where, task.env_id)
+        _check_turns(e, where)
         if seat != "all":
-            opp = next(a for a in agents if a != seat)
-            name = (e.policies.get(opp) or {}).get("name")
-            want = "random" if task.opponent == "random" else f"reference:{task.opponent}"
-            if name != want:
-                raise SubmissionError(f"{where}.policies.{opp}: played by {name!r}, the protocol's opponent is "
-                                      f"{want!r}")
+            _check_opponent(e, where, task, seat)
         cell = cells.setdefault((task.name, seat, run), {})
         if e.seed in cell:
             raise SubmissionError(f"{where}: a second episode for {run_label(task.name, seat, run)} seed {e.seed}")
         cell[e.seed] = (line, e)
+    _check_complete(cells, proto, seeds)
+    return cells
+
+
+def _cell_of(e, where: str, proto: Protocol, tasks: dict[str, Task]) -> tuple[Task, str, int]:
+    """The (task, seat, run) an episode's ``run_id`` names."""
+    label = parse_run_label(e.run_id)
+    if label is None or label[0] not in tasks:
+        raise SubmissionError(f"{where}.run_id: {e.run_id!r} is not '<task>|<seat>|run<r>' with a task of "
+                              f"{proto.key}")
+    return tasks[label[0]], label[1], label[2]
+
+
+def _check_env(e, where: str, proto: Protocol, task: Task, version: int, kwargs: dict) -> None:
+    """The episode plays the task's env at its current ``version`` with the protocol's kwargs, and its transcript
+    describes it (``kwargs``: the env's full kwargs, as the manifest lists them)."""
+    if e.env_id != task.env_id:
+        raise SubmissionError(f"{where}.env_id: {e.env_id!r}, task {task.name} plays {task.env_id}")
+    if e.env_version != version or e.transcript.get("version") != version:
+        raise SubmissionError(f"{where}.env_version: {task.env_id} version {e.env_version} (transcript "
+                              f"{e.transcript.get('version')!r}), but the current version is {version}")
+    if e.env_kwargs != proto.env_kwargs(task):
+        raise SubmissionError(f"{where}.env_kwargs: {e.env_kwargs} are not the protocol's {proto.env_kwargs(task)}")
+    tr = e.transcript
+    if tr.get("env_id") != e.env_id or tr.get("kwargs") != kwargs or tr.get("seed") != e.seed or \
+            not isinstance(tr.get("actions"), list) or tr.get("ablations", []) != []:
+        raise SubmissionError(f"{where}.transcript: does not describe this episode (env id, full kwargs, seed, "
+                              f"a list of actions, no ablations)")
+
+
+def _check_place(e, where: str, proto: Protocol, task: Task, seat: str, run: int, seeds: set[int]) -> None:
+    """The seat is one the task plays, the run one of the protocol's, the seed an evaluation seed."""
+    if seat not in task.seats():
+        raise SubmissionError(f"{where}.run_id: seat {seat!r} is not one of {task.seats()}")
+    if not 0 <= run < proto.runs:
+        raise SubmissionError(f"{where}.run_id: run {run}, the protocol has {proto.runs} run(s)")
+    if e.seed not in seeds:
+        raise SubmissionError(f"{where}.seed: {e.seed} is not an evaluation seed of {proto.key}")
+
+
+def _check_rewards(e, where: str, env_id: str) -> None:
+    """Finite rewards for exactly the env's agents and team rewards for exactly its teams, within its reward
+    range."""
+    env_spec = _spec(env_id)
+    _finite(e.rewards, f"{where}.rewards")
+    _finite(e.team_rewards, f"{where}.team_rewards")
+    if sorted(e.rewards) != sorted(env_spec.agents):
+        raise SubmissionError(f"{where}.rewards: has rewards for {sorted(e.rewards)}; every agent of {env_id} needs "
+                              f"one: {sorted(env_spec.agents)}")
+    teams = sorted(set(env_spec.teams.values()))
+    if sorted(e.team_rewards) != teams:
+        raise SubmissionError(f"{where}.team_rewards: has {sorted(e.team_rewards)}; {env_id}'s teams are {teams}")
+    low, high = env_spec.reward_range
+    for name, values in (("rewards", e.rewards), ("team_rewards", e.team_rewards)):
+        for k, value in values.items():
+            if not low - TOL <= value <= high + TOL:
+                raise SubmissionError(f"{where}.{name}.{k}: {value!r} is outside {env_id}'s reward range "
+                                      f"[{low}, {high}]")
+
+
+def _check_turns(e, where: str) -> None:
+    """Exactly one turn per move of the transcript, with the move's action; the turns' rewards are finite and add
+    up to each agent's episode reward."""
+    actions = e.transcript["actions"]
+    totals: dict[str, float] = {}
+    for t in e.turns:
+        if isinstance(t.reward, bool) or not isinstance(t.reward, (int, float)) or not math.isfinite(t.reward):
+            raise SubmissionError(f"{where}.turns[{t.turn_index}].reward: {t.reward!r} is not a finite number")
+        totals[t.agent] = totals.get(t.agent, 0.0) + t.reward
+        if not (isinstance(t.step_index, int) and 0 <= t.step_index < len(actions)) or \
+                actions[t.step_index] != t.action:
+            raise SubmissionError(f"{where}.turns[{t.turn_index}]: its action {t.action!r} is not the "
+                                  f"transcript's action at step {t.step_index}")
+    steps = sorted(t.step_index for t in e.turns)
+    moves = [i for i, a in enumerate(actions) if a is not None]
+    if steps != moves:
+        raise SubmissionError(f"{where}.turns: the turns are at steps {steps[:8]}..., the transcript has moves at "
+                              f"steps {moves[:8]}... (every move of the transcript has exactly one turn)")
+    for agent, total in totals.items():
+        if abs(total - e.rewards.get(agent, math.nan)) > TOL:
+            raise SubmissionError(f"{where}.rewards.{agent}: {e.rewards.get(agent)!r}, but its turns' rewards add "
+                                  f"up to {total!r}")
+
+
+def _check_opponent(e, where: str, task: Task, seat: str) -> None:
+    """A versus episode's other seat is played by the protocol's opponent."""
+    opp = next(a for a in _spec(task.env_id).agents if a != seat)
+    name = (e.policies.get(opp) or {}).get("name")
+    want = "random" if task.opponent == "random" else f"reference:{task.opponent}"
+    if name != want:
+        raise SubmissionError(f"{where}.policies.{opp}: played by {name!r}, the protocol's opponent is {want!r}")
+
+
+def _check_complete(cells: dict, proto: Protocol, seeds: set[int]) -> None:
+    """Exactly one episode for every (task, seat, run, seed) of the protocol (none twice: checked as they are
+    read)."""
     for task in proto.tasks:
-        for seat in task.seats(agents_of.get(task.env_id) or _agents(task.env_id)):
-            for run in range(runs):
+        for seat in task.seats():
+            for run in range(proto.runs):
                 got = cells.get((task.name, seat, run), {})
                 if len(got) != len(seeds):
                     lacking = sorted(seeds - set(got))
                     raise SubmissionError(f"{EPISODES_FILE}: incomplete: {run_label(task.name, seat, run)} lacks "
                                           f"{len(lacking)} of the protocol's {len(seeds)} seeds (e.g. {lacking[:3]})")
-    return cells
-
-
-def _agents(env_id: str) -> tuple[str, ...]:
-    return _spec(env_id).agents
 
 
 def _spec(env_id: str):
@@ -608,15 +640,15 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
     for i in chosen:
         line, e = episodes[i]
         where = f"{EPISODES_FILE}:{line}"
-        task_name, seat, run = e.run_id.split("|")
-        task, run = tasks[task_name], int(run[3:])
+        task_name, seat, run = parse_run_label(e.run_id)
+        task = tasks[task_name]
         opponent = None
         if proto.seeded_moves and seat != "all":
             key = (task.name, seat, run)
             if key not in opponents:
                 from leaderboard.evaluate import opponent_for
 
-                opponents[key] = opponent_for(proto, task, seat, run)
+                opponents[key] = opponent_for(proto, task, run)
             opponent = opponents[key]
         totals, env, n = _replay(e, where, seat, opponent)
         rederived += n
@@ -691,15 +723,14 @@ def _replay(e, where: str, seat: str, opponent) -> tuple[dict[str, float], Any, 
     return totals, env, rederived
 
 
-def _statistics(cells: dict, proto: Protocol, runs: int):
+def _statistics(cells: dict, proto: Protocol):
     scores: dict[str, list[list[float]]] = {}
     raw: dict[str, list[list[float]]] = {}
     games: dict[str, dict[str, dict[str, int]]] = {}
     for task in proto.tasks:
-        agents = _agents(task.env_id)
-        seats = task.seats(agents)
+        seats = task.seats()
         scores[task.name], raw[task.name] = [], []
-        for run in range(runs):
+        for run in range(proto.runs):
             values = []
             for seed in proto.seeds:
                 per_seat = []

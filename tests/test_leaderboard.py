@@ -142,6 +142,42 @@ def test_a_trainer_checkpoint_is_evaluated_with_its_weights_hash(protocol_path, 
     assert first["policies"]["player_0"]["name"] == "mlp"
 
 
+def test_a_checkpoint_player_records_its_run_config_without_the_output_fields(tmp_path):
+    """What the manifest says a run trained (train_config, re-trained from by --reproduce) is the run's config.json
+    without where it was written and how it was shown, and without the keys the trainer adds."""
+    from baselines.train import TrainConfig, train
+    from baselines.train.config import OUTPUT_FIELDS
+    from leaderboard.players import RUN_KEYS, load_player
+
+    run = tmp_path / "run"
+    train(TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2, out=str(run),
+                      progress=False, tensorboard=False))
+    config = json.loads((run / "config.json").read_text())
+    player = load_player(f"checkpoint:{run}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
+    assert player.provenance["config_hash"] == config["config_hash"]
+    assert player.provenance["train_config"] == {k: v for k, v in config.items()
+                                                 if k not in OUTPUT_FIELDS and k not in RUN_KEYS}
+    assert "save_every" in player.provenance["train_config"] and "out" not in player.provenance["train_config"]
+
+
+def test_the_config_hash_that_entries_carry_ignores_exactly_the_result_neutral_fields_and_steps():
+    import dataclasses
+
+    from baselines.train import TrainConfig
+    from baselines.train.config import RESULT_NEUTRAL_FIELDS
+
+    base = TrainConfig()
+
+    def changed(value):
+        return {bool: lambda: not value, int: lambda: value + 1, float: lambda: value + 0.5, str: lambda: value + "x",
+                dict: lambda: {**value, "x": 1}}[type(value)]()
+
+    for f in dataclasses.fields(TrainConfig):
+        other = dataclasses.replace(base, **{f.name: changed(getattr(base, f.name))})
+        neutral = f.name in RESULT_NEUTRAL_FIELDS or f.name == "steps"
+        assert (other.hash() == base.hash()) == neutral, f.name
+
+
 def test_an_llm_by_name_is_evaluated_in_choice_mode_with_its_weights_hash(protocol_path, tmp_path, capsys):
     pytest.importorskip("transformers")
     raw = json.loads(protocol_path.read_text())
@@ -290,6 +326,14 @@ def test_episode_fields_of_the_wrong_type_are_named(honest, protocol_path, tmp_p
     _rejected(sub, protocol_path, tmp_path / "store", f"episodes.jsonl:2")
 
 
+@pytest.mark.parametrize("run_id", ["kuhn_poker/vs-kuhn_nash|player_0", "kuhn_poker/vs-kuhn_nash|player_0|run-1",
+                                    "kuhn_poker/vs-kuhn_nash|player_0|run" + "9" * 5000, "no-such-task|all|run0"])
+def test_a_run_id_that_is_not_a_cell_label_is_refused_naming_it(honest, protocol_path, tmp_path, run_id):
+    sub = _copy(honest, tmp_path)
+    _edit_episode(sub, 0, lambda d: d.update(run_id=run_id))
+    _rejected(sub, protocol_path, tmp_path / "store", "episodes.jsonl:2.run_id: ")
+
+
 def test_schema_errors_name_the_field(honest, protocol_path, tmp_path):
     sub = _copy(honest, tmp_path)
     m = json.loads((sub / SUBMISSION_FILE).read_text())
@@ -342,11 +386,17 @@ def _train(out: Path, seed: int, steps: int = 1, credit: str = "rae") -> Path:
     return out
 
 
-def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_path):
-    runs = [_train(tmp_path / f"run{s}", s) for s in (1, 0)]
+def _evaluate_runs(credit_protocol: Path, tmp_path: Path, seeds: tuple[int, ...]) -> Path:
+    """A credit-track submission of runs trained with ``seeds`` (given to --runs in that order)."""
+    runs = [_train(tmp_path / f"run{s}", s) for s in seeds]
     out = tmp_path / "sub"
     assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
                  "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_path):
+    out = _evaluate_runs(credit_protocol, tmp_path, (1, 0))
     m = json.loads((out / SUBMISSION_FILE).read_text())
     assert [p["train_seed"] for p in m["players"]["kuhn_poker-v0"]] == [0, 1]      # the protocol's seed order
     assert m["tokens"]["train_main"] > 0 and m["seeds"]["train"] == [0, 1]
@@ -357,10 +407,7 @@ def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_
 
 
 def test_credit_track_manifest_is_checked_against_the_budget(credit_protocol, tmp_path):
-    runs = [_train(tmp_path / f"run{s}", s) for s in (0, 1)]
-    out = tmp_path / "sub"
-    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
-                 "--out", str(out), "--no-progress"]) == 0
+    out = _evaluate_runs(credit_protocol, tmp_path, (0, 1))
     m = json.loads((out / SUBMISSION_FILE).read_text())
     m["players"]["kuhn_poker-v0"][1]["train_config"]["steps"] = 500        # a claim off the protocol's budget
     (out / SUBMISSION_FILE).write_text(json.dumps(m))

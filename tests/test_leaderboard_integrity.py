@@ -1,7 +1,8 @@
-"""Issue 22: every forgery of the table is rejected with a message naming the problem, and nothing reaches the store.
+"""Forgeries of the table: each is rejected with a message naming the problem, and nothing reaches the store.
 
 Each forged submission is made the way a determined cheater would: by playing (or editing) and then resealing the
-manifest (sizes, counts, SHA-256s, config hash) so that only the checks of issue 22 can catch it."""
+manifest (sizes, counts, SHA-256s, config hash), so that only the deeper checks can catch it: the opponent moves
+re-derived from their seeds, the replay, the schema and text limits, the token sums, and ``--reproduce``."""
 
 import hashlib
 import json
@@ -91,8 +92,8 @@ def _forge_with_opponent(monkeypatch, protocol_path, out, fn):
     """Play the protocol with an opponent of the cheater's choosing, under the protocol opponent's name."""
     real = evaluate_module.opponent_for
 
-    def fake(protocol, task, seat, run):
-        policy = real(protocol, task, seat, run)
+    def fake(protocol, task, run):
+        policy = real(protocol, task, run)
         policy.policy = _fn_policy(fn, policy.name)
         return policy
     monkeypatch.setattr(evaluate_module, "opponent_for", fake)

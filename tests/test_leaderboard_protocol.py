@@ -42,6 +42,12 @@ def test_eval_seeds_are_disjoint_from_training_seeds():
     assert not used & set(p.seeds)
 
 
+def test_a_credit_protocol_has_one_run_per_training_seed_and_a_policy_protocol_one():
+    credit = load_protocol("credit-micro")
+    assert credit.runs == len(credit.train["seeds"]) > 1
+    assert load_protocol("policy").runs == 1
+
+
 def test_kuhn_anchors_are_the_seat_averaged_payoffs_of_anchors_json():
     anchors = spec("kuhn_poker-v0").anchors
     task = load_protocol("policy").task("kuhn_poker/vs-kuhn_nash")

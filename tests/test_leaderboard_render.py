@@ -1,4 +1,4 @@
-"""What a researcher reads on a board (issue 21): the verdict in words with P(improvement), its CI and its direction;
+"""What a researcher reads on a board: the verdict in words with P(improvement), its CI and its direction;
 what each statistic covers; the same numbers whatever order the entries come in; tables that fit a terminal; and
 every submitted string escaped, so a model id cannot add a row or markup."""
 
@@ -152,7 +152,7 @@ def test_one_method_has_one_colour_in_every_figure(board, entries):
 
 
 def test_extra_columns_and_figures_hooks_add_to_every_surface(board, entries, monkeypatch):
-    # the credit suite's hook (issue 16): a column per family and its own figures, in the page's colours
+    # the credit suite's hook: a column per family and its own figures, in the page's colours
     from leaderboard import render
 
     monkeypatch.setattr(render, "EXTRA_COLUMNS", [lambda bd: [("family: team size", lambda r: f"{r.runs * 0.1:.1f}")]])

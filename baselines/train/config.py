@@ -17,6 +17,12 @@ AGGREGATIONS = ("token-mean", "seq-mean")
 ADAPTERS = ("none", "shared", "per_role")
 MODES = ("generate", "choice")
 CHOICE_SCORINGS = ("label", "mean", "sum")   # baselines.policies.hf.CHOICE_SCORINGS (config imports no torch)
+# Fields that say where a run is written and how it is shown: a record of what a run trained (the leaderboard's
+# train_config, from which a run is re-trained) leaves them out.
+OUTPUT_FIELDS = ("out", "resume", "progress", "tensorboard", "wandb")
+# Fields that never change a run's result: the output fields and the checkpoint cadence. TrainConfig.hash() leaves
+# them out.
+RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints")
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -130,8 +136,7 @@ class TrainConfig:
     def hash(self) -> str:
         """A digest of everything that changes the result (not where it is written or how it is shown)."""
         d = {k: v for k, v in self.to_dict().items()
-             if k not in ("out", "resume", "progress", "tensorboard", "wandb", "save_every", "keep_checkpoints",
-                          "steps")}   # --resume --steps N extends a run
+             if k not in RESULT_NEUTRAL_FIELDS + ("steps",)}   # --resume --steps N extends a run
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
     # ------------------------------------------------------------------ derived
