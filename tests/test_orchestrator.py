@@ -215,6 +215,10 @@ def test_current_part_view_puts_the_current_parts_notes_assignment_and_report_at
             plain.step(move)
             view.step(move)
         assert plain.team_rewards() == view.team_rewards()              # the rules are unchanged
+        again = replay(view.transcript())                               # replay and clone keep the view
+        assert again.unwrapped.vector_size == view.clone().unwrapped.vector_size == vv.vector_size
+        assert np.array_equal(again.observe("orchestrator")["observation"], view.observe("orchestrator")["observation"])
+        assert "current_part_view" not in json.dumps(plain.transcript())  # default transcripts as in v0
         assert not view.observe("orchestrator")["observation"][vv._orch_size - size:vv._orch_size].any()  # over
     assert checked["plan"] and checked["final"]
     api_test(make("orchestrator-v0", action_mode="discrete", current_part_view=True), num_cycles=100)

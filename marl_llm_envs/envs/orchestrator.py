@@ -258,7 +258,9 @@ class raw_env(ProblemEnv):
         super().__init__(tasks=tasks, max_workers=max_workers, spawn_cost=self.spawn_cost,
                          max_subtask_chars=max_subtask_chars, max_plan_chars=max_plan_chars,
                          worker_accuracy=worker_accuracy if isinstance(worker_accuracy, (str, type(None), int, float))
-                         else [float(p) for p in worker_accuracy], self_accuracy=self_accuracy, **kwargs)
+                         else [float(p) for p in worker_accuracy], self_accuracy=self_accuracy,
+                         # recorded (for replay) only when on, so that every default transcript stays as in v0
+                         **({"current_part_view": True} if current_part_view else {}), **kwargs)
         if self.task_source.max_parts < 1:
             raise ValueError(f"orchestrator-v0 needs a composite task source (tasks with parts), got "
                              f"{self.task_source!r}; use tasks='composite' or a jsonl file with a 'parts' field")
