@@ -7,7 +7,7 @@
 | Action space       | text: ``Text``; discrete: orchestrator ``Discrete(1 + max_workers + num_candidates)``, worker ``Discrete(num_candidates)`` |
 | Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (V,)), [action_mask])``, V below              |
 | Reward range       | best ``1`` (``"signed"``: ``+1``); worst ``min(fail, invalid_penalty) + max_workers * (min(0, invalid_penalty) - spawn_cost)`` |
-| Kwargs             | ``tasks="composite"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_workers=4``, ``spawn_cost=0.0``, ``max_subtask_chars=500``, ``max_plan_chars=2000``, ``worker_accuracy="auto"``, ``self_accuracy="auto"``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Kwargs             | ``tasks="composite"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_workers=4``, ``spawn_cost=0.0``, ``max_subtask_chars=500``, ``max_plan_chars=2000``, ``worker_accuracy="auto"``, ``self_accuracy="auto"``, ``current_part_view=False``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 
 Why. Orchestration is the setting where credit assignment is hardest: the orchestrator creates its sub-agents on
 the fly and gives each a different sub-task, so "the same role" in two rollouts of one prompt is not the same job,
@@ -65,6 +65,25 @@ orchestrator", "the orchestrator is ablated (solo)", "workers spawned / W". The 
 (Fp), its candidate values (C), its notes one-hot (C), its slot one-hot (W). A worker's section is zero in the
 orchestrator's vector and vice versa; text mode fills only the phase, the roles, the slot and the spawn count besides
 the problem's features. The true answer, the true labels and the slots' skills are in no observation.
+
+``current_part_view=True`` (discrete mode; default ``False``, the layout above unchanged) appends to the orchestrator's
+section the view of the part it decides now: that part's notes one-hot (C), who answers it (1 + W) and the worker's
+report one-hot (C), copied from the part's block in the plan and final phases (zeros in the work phase and once the
+episode is over), so V grows by 2 * C + 1 + W and the worker's section starts that much later. It adds no
+information: it puts the current part's cues at a fixed place. Why: with the per-part blocks alone, a policy must
+pick the block that the current-part one-hot selects (a product of two inputs) before it can follow a note or a
+report; a small MLP trained at the credit suite's budget does not find that (measured below).
+
+Learning at the micro tier (an MLP on the numeric observation, discrete mode, 100 steps x 8 tasks x 4 samples;
+``benchmarks/RESULTS.md``, "orchestrator-v0 at the suite's budget"). With every seat learning, nothing learns, for
+two reasons of the game, not of the code. (1) A saddle: an untrained orchestrator picks a part's result without
+looking at the report, so a worker's move changes no reward, and untrained workers report at random, so trusting a
+report is worth nothing; the policy gradient of both is zero at the start. (2) The lookup above. With scripted
+workers (``--partners worker=reference``: they follow their notes) the orchestrator reaches the delegator's score
+with ``current_part_view=True`` and about half of it without (every slot at 0.9, 5 seeds; with the default slots,
+seed 0, hardly above random without it); with the scripted delegator as the orchestrator (``--partners
+orchestrator=reference``) the spawned workers learn to follow their notes, the setting proposed for the credit
+suite's dynamic-teams family.
 
 Final infos (every agent's info at the end). ``answer`` (the final answer; discrete: the formula on the chosen
 results), ``correct``, ``ground_truth``, ``task_id``, ``spawned`` (the workers, in order), ``subtasks`` (worker ->
@@ -152,7 +171,8 @@ The orchestrator's solo prompt (orchestrator ablated)::
 
     Give your final answer as \\boxed{...}, for example \\boxed{42}.
 
-Version history. v0: first version.
+Version history. v0: first version. ``current_part_view`` added later (default ``False`` keeps every episode,
+observation and reward as before, so no version bump).
 """
 
 from __future__ import annotations
@@ -212,7 +232,8 @@ class raw_env(ProblemEnv):
     def __init__(self, *, tasks: Any = "composite", max_workers: int = 4, spawn_cost: float = 0.0,
                  max_subtask_chars: int = 500, max_plan_chars: int = 2000,
                  worker_accuracy: float | Sequence[float] | str | None = "auto",
-                 self_accuracy: float | str | None = "auto", **kwargs: Any) -> None:
+                 self_accuracy: float | str | None = "auto", current_part_view: bool = False,
+                 **kwargs: Any) -> None:
         if isinstance(max_workers, bool) or not isinstance(max_workers, int) or not 1 <= max_workers <= 16:
             raise ValueError(f"max_workers must be an int in 1..16, got {max_workers!r}")
         if isinstance(spawn_cost, bool) or not isinstance(spawn_cost, (int, float)) or not spawn_cost >= 0:
@@ -220,7 +241,10 @@ class raw_env(ProblemEnv):
         for name, value in (("max_subtask_chars", max_subtask_chars), ("max_plan_chars", max_plan_chars)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not isinstance(current_part_view, bool):
+            raise ValueError(f"current_part_view must be a bool, got {current_part_view!r}")
         mode = kwargs.get("action_mode", "text")
+        self.current_part_view = current_part_view
         self.max_workers = max_workers
         self.spawn_cost = float(spawn_cost)
         self.max_subtask_chars = max_subtask_chars
@@ -234,7 +258,9 @@ class raw_env(ProblemEnv):
         super().__init__(tasks=tasks, max_workers=max_workers, spawn_cost=self.spawn_cost,
                          max_subtask_chars=max_subtask_chars, max_plan_chars=max_plan_chars,
                          worker_accuracy=worker_accuracy if isinstance(worker_accuracy, (str, type(None), int, float))
-                         else [float(p) for p in worker_accuracy], self_accuracy=self_accuracy, **kwargs)
+                         else [float(p) for p in worker_accuracy], self_accuracy=self_accuracy,
+                         # recorded (for replay) only when on, so that every default transcript stays as in v0
+                         **({"current_part_view": True} if current_part_view else {}), **kwargs)
         if self.task_source.max_parts < 1:
             raise ValueError(f"orchestrator-v0 needs a composite task source (tasks with parts), got "
                              f"{self.task_source!r}; use tasks='composite' or a jsonl file with a 'parts' field")
@@ -245,6 +271,8 @@ class raw_env(ProblemEnv):
         s, c, w = self.task_source, num_candidates, self.max_workers
         p = s.max_parts
         self._orch_size = feature_size + p * (4 * c + 1 + w) + 3 + p + 3
+        if self.current_part_view:
+            self._orch_size += 2 * c + 1 + w
         return self._orch_size + s.part_feature_size + 2 * c + w
 
     def action_names(self, agent: str) -> list[str]:
@@ -686,7 +714,7 @@ class raw_env(ProblemEnv):
         if agent == ORCHESTRATOR:
             f = self.task.features
             out[: len(f)] = f
-            k = len(f)
+            k = k0 = len(f)
             block = 4 * c + 1 + w
             for i in range(len(self.task.parts)):
                 b = k + i * block
@@ -710,6 +738,11 @@ class raw_env(ProblemEnv):
             out[k] = 1.0
             out[k + 1] = float(self.solo)
             out[k + 2] = len(self._workers) / w
+            k += 3
+            if self.current_part_view and self.action_mode == "discrete" and self._phase != "work" \
+                    and self._result is None and self._part_i < len(self.task.parts):
+                b = k0 + self._part_i * block     # the current part's notes, who answers it, its report
+                out[k: k + 2 * c + 1 + w] = out[b + c: b + 3 * c + 1 + w]
             return
         if agent not in self._workers:
             return
