@@ -30,3 +30,22 @@ def test_weighted_and_uniform_choice_draw_what_numpys_choice_draws_and_leave_the
             else:
                 assert int(ours.integers(1, 21)) == int(numpys.integers(1, 21))
         assert ours.bit_generator.state == numpys.bit_generator.state, seed
+
+
+def test_mlp_choice_index_is_numpys_cdf_lookup_for_every_length():
+    # MLPPolicy samples with _choice_index on Python floats; it must be the index NumPy's own arithmetic gives
+    # (exp -> p / p.sum() -> cumsum -> / last -> searchsorted right), which is default_rng(key).choice's draw.
+    from baselines.policies.mlp import _choice_index
+
+    rng = np.random.default_rng(11)
+    for n in range(20000):
+        k = 1 + n % 12
+        logits = rng.normal(size=k) * rng.uniform(0.1, 30)
+        logp = logits - np.log(np.sum(np.exp(logits - logits.max()))) - logits.max()
+        logp[rng.random(k) < 0.1] = -1e9 if n % 7 == 0 else -800.0   # underflowing weights too
+        p = np.exp(logp)
+        u = float(rng.random()) if n % 50 or p.sum() == 0 else float(np.cumsum(p / p.sum())[k // 2])  # on a boundary
+        with np.errstate(invalid="ignore"):     # every weight underflowed: NumPy's nan arithmetic, on both sides
+            cdf = np.cumsum(p / p.sum())
+            cdf /= cdf[-1]
+            assert _choice_index(p.tolist(), u) == int(np.searchsorted(cdf, u, side="right")), (p.tolist(), u)

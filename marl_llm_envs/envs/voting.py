@@ -230,15 +230,16 @@ class raw_env(ProblemEnv):
         :meth:`_groups` returns now (computed when not given)."""
         if groups is None:
             groups = self._groups()
-        skip = -1 if exclude is None else self.possible_agents.index(exclude)
+        skip_key, skip = None, -1       # the group that loses exclude's ballot, and its seat
+        if exclude is not None and self._ballots.get(exclude) is not None:
+            skip_key, skip = self._key(self._ballots[exclude]), self.possible_agents.index(exclude)
         tally = []  # [count, first voter position, representative ballot] of each answer
-        for members in groups.values():
-            if members[0][0] == skip:
-                if len(members) > 1:
-                    tally.append([len(members) - 1, members[1][0], members[1][1]])
-            else:
-                n = len(members) - (skip >= 0 and any(pos == skip for pos, _ in members))
-                tally.append([n, members[0][0], members[0][1]])
+        for key, members in groups.items():
+            if key != skip_key:
+                tally.append([len(members), members[0][0], members[0][1]])
+            elif len(members) > 1:
+                first = members[1] if members[0][0] == skip else members[0]
+                tally.append([len(members) - 1, first[0], first[1]])
         if not tally:
             return None
         top = max(g[0] for g in tally)
