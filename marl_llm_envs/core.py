@@ -474,7 +474,13 @@ class TextEnv(AECEnv):
     @property
     def done(self) -> bool:
         """True once the episode has ended (every agent terminated or truncated)."""
-        return not self.agents or all(self.terminations[a] or self.truncations[a] for a in self.agents)
+        agents = self.agents
+        if not agents:
+            return True
+        agent, terms, truncs = self.agent_selection, self.terminations, self.truncations
+        if agent in terms and not (terms[agent] or truncs[agent]) and agent in agents:
+            return False            # the agent to move is live (the common case: no scan over every agent)
+        return all(terms[a] or truncs[a] for a in agents)
 
     # ------------------------------------------------------------------ counterfactuals
     def clone(self) -> "TextEnv":

@@ -106,11 +106,11 @@ class MLPPolicy(Policy):
         for i, role in enumerate(self.roles):
             role_index.setdefault(role, i)           # roles.index(role)
         # The input rows are written from the observation arrays themselves (the same float32 values as from their
-        # lists in ``extra``, which log_policy reads when training), one row per request.
+        # lists in ``extra``, which log_policy reads when training): one stacked copy when the rows have one size.
         x = np.zeros((len(requests), self.in_size), np.float32)
         masks = np.zeros((len(requests), self.action_size), np.float32)
-        extras = []
-        for i, r in enumerate(requests):
+        extras, vectors, mask_arrays = [], [], []
+        for r in requests:
             if r.env is None:
                 raise ValueError(f"{self.name} needs request.env (the live env) for {r.env_id}/{r.agent}")
             if r.role not in role_index:
@@ -121,12 +121,23 @@ class MLPPolicy(Policy):
                 vector, mask = obs["observation"], obs.get("action_mask")
             if mask is None:
                 raise ValueError(f"{self.name} plays discrete mode; {r.env_id} is in text mode")
-            e = {"obs": vector.tolist(), "mask": mask.tolist(), "role_index": role_index[r.role]}
-            n = len(e["obs"])
-            x[i, :n] = vector
-            x[i, n + e["role_index"]] = 1.0
-            masks[i, :len(e["mask"])] = mask
-            extras.append(e)
+            extras.append({"obs": vector.tolist(), "mask": mask.tolist(), "role_index": role_index[r.role]})
+            vectors.append(vector)
+            mask_arrays.append(mask)
+        sizes = {len(e["obs"]) for e in extras}
+        if len(sizes) == 1 and all(v.ndim == 1 for v in vectors):
+            n = sizes.pop()
+            x[:, :n] = np.stack(vectors)
+            x[np.arange(len(extras)), [n + e["role_index"] for e in extras]] = 1.0   # the role one-hot after the obs
+        else:
+            for i, (e, vector) in enumerate(zip(extras, vectors)):
+                x[i, :len(e["obs"])] = vector
+                x[i, len(e["obs"]) + e["role_index"]] = 1.0
+        if len({len(e["mask"]) for e in extras}) == 1 and all(m.ndim == 1 for m in mask_arrays):
+            masks[:, :len(extras[0]["mask"])] = np.stack(mask_arrays)
+        else:
+            for i, (e, mask) in enumerate(zip(extras, mask_arrays)):
+                masks[i, :len(e["mask"])] = mask
         with torch.no_grad():
             logp = self._log_policy(x, masks)[0].cpu().numpy().astype(np.float64)
         legals = [[j for j, m in enumerate(e["mask"]) if m > 0] for e in extras]
