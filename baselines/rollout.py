@@ -593,7 +593,8 @@ class RolloutEngine:
         if rec is not None:
             action = rec.action
             turn = Turn(agent, request.role, env.teams[agent], list(rec.prompt_ids), list(rec.completion_ids),
-                        list(rec.logprobs), rec.text, json_safe(action), replayed=True, extra=dict(rec.extra))
+                        list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
+                        replayed=True, extra=dict(rec.extra))
         else:
             action = _env_action(env, agent, gen.action, request.legal_actions)
             turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],

@@ -122,7 +122,10 @@ class raw_env(TextEnv):
         self.reward_range = (low - self.delay * self.noise, 1.0 + self.delay * self.noise)
 
     def action_names(self, agent: str) -> list[str]:
-        return [*DECISIONS, *DISTRACTORS] if agent == "player_0" else list(DISTRACTORS)
+        names = self.__dict__.get("_names")      # built once per env (read-only for callers, as Hanabi's)
+        if names is None:
+            names = self._names = {"player_0": [*DECISIONS, *DISTRACTORS], "player_1": list(DISTRACTORS)}
+        return names["player_0"] if agent == "player_0" else names["player_1"]
 
     # -------------------------------------------------------------- game
     def _start(self) -> None:
