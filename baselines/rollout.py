@@ -62,7 +62,6 @@ import argparse
 import hashlib
 import json
 import math
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
