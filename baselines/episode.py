@@ -48,10 +48,20 @@ def json_safe(value: Any) -> Any:
         return value
     if kind is float:
         return value if math.isfinite(value) else repr(value)
-    if kind is dict:
-        return {k if type(k) is str else str(k): json_safe(v) for k, v in value.items()}
+    if kind is dict:        # plain values inline: no call per leaf (final infos hold per-voter dicts of floats)
+        out = {}
+        for k, v in value.items():
+            t = type(v)
+            if t is float:
+                if not math.isfinite(v):
+                    v = repr(v)
+            elif not (t is str or t is int or t is bool or v is None):
+                v = json_safe(v)
+            out[k if type(k) is str else str(k)] = v
+        return out
     if kind is list or kind is tuple:
-        return [json_safe(v) for v in value]
+        return [v if (type(v) is str or type(v) is int or type(v) is bool or v is None
+                      or (type(v) is float and math.isfinite(v))) else json_safe(v) for v in value]
     if isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):

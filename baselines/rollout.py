@@ -62,7 +62,6 @@ import argparse
 import hashlib
 import json
 import math
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -521,20 +520,32 @@ class RolloutEngine:
                     agent = env.agent_selection
                     role = env.roles[agent]
                     observes = self._policy_for(role).observes
-                    text, legal, vector, mask = "", (), None, None
-                    if job.digest or "text" in observes:
-                        obs = env.observe(agent)
-                        text = obs["text"]
-                        if "vector" in observes:
-                            vector, mask = obs["observation"], obs.get("action_mask")
-                    elif "vector" in observes:
-                        obs = env.observe(agent, text=False)
-                        vector, mask = obs["observation"], obs.get("action_mask")
-                    if job.digest or "legal_actions" in observes:
+                    text, legal, vector, mask, digest = "", (), None, None, ""
+                    if job.digest and "text" not in observes and hasattr(env, "observe_text"):
+                        # The text first: a branch decision whose observation matches the recorded one replays it,
+                        # and then its policy's vector and mask are never needed.
+                        text = env.observe_text(agent)
                         legal = tuple(env.legal_actions(agent))
+                        digest = _digest(text, legal)
+                        if "vector" in observes and not self._replays(job, agent, digest):
+                            obs = env.observe(agent, text=False)
+                            vector, mask = obs["observation"], obs.get("action_mask")
+                    else:
+                        if job.digest or "text" in observes:
+                            obs = env.observe(agent)
+                            text = obs["text"]
+                            if "vector" in observes:
+                                vector, mask = obs["observation"], obs.get("action_mask")
+                        elif "vector" in observes:
+                            obs = env.observe(agent, text=False)
+                            vector, mask = obs["observation"], obs.get("action_mask")
+                        if job.digest or "legal_actions" in observes:
+                            legal = tuple(env.legal_actions(agent))
+                        if job.digest:
+                            digest = _digest(text, legal)
                     request = Request(env.env_id, agent, role, text, legal, env, key=(*job.key, job.step_index),
                                       observation=vector, action_mask=mask)
-                    pending.append((job, agent, request, _digest(text, legal) if job.digest else ""))
+                    pending.append((job, agent, request, digest))
                 active = still
                 if not pending:
                     continue
@@ -542,11 +553,10 @@ class RolloutEngine:
                 decided: list[tuple[Generation | None, Turn | None]] = [(None, None)] * len(pending)
                 by_policy: dict[int, list[int]] = {}
                 for n, (job, agent, request, digest) in enumerate(pending):
-                    if job.replay is not None and not job.force_first:
-                        rec = job.replay.get((agent, job.occurrence[agent]))
-                        if rec is not None and rec.obs_digest == digest:
-                            decided[n] = (None, rec)
-                            continue
+                    rec = self._replays(job, agent, digest)
+                    if rec is not None:
+                        decided[n] = (None, rec)
+                        continue
                     pidx = index_of[id(self._policy_for(request.role))]
                     by_policy.setdefault(pidx, []).append(n)
                 for pidx, idxs in by_policy.items():
@@ -565,6 +575,15 @@ class RolloutEngine:
             if bar is not None:
                 bar.close()
 
+    @staticmethod
+    def _replays(job: _Job, agent: str, digest: str) -> Turn | None:
+        """The recorded turn a branch job reuses for ``agent``'s decision now (its next recorded decision, seen with
+        the same observation digest), or ``None`` (the policy decides)."""
+        if job.replay is None or job.force_first:
+            return None
+        rec = job.replay.get((agent, job.occurrence[agent]))
+        return rec if rec is not None and rec.obs_digest == digest else None
+
     def _step(self, job: _Job, agent: str, request: Request, digest: str, gen: Generation | None,
               rec: Turn | None) -> None:
         env = job.env
@@ -573,7 +592,8 @@ class RolloutEngine:
         if rec is not None:
             action = rec.action
             turn = Turn(agent, request.role, env.teams[agent], list(rec.prompt_ids), list(rec.completion_ids),
-                        list(rec.logprobs), rec.text, json_safe(action), replayed=True, extra=dict(rec.extra))
+                        list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
+                        replayed=True, extra=dict(rec.extra))
         else:
             action = _env_action(env, agent, gen.action, request.legal_actions)
             turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],

@@ -9,7 +9,8 @@ One place for what all our text environments have in common (the games only writ
 * **Observing without text.** The prompt is rendered only when it is asked for. ``observe(agent)`` and ``last()`` are
   PettingZoo's exact API (text included); ``observe(agent, text=False)`` and ``last(text=False)`` return the same
   dict without the ``"text"`` key and never render the prompt: the cheap path for a policy that reads only the vector
-  and the mask (an MLP). ``action_mask(agent)`` and ``legal_actions(agent)`` are cheap on their own too.
+  and the mask (an MLP). ``action_mask(agent)`` and ``legal_actions(agent)`` are cheap on their own too, and
+  ``observe_text(agent)`` is the text alone.
 * **One env, many episodes.** ``reset(seed)`` rebuilds all episode state in place, so one env serves any number of
   episodes and plays each exactly as a fresh env would (the rollout engine keeps its envs across episodes and
   training steps; ``make`` costs about a millisecond, a ``reset`` a small fraction of that).
@@ -27,7 +28,7 @@ One place for what all our text environments have in common (the games only writ
   linear scan; the rest is ignored, and ``infos[agent]["ignored_chars"]`` says how many characters were (the key is
   there only after such a step, and also in the ``invalid_action`` record when the move was invalid).
 * **Call order.** Calls out of order raise ``RuntimeError`` with the wording of PettingZoo's order-enforcing
-  wrapper, without its per-step cost: ``step``, ``last``, ``observe``, ``render``, ``agent_iter``,
+  wrapper, without its per-step cost: ``step``, ``last``, ``observe``, ``observe_text``, ``render``, ``agent_iter``,
   ``legal_actions``, ``action_mask``, ``ablate`` and ``transcript`` before the first ``reset`` ("reset() needs to be called before step()"); ``step`` or ``last`` once
   the episode has ended and every agent has been removed ("step() after the episode ended: call reset()"). While
   the episode is ending, each finished agent still takes its ``step(None)``, as in every PettingZoo AEC env.
@@ -220,9 +221,8 @@ class TextEnv(AECEnv):
         if self._seed is None:
             raise _before_reset("legal_actions()")
         agent = self.agent_selection if agent is None else agent
-        if agent not in self.agents or self.terminations[agent] or self.truncations[agent]:
-            return []
-        if agent != self.agent_selection:
+        if agent != self.agent_selection or agent not in self.agents or self.terminations[agent] \
+                or self.truncations[agent]:
             return []
         names = self.action_names(agent)
         if not names:
@@ -279,16 +279,26 @@ class TextEnv(AECEnv):
         vector = np.zeros(self.vector_size, np.float32)
         self._vector(agent, vector)
         if text:
-            prompt = self._text(agent)
-            error = self._error.get(agent)
-            if error is not None:
-                prompt = f"{prompt}\n\nYour previous move was invalid: {error}. Try again."
-            obs = {"text": prompt, "observation": vector}
+            obs = {"text": self._prompt(agent), "observation": vector}
         else:
             obs = {"observation": vector}
         if self.action_mode == "discrete":
             obs["action_mask"] = self.action_mask(agent)
         return obs
+
+    def observe_text(self, agent: str) -> str:
+        """``observe(agent)["text"]`` alone: the prompt, without computing the vector or the mask (the rollout engine
+        checks a branch's observation against the recorded one by the text's digest before anything else)."""
+        if self._seed is None:
+            raise _before_reset("observe_text()")
+        return self._prompt(agent)
+
+    def _prompt(self, agent: str) -> str:
+        prompt = self._text(agent)
+        error = self._error.get(agent)
+        if error is not None:
+            prompt = f"{prompt}\n\nYour previous move was invalid: {error}. Try again."
+        return prompt
 
     def state(self) -> np.ndarray:
         """PettingZoo's global state (for a centralized critic): every possible agent's ``"observation"`` vector,
@@ -446,17 +456,20 @@ class TextEnv(AECEnv):
         """Add step rewards and publish each team's return so far in ``infos[agent]["team_reward"]``.
 
         A team's return is the mean of its members' rewards (team members are always given equal rewards)."""
+        step_rewards = self.rewards
         for agent, r in rewards.items():
-            self.rewards[agent] += r
+            step_rewards[agent] += r
         members_of = self.__dict__.get("_members_of")   # team -> its members in seat order (static; built once)
         if members_of is None or members_of[0] is not self.teams:
             members_of = self._members_of = (self.teams, {
                 team: [a for a in self.possible_agents if self.teams[a] == team] for team in self._team_return})
-        for team in self._team_return:
-            members = members_of[1][team]
-            self._team_return[team] += sum(rewards.get(a, 0.0) for a in members) / len(members)
+        team_return, members_of = self._team_return, members_of[1]
+        for team in team_return:
+            members = members_of[team]
+            team_return[team] += sum([rewards.get(a, 0.0) for a in members]) / len(members)
+        infos, teams = self.infos, self.teams
         for agent in self.agents:
-            self.infos[agent] = {**self.infos[agent], "team_reward": self._team_return[self.teams[agent]]}
+            infos[agent] = {**infos[agent], "team_reward": team_return[teams[agent]]}
 
     def _finish(self, rewards: dict[str, float] | None = None, **extra_info: Any) -> None:
         """End the episode: add final rewards, mark every agent terminated, add ``extra_info`` to every info."""
@@ -474,7 +487,13 @@ class TextEnv(AECEnv):
     @property
     def done(self) -> bool:
         """True once the episode has ended (every agent terminated or truncated)."""
-        return not self.agents or all(self.terminations[a] or self.truncations[a] for a in self.agents)
+        agents = self.agents
+        if not agents:
+            return True
+        agent, terms, truncs = self.agent_selection, self.terminations, self.truncations
+        if agent in terms and not (terms[agent] or truncs[agent]) and agent in agents:
+            return False            # the agent to move is live (the common case: no scan over every agent)
+        return all(terms[a] or truncs[a] for a in agents)
 
     # ------------------------------------------------------------------ counterfactuals
     def clone(self) -> "TextEnv":
@@ -559,6 +578,8 @@ def _before_reset(call: str) -> RuntimeError:
 
 def _loggable(action: Any) -> Any:
     """Make a step input JSON-safe without losing what is needed to replay it."""
+    if type(action) is int and action.bit_length() <= 64:     # the common case first (a discrete index)
+        return action
     if action is None or isinstance(action, (str, bool)):
         return action
     if isinstance(action, (int, np.integer)) and int(action).bit_length() <= 64:

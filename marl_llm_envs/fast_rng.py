@@ -16,15 +16,23 @@ first ``random()`` double directly, in about half that time:
 
 ``tests/test_speed_same_results.py`` checks it against NumPy on thousands of keys, so a NumPy that changed
 ``default_rng`` would fail that test rather than change results silently.
+
+Draws from a live generator. ``Generator.choice`` costs 50-120 us per scalar draw (argument checks and array
+conversions), against 1-15 us for the draw it makes. :func:`weighted_choice` and :func:`uniform_choice` make the same
+draw from the same stream as ``rng.choice(items, p=p)`` and ``rng.choice(items)`` (NumPy's ``choice`` with
+``replace=True``: with ``p``, one ``random()`` looked up in ``cumsum(p) / cumsum(p)[-1]`` by
+``searchsorted(..., side="right")``; without, ``integers(0, len(items))``), so the generator's state afterwards is
+the same too (tested against NumPy, the state compared after mixed sequences of draws).
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from bisect import bisect_right
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["first_uniform", "first_uniforms"]
+__all__ = ["choice_cdf", "first_uniform", "first_uniforms", "uniform_choice", "weighted_choice"]
 
 _M32 = 0xFFFFFFFF
 _U32 = np.uint64(_M32)
@@ -87,42 +95,53 @@ def first_uniform(entropy: Iterable[int]) -> float:
     return _draw(*_seed_inc(entropy))
 
 
+def _constants(init: int, mult: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The hash constants of ``n`` successive hashmix calls: the value XOR-ed in and the multiplier of each call
+    (``hash_const`` before and after its update). They do not depend on the data, so they are computed once."""
+    xor, mul, h = [], [], init
+    for _ in range(n):
+        xor.append(h)
+        h = (h * mult) & _M32
+        mul.append(h)
+    return np.array(xor, np.uint64), np.array(mul, np.uint64)
+
+
+_POOL_XOR, _POOL_MUL = _constants(_INIT_A, _MULT_A, 4 + 12 + 4 * 64)   # pool words, pool mixing, up to 64 extra words
+_STATE_XOR, _STATE_MUL = _constants(_INIT_B, _MULT_B, 8)
+_L, _R, _S16 = np.uint64(_MIX_L), np.uint64(_MIX_R), np.uint64(16)
+
+
 def first_uniforms(entropies: list[Iterable[int]]) -> list[float]:
     """:func:`first_uniform` of each entropy list, the SeedSequence hashing done for the whole batch at once in NumPy
-    (entries with the same number of 32-bit words share each array operation); the same doubles, bit for bit."""
+    (entries with the same number of 32-bit words share each array operation, and the hashmix calls that do not
+    depend on each other share one: the 4 pool words, the 3 mixes of each source word into the others, the 8 state
+    words); the same doubles, bit for bit."""
     groups: dict[int, list[tuple[int, list[int]]]] = {}
     for n, entropy in enumerate(entropies):
         words = _words(entropy)
         groups.setdefault(len(words), []).append((n, words))
     out = [0.0] * len(entropies)
     for length, rows in groups.items():
-        words = np.array([w for _, w in rows], dtype=np.uint64).reshape(len(rows), length)
-        h = _INIT_A
-
-        def hashmix(v: np.ndarray) -> np.ndarray:
-            nonlocal h
-            v = v ^ np.uint64(h)
-            h = (h * _MULT_A) & _M32
-            v = (v * np.uint64(h)) & _U32
-            return v ^ (v >> np.uint64(16))
-
-        zero = np.zeros(len(rows), np.uint64)
-        pool = [hashmix(words[:, i] if i < length else zero) for i in range(4)]
-        sources = [(pool, s, d) for s in range(4) for d in range(4) if s != d]
-        sources += [(None, s, d) for s in range(4, length) for d in range(4)]
-        for src, s, d in sources:
-            v = hashmix(src[s] if src is not None else words[:, s])
-            r = (np.uint64(_MIX_L) * pool[d] - np.uint64(_MIX_R) * v) & _U32
-            pool[d] = r ^ (r >> np.uint64(16))
-        hb = _INIT_B
-        state = []
-        for i in range(8):
-            v = pool[i & 3] ^ np.uint64(hb)
-            hb = (hb * _MULT_B) & _M32
-            v = (v * np.uint64(hb)) & _U32
-            state.append((v ^ (v >> np.uint64(16))).tolist())
-        for k, (n, _) in enumerate(rows):
-            s = [state[i][k] for i in range(8)]
+        if length > 4 + 64:
+            for n, words in rows:
+                out[n] = _draw(*_seed_inc(words))
+            continue
+        words = np.zeros((len(rows), max(length, 4)), np.uint64)
+        words[:, :length] = [w for _, w in rows]
+        pool = ((words[:, :4] ^ _POOL_XOR[:4]) * _POOL_MUL[:4]) & _U32      # hashmix of the first 4 words
+        pool ^= pool >> _S16
+        k = 4
+        for s in range(4 + max(0, length - 4)):                              # mix source s into every other word
+            dest = [d for d in range(4) if d != s]
+            v = (pool[:, s:s + 1] if s < 4 else words[:, s:s + 1]) ^ _POOL_XOR[k:k + len(dest)]
+            v = (v * _POOL_MUL[k:k + len(dest)]) & _U32
+            v ^= v >> _S16
+            k += len(dest)
+            r = (_L * pool[:, dest] - _R * v) & _U32
+            pool[:, dest] = r ^ (r >> _S16)
+        state = ((pool[:, [0, 1, 2, 3, 0, 1, 2, 3]] ^ _STATE_XOR) * _STATE_MUL) & _U32   # generate_state(4, uint64)
+        state ^= state >> _S16
+        for (n, _), s in zip(rows, state.tolist()):
             seed = (((s[1] << 32) | s[0]) << 64) | ((s[3] << 32) | s[2])
             inc = ((((((s[5] << 32) | s[4]) << 64) | ((s[7] << 32) | s[6])) << 1) | 1) & _M128
             out[n] = _draw(seed, inc)
@@ -137,3 +156,20 @@ def _draw(seed: int, inc: int) -> float:
     r = x >> 122
     out = ((w >> r) | (w << ((-r) & 63))) & _M64
     return (out >> 11) * (1.0 / 9007199254740992.0)
+
+
+def choice_cdf(p: Sequence[float]) -> tuple[float, ...]:
+    """The table ``Generator.choice(..., p=p)`` looks its draw up in: ``cumsum(p) / cumsum(p)[-1]`` in float64."""
+    cdf = np.cumsum(np.asarray(p, dtype=np.float64))
+    cdf /= cdf[-1]
+    return tuple(float(x) for x in cdf)
+
+
+def weighted_choice(rng: np.random.Generator, items: Sequence[Any], cdf: Sequence[float]) -> Any:
+    """``rng.choice(items, p=p)`` for a scalar draw (``cdf = choice_cdf(p)``): the same item and the same stream."""
+    return items[bisect_right(cdf, rng.random())]
+
+
+def uniform_choice(rng: np.random.Generator, items: Sequence[Any]) -> Any:
+    """``rng.choice(items)`` for a scalar draw: the same item and the same stream (``integers(0, len(items))``)."""
+    return items[int(rng.integers(0, len(items)))]

@@ -15,6 +15,8 @@ score the decision again (:meth:`MLPPolicy.logprobs`).
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from typing import Any, Sequence
 
 import numpy as np
@@ -73,7 +75,6 @@ class MLPPolicy(Policy):
     def log_policy(self, extras: Sequence[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probabilities over the action list for decisions described by their ``extra`` (observation, mask,
         role), illegal actions at a large negative logit (never -inf); and the mask."""
-        device = next(self.module.parameters()).device
         x = np.zeros((len(extras), self.in_size), np.float32)   # built in NumPy, one tensor each (fewer allocations)
         mask = np.zeros((len(extras), self.action_size), np.float32)
         for i, e in enumerate(extras):
@@ -81,6 +82,10 @@ class MLPPolicy(Policy):
             x[i, :n] = e["obs"]
             x[i, n + e["role_index"]] = 1.0          # the role one-hot after the observation
             mask[i, :len(e["mask"])] = e["mask"]
+        return self._log_policy(x, mask)
+
+    def _log_policy(self, x: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        device = next(self.module.parameters()).device
         x, mask = torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device)
         t = self.temperature if self.temperature > 0 else 1.0
         logits = (self.module(x).float() / t).masked_fill(mask <= 0, -1e9)
@@ -97,11 +102,18 @@ class MLPPolicy(Policy):
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
         if not requests:
             return []
-        extras = []
+        role_index: dict[str, int] = {}
+        for i, role in enumerate(self.roles):
+            role_index.setdefault(role, i)           # roles.index(role)
+        # The input rows are written from the observation arrays themselves (the same float32 values as from their
+        # lists in ``extra``, which log_policy reads when training): one stacked copy when the rows have one size.
+        x = np.zeros((len(requests), self.in_size), np.float32)
+        masks = np.zeros((len(requests), self.action_size), np.float32)
+        extras, vectors, mask_arrays = [], [], []
         for r in requests:
             if r.env is None:
                 raise ValueError(f"{self.name} needs request.env (the live env) for {r.env_id}/{r.agent}")
-            if r.role not in self.roles:
+            if r.role not in role_index:
                 raise ValueError(f"{self.name} plays roles {self.roles}, not {r.role!r}")
             vector, mask = r.observation, r.action_mask
             if vector is None:
@@ -109,28 +121,69 @@ class MLPPolicy(Policy):
                 vector, mask = obs["observation"], obs.get("action_mask")
             if mask is None:
                 raise ValueError(f"{self.name} plays discrete mode; {r.env_id} is in text mode")
-            extras.append({"obs": vector.tolist(), "mask": mask.tolist(), "role_index": self.roles.index(r.role)})
+            extras.append({"obs": vector.tolist(), "mask": mask.tolist(), "role_index": role_index[r.role]})
+            vectors.append(vector)
+            mask_arrays.append(mask)
+        sizes = {len(e["obs"]) for e in extras}
+        if len(sizes) == 1 and all(v.ndim == 1 for v in vectors):
+            n = sizes.pop()
+            x[:, :n] = np.stack(vectors)
+            x[np.arange(len(extras)), [n + e["role_index"] for e in extras]] = 1.0   # the role one-hot after the obs
+        else:
+            for i, (e, vector) in enumerate(zip(extras, vectors)):
+                x[i, :len(e["obs"])] = vector
+                x[i, len(e["obs"]) + e["role_index"]] = 1.0
+        if len({len(e["mask"]) for e in extras}) == 1 and all(m.ndim == 1 for m in mask_arrays):
+            masks[:, :len(extras[0]["mask"])] = np.stack(mask_arrays)
+        else:
+            for i, (e, mask) in enumerate(zip(extras, mask_arrays)):
+                masks[i, :len(e["mask"])] = mask
         with torch.no_grad():
-            logp = self.log_policy(extras)[0].cpu().numpy().astype(np.float64)
-        out = []
-        base = 0 if seed is None else int(seed)
-        if self.temperature > 0:
+            logp = self._log_policy(x, masks)[0].cpu().numpy().astype(np.float64)
+        legals = [[j for j, m in enumerate(e["mask"]) if m > 0] for e in extras]
+        for r, legal in zip(requests, legals):
+            if not legal:
+                raise ValueError(f"{r.env_id}/{r.agent}: no legal action")
+        if self.temperature <= 0:
+            actions = [legal[int(np.argmax(logp[i, legal]))] for i, legal in enumerate(legals)]
+        else:
             # Each request's draw is default_rng(key).choice(legal.size, p=p): the same draw, bit for bit, as
             # searchsorted(cdf / cdf[-1], default_rng(key).random(), "right"), which is how NumPy's choice makes it;
             # the first random() of every key is computed for the whole batch at once, without building generators.
+            base = 0 if seed is None else int(seed)
             uniforms = first_uniforms([[base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i]
                                        for i, r in enumerate(requests)])
-        for i, (r, e) in enumerate(zip(requests, extras)):
-            legal = np.flatnonzero(np.asarray(e["mask"]) > 0)
-            if legal.size == 0:
-                raise ValueError(f"{r.env_id}/{r.agent}: no legal action")
-            if self.temperature <= 0:
-                a = int(legal[np.argmax(logp[i, legal])])
-            else:
-                p = np.exp(logp[i, legal])
-                cdf = np.cumsum(p / p.sum())
-                cdf /= cdf[-1]
-                a = int(legal[int(np.searchsorted(cdf, uniforms[i], side="right"))])
-            out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[float(logp[i, a])],
-                                  extra={**e, "mode": "mlp"}))
-        return out
+            rows = [i for i, legal in enumerate(legals) for _ in legal]
+            probs = np.exp(logp[rows, [j for legal in legals for j in legal]]).tolist()   # elementwise: as per row
+            actions, at = [], 0
+            for i, legal in enumerate(legals):
+                p = probs[at:at + len(legal)]
+                at += len(legal)
+                actions.append(legal[_choice_index(p, uniforms[i])])
+        return [Generation(action=a, text=str(a), completion_ids=[a], logprobs=[float(logp[i, a])],
+                           extra={**e, "mode": "mlp"}) for i, (a, e) in enumerate(zip(actions, extras))]
+
+
+def _choice_index(p: list[float], u: float) -> int:
+    """``searchsorted(cdf, u, "right")`` with ``cdf = cumsum(p / p.sum()); cdf /= cdf[-1]`` in NumPy float64 (the
+    draw of ``default_rng(key).choice(len(p), p=p / p.sum())`` when ``u`` is that generator's first ``random()``),
+    computed on Python floats: the same IEEE operations in the same order. NumPy sums fewer than 8 numbers one by one
+    (longer arrays with 8 partial sums: left to NumPy here); ``tests/test_fast_choice.py`` checks
+    this against NumPy on random inputs of every length up to 12."""
+    s = 0.0
+    if len(p) < 8:
+        for v in p:
+            s += v
+    else:
+        s = float(np.sum(np.array(p, dtype=np.float64)))
+    if not 0.0 < s < math.inf:         # degenerate weights: NumPy's own arithmetic (nan and inf included)
+        arr = np.array(p, dtype=np.float64)
+        cdf = np.cumsum(arr / arr.sum())
+        cdf /= cdf[-1]
+        return int(np.searchsorted(cdf, u, side="right"))
+    cdf, c = [], 0.0
+    for k, v in enumerate(p):
+        c = v / s if k == 0 else c + v / s
+        cdf.append(c)
+    last = cdf[-1]
+    return bisect_right([c / last for c in cdf], u)

@@ -102,12 +102,20 @@ class ProblemEnv(TextEnv):
         return text
 
     def _problem_vector(self, out: np.ndarray) -> None:
-        f = self.task.features
-        n = len(f)
-        if n:
-            out[:n] = f
-        for i, c in enumerate(self.candidates):
-            out[n + i] = value_feature(c)
+        """Write the problem's features and the candidates' values at the start of ``out``. They are fixed for the
+        episode: encoded once per problem (float32, as ``out`` holds them) and copied on every later call."""
+        cached = self.__dict__.get("_problem_encoding")
+        if cached is None or cached[0] is not self.task or cached[1] is not self.candidates:
+            f = self.task.features
+            n = len(f)
+            vec = np.zeros(n + len(self.candidates), np.float32)
+            if n:
+                vec[:n] = f
+            for i, c in enumerate(self.candidates):
+                vec[n + i] = value_feature(c)
+            cached = self._problem_encoding = (self.task, self.candidates, vec)
+        vec = cached[2]
+        out[:len(vec)] = vec
 
     def _team_finish(self, reward: float, **extra: Any) -> None:
         self._finish({a: reward for a in self.agents}, task_id=self.task.task_id, ground_truth=self.task.answer,

@@ -122,7 +122,10 @@ class raw_env(TextEnv):
         self.reward_range = (low - self.delay * self.noise, 1.0 + self.delay * self.noise)
 
     def action_names(self, agent: str) -> list[str]:
-        return [*DECISIONS, *DISTRACTORS] if agent == "player_0" else list(DISTRACTORS)
+        names = self.__dict__.get("_names")      # built once per env (read-only for callers, as Hanabi's)
+        if names is None:
+            names = self._names = {"player_0": [*DECISIONS, *DISTRACTORS], "player_1": list(DISTRACTORS)}
+        return names["player_0"] if agent == "player_0" else names["player_1"]
 
     # -------------------------------------------------------------- game
     def _start(self) -> None:
@@ -180,6 +183,32 @@ class raw_env(TextEnv):
 
     # -------------------------------------------------------------- observations
     def _text(self, agent: str) -> str:
+        # The rules part of the prompt depends only on the seat and the env's settings: built once per seat.
+        intro = self.__dict__.get("_intro")
+        if intro is None:
+            intro = self._intro = {}
+        head = intro.get(agent)
+        if head is None:
+            head = intro[agent] = self._intro_text(agent)
+        n = self.rounds
+        lines = [head]
+        if self.done:
+            lines.append(f"The walk is over: it was {'rainy' if self.weather == 'rain' else 'sunny'}.")
+            return "\n".join(lines)
+        lines.append(f"Round {self.round + 1} of {n}.")
+        if agent == "player_0":
+            if self.round == 0:
+                lines.append(f"The weather forecast (only you can see it, and it is always right): {self.weather}.")
+            else:
+                lines.append(f"You {'took' if self.umbrella else 'left'} the umbrella.")
+        if agent == self.agent_selection:
+            lines.append(f"Your legal moves: {', '.join(self.legal_actions(agent))}")
+            lines.append("Reply with exactly one move in square brackets.")
+        else:
+            lines.append("Waiting for your teammate to move.")
+        return "\n".join(lines)
+
+    def _intro_text(self, agent: str) -> str:
         n, last = self.rounds, self.rounds
         noise = (f"After each of rounds 2 to {last} the team also gets a random reward of +{self.noise:g} or "
                  f"-{self.noise:g} that no move can change." if self.noise else
@@ -209,20 +238,6 @@ class raw_env(TextEnv):
                 noise,
                 "",
             ]
-        if self.done:
-            lines.append(f"The walk is over: it was {'rainy' if self.weather == 'rain' else 'sunny'}.")
-            return "\n".join(lines)
-        lines.append(f"Round {self.round + 1} of {n}.")
-        if agent == "player_0":
-            if self.round == 0:
-                lines.append(f"The weather forecast (only you can see it, and it is always right): {self.weather}.")
-            else:
-                lines.append(f"You {'took' if self.umbrella else 'left'} the umbrella.")
-        if agent == self.agent_selection:
-            lines.append(f"Your legal moves: {', '.join(self.legal_actions(agent))}")
-            lines.append("Reply with exactly one move in square brackets.")
-        else:
-            lines.append("Waiting for your teammate to move.")
         return "\n".join(lines)
 
     def _vector(self, agent: str, out: np.ndarray) -> None:

@@ -212,22 +212,38 @@ class raw_env(ProblemEnv):
     def _key(self, ballot: Any) -> str:
         return f"#label:{ballot}" if self.action_mode == "discrete" else answer_key(ballot)
 
-    def _aggregate(self, exclude: str | None = None) -> Any:
-        """The plurality ballot (None when there is none), leaving out ``exclude``'s ballot."""
-        groups: dict[str, list] = {}  # key -> [count, first voter position, representative ballot]
+    def _groups(self) -> dict[str, list[tuple[int, Any]]]:
+        """The counted ballots grouped by answer: key -> ``[(voter position, ballot), ...]`` in seat order."""
+        groups: dict[str, list[tuple[int, Any]]] = {}
         for pos, voter in enumerate(self.possible_agents):
             ballot = self._ballots.get(voter)
-            if ballot is None or voter == exclude:
-                continue
-            key = self._key(ballot)
-            if key in groups:
-                groups[key][0] += 1
-            else:
-                groups[key] = [1, pos, ballot]
-        if not groups:
+            if ballot is not None:
+                key = self._key(ballot)
+                if key in groups:
+                    groups[key].append((pos, ballot))
+                else:
+                    groups[key] = [(pos, ballot)]
+        return groups
+
+    def _aggregate(self, exclude: str | None = None, groups: dict[str, list[tuple[int, Any]]] | None = None) -> Any:
+        """The plurality ballot (None when there is none), leaving out ``exclude``'s ballot; ``groups``: what
+        :meth:`_groups` returns now (computed when not given)."""
+        if groups is None:
+            groups = self._groups()
+        skip_key, skip = None, -1       # the group that loses exclude's ballot, and its seat
+        if exclude is not None and self._ballots.get(exclude) is not None:
+            skip_key, skip = self._key(self._ballots[exclude]), self.possible_agents.index(exclude)
+        tally = []  # [count, first voter position, representative ballot] of each answer
+        for key, members in groups.items():
+            if key != skip_key:
+                tally.append([len(members), members[0][0], members[0][1]])
+            elif len(members) > 1:
+                first = members[1] if members[0][0] == skip else members[0]
+                tally.append([len(members) - 1, first[0], first[1]])
+        if not tally:
             return None
-        top = max(g[0] for g in groups.values())
-        tied = sorted((g for g in groups.values() if g[0] == top), key=lambda g: g[1])
+        top = max(g[0] for g in tally)
+        tied = sorted((g for g in tally if g[0] == top), key=lambda g: g[1])
         if len(tied) == 1 or self.tie_break == "first":
             return tied[0][2]
         if self.tie_break == "none":
@@ -244,12 +260,14 @@ class raw_env(ProblemEnv):
             return ballot == self._answer_index
         return self._verify(ballot)
 
-    def _team_reward(self, aggregate: Any, exclude: str | None = None) -> float:
+    def _team_reward(self, aggregate: Any, exclude: str | None = None, right: int | None = None) -> float:
         """The verifier's score of ``aggregate`` (``"fraction"``: the fraction of voters whose own ballot is right,
-        ``exclude``'s ballot left out) plus the penalty of every spoiled ballot (but ``exclude``'s)."""
+        ``exclude``'s ballot left out) plus the penalty of every spoiled ballot (but ``exclude``'s). ``right``: that
+        number of right ballots when the caller has counted it already."""
         spoiled = len(self._spoiled - {exclude})
         if self.fraction:
-            right = sum(self._correct(self._ballots.get(v)) for v in self.possible_agents if v != exclude)
+            if right is None:
+                right = sum(self._correct(self._ballots.get(v)) for v in self.possible_agents if v != exclude)
             return right / self.n_voters + spoiled * self.invalid_penalty
         return self._score(self._correct(aggregate)) + spoiled * self.invalid_penalty
 
@@ -259,14 +277,20 @@ class raw_env(ProblemEnv):
         return self.labels[ballot] if self.action_mode == "discrete" else printable(ballot, 500)
 
     def _count(self) -> dict[str, Any]:
-        aggregate = self._aggregate()
-        without = {v: self._team_reward(self._aggregate(exclude=v), exclude=v) for v in self.possible_agents}
+        # One pass over the ballots: the groups and each voter's correctness are computed once and reused for every
+        # "without v" recount (the same numbers as recounting from scratch per voter).
+        groups = self._groups()
+        aggregate = self._aggregate(groups=groups)
+        own_correct = {v: self._correct(self._ballots.get(v)) for v in self.possible_agents}
+        right = sum(own_correct.values())
+        without = {v: self._team_reward(self._aggregate(exclude=v, groups=groups), exclude=v,
+                                        right=right - own_correct[v]) for v in self.possible_agents}
         return {
             "votes": {v: self._show(self._ballots.get(v)) for v in self.possible_agents},
-            "own_correct": {v: self._correct(self._ballots.get(v)) for v in self.possible_agents},
+            "own_correct": own_correct,
             "aggregate": self._show(aggregate),
             "correct": self._correct(aggregate),
-            "team_reward": self._team_reward(aggregate),
+            "team_reward": self._team_reward(aggregate, right=right),
             "team_reward_without": without,
             "spoiled": sorted(self._spoiled),
         }

@@ -7,8 +7,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from marl_llm_envs.fast_rng import choice_cdf, uniform_choice, weighted_choice
 from marl_llm_envs.tasks.base import _MAX_RESAMPLE, Task, TaskSource, _check_fraction, _check_split, _task_id, split_of
 from marl_llm_envs.tasks.verify import _finite_unit, number_matches
+
+_OPS = ("+", "-", "*")
+_OP_CDF = choice_cdf([0.38, 0.38, 0.24])  # rng.choice(_OPS, p=[0.38, 0.38, 0.24]), drawn without its overhead
 
 _PREC = {"+": 1, "-": 1, "*": 2}
 
@@ -166,7 +170,7 @@ class ArithmeticTasks(TaskSource):
             return _Num(v)
         n_left = int(rng.integers(0, n_ops))
         # multiplication is rarer so the results stay readable
-        op = str(rng.choice(["+", "-", "*"], p=[0.38, 0.38, 0.24]))
+        op = weighted_choice(rng, _OPS, _OP_CDF)
         left = self._random_tree(rng, n_left)
         right = self._random_tree(rng, n_ops - 1 - n_left)
         return _BinOp(op, left, right)
@@ -186,7 +190,7 @@ class ArithmeticTasks(TaskSource):
     def _distractors(self, rng: np.random.Generator, tree, toks, answer: int) -> tuple[str, ...]:
         structural = [_eval_flat(toks, left_to_right=True), _eval_flat(toks, left_to_right=False)]
         structural += [_eval_tree(t) for t in _op_variants(tree)]
-        structural += [_eval_tree(t) for t in _leaf_variants(tree, int(rng.choice([-1, 1])))]
+        structural += [_eval_tree(t) for t in _leaf_variants(tree, uniform_choice(rng, (-1, 1)))]
         if answer != 0:
             structural.append(-answer)
         simple = [answer + 1, answer - 1, answer + 10, answer - 10, answer + 2, answer - 2]
