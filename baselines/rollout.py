@@ -14,9 +14,9 @@ derived from ``(seed, phase, tick, policy)``, so a run is reproducible (same see
 greedy decoding the episodes do not depend on how many envs are batched together.
 
 Fresh seeds per training step. ``run(seed=1)`` task 0 is ``run(seed=0)`` task 1: consecutive calls must not reuse
-seeds. :func:`training_seeds` gives step ``k`` the seeds ``base + k * num_tasks + i`` (disjoint across steps for a
-fixed ``num_tasks``); pass them as ``run(..., seeds=training_seeds(base, k, n), run_id=f"step-{k}")``. Keep evaluation
-seeds in a range training never reaches (the leaderboard's protocols use seeds from ``2**40`` on).
+seeds. :func:`training_seeds` gives step ``k`` the seeds ``base * 2**24 + k * num_tasks + i`` (disjoint across steps
+for a fixed ``num_tasks``, and across base seeds); pass them as ``run(..., seeds=training_seeds(base, k, n),
+run_id=f"step-{k}")``. Keep evaluation seeds in a range training never reaches (the leaderboard's protocols use seeds from ``2**40`` on).
 
 A tick. Every live env's agent to move is gathered (an agent that is already terminated is stepped with ``None``), a
 :class:`~baselines.policies.base.Request` is built with what its policy reads (:attr:`Policy.observes
@@ -148,13 +148,27 @@ def _non_negative_int(name: str, value: Any) -> int:
     return int(value)
 
 
-def training_seeds(base_seed: int, step: int, num_tasks: int) -> list[int]:
-    """The env seeds of training step ``step``: ``base_seed + step * num_tasks + i`` for ``i < num_tasks``.
+SEED_STREAM = 2**24      # env seeds owned by each training base seed
+MAX_BASE_SEED = 2**16    # base seeds below this keep every training seed below 2**40 (the evaluation seeds)
 
-    For a fixed ``num_tasks`` the steps' seed ranges are consecutive and disjoint, so no task repeats across steps."""
+
+def training_seeds(base_seed: int, step: int, num_tasks: int) -> list[int]:
+    """The env seeds of training step ``step``: ``base_seed * 2**24 + step * num_tasks + i`` for ``i < num_tasks``.
+
+    Each base seed owns its own stream of ``2**24`` env seeds, so runs with different base seeds never train on the
+    same task (seeds 0 and 1 are independent replicates, as a confidence interval over seeds assumes), and for a
+    fixed ``num_tasks`` the steps' ranges are consecutive and disjoint, so no task repeats within a run. A base seed
+    must be below ``2**16`` (every training seed then stays below ``2**40``, where the protocols' evaluation seeds
+    start) and a run within its stream (``(step + 1) * num_tasks <= 2**24``)."""
     base_seed, step, num_tasks = (_non_negative_int(n, v) for n, v in
                                   (("base_seed", base_seed), ("step", step), ("num_tasks", num_tasks)))
-    start = base_seed + step * num_tasks
+    if base_seed >= MAX_BASE_SEED:
+        raise ValueError(f"base_seed must be below {MAX_BASE_SEED} (training seeds stay below 2**40, where evaluation "
+                         f"seeds start), got {base_seed}")
+    if (step + 1) * num_tasks > SEED_STREAM:
+        raise ValueError(f"step {step} with {num_tasks} tasks per step leaves the base seed's stream of {SEED_STREAM} "
+                         "env seeds (it would train on another base seed's tasks)")
+    start = base_seed * SEED_STREAM + step * num_tasks
     return list(range(start, start + num_tasks))
 
 

@@ -1,7 +1,9 @@
 """Seeded MLP training runs whose moves, rewards and metrics must never change (see tests/test_speed_same_results.py).
 
-``python tests/seeded_mlp_runs.py --write`` records them into ``tests/data/seeded_mlp_runs.json``; it was run once on
-the code before the micro-tier speed work (issue 17), so the test pins that speed changes leave results unchanged.
+``python tests/seeded_mlp_runs.py --write`` records them into ``tests/data/seeded_mlp_runs.json``, so the test pins
+that speed changes leave results unchanged. Record again only for a change that is meant to change results, and say
+so in its commit: the last recording followed ``training_seeds`` giving each base seed its own stream of tasks (the
+runs use base seed 7, whose tasks moved).
 The runs use one torch thread (as ``baselines.train`` does for MLP-only runs since then): the update's float sums
 depend on the thread count, so a recording made with the machine's default would differ on another machine.
 """

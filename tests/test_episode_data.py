@@ -120,16 +120,29 @@ def test_group_keys_are_unique_across_calls_and_seeds_fresh_per_step():
     assert [e.group_key for e in again] == [e.group_key for e in a]   # a run_id is a function of the call
 
     steps = [training_seeds(100, k, 3) for k in range(4)]
-    assert steps[0] == [100, 101, 102] and steps[1] == [103, 104, 105]
+    base = 100 * 2**24
+    assert steps[0] == [base, base + 1, base + 2] and steps[1] == [base + 3, base + 4, base + 5]
     flat = [s for step in steps for s in step]
     assert len(set(flat)) == len(flat)
     episodes = engine.run("think_solve-v0", 3, 2, seeds=steps[2], run_id="step-2")
-    assert [e.seed for e in episodes] == [106, 106, 107, 107, 108, 108]
+    assert [e.seed for e in episodes] == [base + 6, base + 6, base + 7, base + 7, base + 8, base + 8]
     assert {e.run_id for e in episodes} == {"step-2"}
     with pytest.raises(ValueError, match="seeds has 2 entries but num_tasks is 3"):
         engine.run("think_solve-v0", 3, seeds=[1, 2])
     with pytest.raises(ValueError, match="step must be a non-negative int"):
         training_seeds(0, -1, 3)
+
+
+def test_training_base_seeds_never_share_a_task_and_stay_below_the_evaluation_seeds():
+    # two runs with neighbouring base seeds are independent replicates: no env seed (task) in common over a long run
+    a = {s for k in range(1000) for s in training_seeds(0, k, 64)}
+    b = {s for k in range(1000) for s in training_seeds(1, k, 64)}
+    assert not a & b and training_seeds(0, 5, 4) == [20, 21, 22, 23]        # base seed 0: the seeds of old
+    assert max(training_seeds(2**16 - 1, 2**24 // 8 - 1, 8)) < 2**40
+    with pytest.raises(ValueError, match="base_seed must be below"):
+        training_seeds(2**16, 0, 8)
+    with pytest.raises(ValueError, match="stream"):
+        training_seeds(3, 2**24 // 8, 8)
 
 
 def test_episode_files_of_schema_version_1_still_read(tmp_path):

@@ -66,7 +66,8 @@ class TrainConfig:
     steps: int = _f(20, "training steps (one rollout batch and one update each)")
     tasks_per_step: int = _f(8, "tasks (GRPO groups) per step")
     group_size: int = _f(4, "samples per task (G)")
-    seed: int = _f(0, "base seed: env seeds of step k are training_seeds(seed, k, tasks_per_step); model init too")
+    seed: int = _f(0, "base seed (< 65536): env seeds of step k are training_seeds(seed, k, tasks_per_step), a "
+                   "stream of its own; model init too")
     # ---- sampling
     temperature: float = _f(1.0, "sampling temperature of the rollout policies")
     top_p: float = _f(1.0, "top-p of the rollout policies")
@@ -200,6 +201,9 @@ class TrainConfig:
                      "temperature", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)!r}")
+        if self.seed >= 2**16:
+            raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
+                             f"seeds at 2**40), got {self.seed!r}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"--top-p must be in (0, 1], got {self.top_p!r}")
         if self.clip_low >= 1:
