@@ -254,3 +254,19 @@ def test_llm_micro_batches_count_a_repeated_prompt_once():
     assert len(in_order) == 12 and len(by_prompt) == 2       # one per role: a shared prefix is not across adapters
     assert sorted(id(s) for mb in by_prompt for s in mb) == sorted(id(s) for s in samples)
     assert all(len({s.role for s in mb}) == 1 for mb in by_prompt)
+
+
+def test_logged_entropy_is_the_mean_over_trained_decisions_not_diluted_by_skipped_zero_advantages(tmp_path):
+    # credit "none" on free_riding: the advantage is the raw reward, 0 for the 2/3 of random decisions that miss, and
+    # zero-advantage samples are skipped by the update. The metric must still read the policy's own entropy (an MLP
+    # at init is close to uniform over 3 moves), not entropy x the share of non-zero advantages (~0.37).
+    import json
+    import math
+
+    from baselines.train import TrainConfig, train
+
+    train(TrainConfig(env="free_riding-v0", env_kwargs={"idle_seats": 1}, action_mode="discrete", model="mlp",
+                      credit="none", steps=1, tasks_per_step=8, group_size=4, seed=0, out=str(tmp_path / "r"),
+                      tensorboard=False, progress=False))
+    row = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[0])
+    assert 0.9 * math.log(3) < row["entropy"] <= math.log(3) + 1e-6

@@ -133,6 +133,7 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
     stats: dict[str, float] = {"clip_frac": 0.0, "kl": 0.0, "ratio_max": 1.0, "entropy": 0.0, "recompute_gap_max": 0.0,
                                "recompute_gap_mean": 0.0, "trained_tokens": 0.0, "grad_norm": 0.0}
     gaps: list[float] = []
+    entropy_sum = entropy_weight = 0.0       # the weighted mean entropy of the decisions the update trains
     for learner in team.learners:
         if not set(learner.trainable) & roles_now:
             continue
@@ -182,7 +183,8 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
                 stats["kl"] += st.get("kl", 0.0) / cfg.ppo_epochs
                 stats["ratio_max"] = max(stats["ratio_max"], st["ratio_max"])
                 if entropy is not None:
-                    stats["entropy"] += float((entropy.detach() * w).sum()) / cfg.ppo_epochs
+                    entropy_sum += float((entropy.detach() * w).sum())
+                    entropy_weight += float(w.sum())
             params = learner.parameters()
             norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
             stats["grad_norm"] = max(stats["grad_norm"], float(norm))
@@ -190,6 +192,10 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
         stats["trained_tokens"] += sum(s.n for s in mine)
     if gaps:
         stats["recompute_gap_max"], stats["recompute_gap_mean"] = float(max(gaps)), float(np.mean(gaps))
+    if entropy_weight > 0:
+        # over the samples the update computed (zero-advantage ones are skipped when nothing else needs them), so
+        # that skipping does not read as an entropy collapse
+        stats["entropy"] = entropy_sum / entropy_weight
     return stats
 
 
