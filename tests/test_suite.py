@@ -38,18 +38,26 @@ def tiny(steps: int = 1, seeds=(0, 1)) -> dict:
 
 
 def test_every_shipped_suite_loads_and_covers_the_issue_families():
-    assert {"credit-micro@2", "credit-micro-quick@2", "credit-small@2"} <= set(list_suites())
-    full = load_suite("credit-micro@2")
-    assert full.key == "credit-micro@2" and full.train["seeds"] == [0, 1, 2, 3, 4]
+    assert {"credit-micro@2", "credit-micro@3", "credit-micro-quick@3", "credit-small@2"} <= set(list_suites())
+    full = load_suite("credit-micro@3")
+    assert full.key == "credit-micro@3" and full.train["seeds"] == [0, 1, 2, 3, 4]
     assert {"team_size", "message_credit", "temporal", "free_riding", "dynamic_teams", "zero_sum"} <= {
         f.name for f in full.families}
     team = next(f for f in full.families if f.name == "team_size")
     assert sorted(s.knob for s in team.settings if s.name.startswith("voting/plurality")) == [2, 4, 8, 16]
+    assert all(s.evaluate == "exact" for s in full.settings if s.play == "versus")
+    dynamic = next(f for f in full.families if f.name == "dynamic_teams")
+    assert [s.knob for s in dynamic.settings] == [2, 3] and {s.partners for s in dynamic.settings} == {
+        "orchestrator=reference"}
     small = load_suite("credit-small@2")
     assert small.action_mode == "text" and small.train["mode"] == "choice"
-    assert {s.name for s in small.settings} < {s.name for s in full.settings}      # the same families in text
-    quick = load_suite("credit-micro-quick@2")
+    version_2 = load_suite("credit-micro@2")                                       # still readable
+    assert {s.name for s in small.settings} < {s.name for s in version_2.settings}  # the same families in text
+    quick = load_suite("credit-micro-quick@3")
     assert {s.name for s in quick.settings} < {s.name for s in full.settings}
+    from leaderboard.suite import latest_suite
+
+    assert latest_suite("credit-micro") == "credit-micro@3" and latest_suite("credit-nano") is None
 
 
 @pytest.mark.parametrize("edit, field", [
