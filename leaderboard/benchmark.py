@@ -44,17 +44,11 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
-def _complete(run: Path, steps: int) -> bool:
-    from baselines.train import checkpoint
-
-    latest = checkpoint.latest(run / "checkpoints")
-    return latest is not None and json.loads((latest / "meta.json").read_text()).get("step") == steps
-
-
 def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[str] | str:
     """Train (or reuse) the method's runs; returns their folders in (env, seed) order, or why it cannot train."""
     from baselines.credit import make_credit
     from baselines.train import TrainConfig, train
+    from leaderboard.suite import complete_run
 
     t = protocol.train
     env_ids = sorted({task.env_id for task in protocol.tasks})
@@ -68,7 +62,7 @@ def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, p
         for seed in t["seeds"]:
             run = out / _safe(method) / env_id / f"seed{seed}"
             runs.append(str(run))
-            if _complete(run, t["steps"]):
+            if complete_run(run, t["steps"]):
                 continue
             if run.exists():
                 import shutil

@@ -83,7 +83,6 @@ Output (issue 21's standard, in the leaderboard page's style: :mod:`leaderboard.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 import shutil
@@ -394,7 +393,8 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[di
     return specs, skipped
 
 
-def _complete(run: Path, steps: int) -> bool:
+def complete_run(run: Path, steps: int) -> bool:
+    """Whether the trainer run in ``run`` has finished ``steps`` steps (its latest checkpoint is at that step)."""
     from baselines.train import checkpoint
 
     latest = checkpoint.latest(run / "checkpoints")
@@ -412,7 +412,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     run = Path(spec["out"])
     t0 = time.perf_counter()
-    if not _complete(run, spec["steps"]):
+    if not complete_run(run, spec["steps"]):
         if run.exists():
             shutil.rmtree(run)          # an unfinished run starts again (same seed, same result)
         cfg = TrainConfig(env=spec["env_id"], env_kwargs=dict(spec["env_kwargs"]), action_mode=spec["action_mode"],
