@@ -139,7 +139,8 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
         scale = float(dist.world)     # DDP averages the processes' gradients; the weights sum over the whole batch
         for s in mine:
             s.weight = token_weight(s.n, total[learner.name], cfg.aggregation)
-        if cfg.kl_coef == 0 and cfg.entropy_coef == 0:
+        entropy_coef = cfg.entropy(learner.model_name)
+        if cfg.kl_coef == 0 and entropy_coef == 0:
             # A zero advantage contributes nothing to the loss or its gradient: skip its forward pass. The weights
             # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
             mine = [s for s in mine if any(a != 0.0 for a in s.adv)]
@@ -149,7 +150,8 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
         # extra pass is needed.
         old: list[torch.Tensor | None] = [None] * len(batches)
         ref: list[torch.Tensor | None] = [None] * len(batches)
-        for _ in range(cfg.ppo_epochs):
+        epochs = cfg.epochs(learner.model_name)
+        for _ in range(epochs):
             learner.optimizer.zero_grad(set_to_none=True)
             if not batches:   # a process with no samples still joins the gradient all-reduce
                 zero = sum(p.sum() for p in learner.parameters()) * 0.0
@@ -171,13 +173,13 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
                     w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
                     loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
                                            clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
-                                           kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=cfg.entropy_coef)
+                                           kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
                     dist.backward(loss * scale)
-                stats["clip_frac"] += st["clipped"] / cfg.ppo_epochs
-                stats["kl"] += st.get("kl", 0.0) / cfg.ppo_epochs
+                stats["clip_frac"] += st["clipped"] / epochs
+                stats["kl"] += st.get("kl", 0.0) / epochs
                 stats["ratio_max"] = max(stats["ratio_max"], st["ratio_max"])
                 if entropy is not None:
-                    stats["entropy"] += float((entropy.detach() * w).sum()) / cfg.ppo_epochs
+                    stats["entropy"] += float((entropy.detach() * w).sum()) / epochs
             params = learner.parameters()
             norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
             stats["grad_norm"] = max(stats["grad_norm"], float(norm))
