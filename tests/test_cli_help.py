@@ -43,7 +43,7 @@ def test_train_help_lists_the_credit_methods_and_says_tiny_is_a_smoke_test():
     parser = PARSERS["python -m baselines.train"]
     helps = {a.dest: a.help for a in parser._actions}
     assert all(method in helps["credit"] for method in list_credits())
-    assert "'tiny' is a randomly initialised 0.15M-parameter LLM for smoke tests only" in helps["model"]
+    assert "'tiny' is a randomly initialised 0.08M-parameter LLM for smoke tests" in helps["model"]
     doubled = [dest for dest, h in helps.items() if h and h.count("default") > 1]
     assert not doubled, f"options that state their default twice: {doubled}"
 

@@ -290,17 +290,35 @@ def test_each_choice_scoring_samples_from_the_distribution_a_fresh_forward_pass_
         assert abs(g.extra["choice_logprob"] - log_q[c]) < 1e-3
 
 
-def test_label_scoring_refuses_more_moves_than_labels(tiny):
+def test_label_scoring_refuses_more_moves_than_labels_and_labels_letter_moves_by_their_own_letter(tiny):
     model, tok = tiny
     pol = TransformersPolicy(model, tok, mode="choice", choice_scoring="label")
-    with pytest.raises(ValueError, match="labels at most 52 legal moves, got 53"):
-        pol.generate(_requests(["hi"], legal=[f"[m{k}]" for k in range(53)]), seed=0)
+    with pytest.raises(ValueError, match="labels at most 62 legal moves, got 63"):
+        pol.generate(_requests(["hi"], legal=[f"[m{k}]" for k in range(63)]), seed=0)
     letters = pol.generate(_requests(["hi"], legal=["[none]", "[A]", "[B]"]), seed=0)[0]
     assert pol.tokenizer.decode(letters.prompt_ids).endswith(
-        "Choices: (1) [none] (2) [A] (3) [B]\nAnswer with the number of your choice.</s>\n<|assistant|>\n")
-    assert pol.tokenizer.decode(letters.completion_ids) == "123"[letters.extra["choice_index"]]
+        "Choices: (C) [none] (A) [A] (B) [B]\nAnswer with the letter of your choice.</s>\n<|assistant|>\n")
+    assert pol.tokenizer.decode(letters.completion_ids) == "CAB"[letters.extra["choice_index"]]
     with pytest.raises(ValueError, match="choice_scoring='best' is not one of"):
         TransformersPolicy(model, tok, mode="choice", choice_scoring="best")
+
+
+@pytest.mark.parametrize("legal, labels, kind", [
+    (["[check]", "[bet]"], "AB", "letter"),
+    (["[none]", "[A]", "[B]", "[C]", "[D]"], "EABCD", "letter"),       # the clue task's thinker: (B) is B
+    (["[A]", "[B]", "[abstain]"], "ABC", "letter"),
+    (["[0]", "[1]", "[2]"], "012", "number"),                          # board cells: [4] is 4
+    (["[pass]", "[3]"], "A3", "label"),
+    (["[a]", "(a)", "x"], "aAx", "letter"),                           # a repeated character gets a free label
+])
+def test_a_move_that_is_one_letter_or_digit_is_labelled_by_itself(legal, labels, kind):
+    """The label a model answers with is the character the prompt and the other agents use for that move ("I think
+    the answer is (B)" -> B), not a look-up through the menu; every label is distinct."""
+    from baselines.policies.prompts import choice_labels, label_menu
+
+    assert choice_labels(legal) == labels and len(set(labels)) == len(labels)
+    menu = " ".join(f"({c}) {a}" for c, a in zip(labels, legal))
+    assert label_menu("T", legal) == f"T\n\nChoices: {menu}\nAnswer with the {kind} of your choice."
 
 
 def test_tiny_model_plays_kuhn_poker_in_choice_mode(tiny):

@@ -22,10 +22,11 @@ Token ids are never re-tokenized from text. ``action`` is the decoded completion
 * ``"label"`` (default): the prompt is the observation followed by a labelled menu of the moves
   (:func:`~baselines.policies.prompts.label_menu`: ``Choices: (A) [check] (B) [bet]`` and ``Answer with the letter
   of your choice.``), and a move's score is the log-probability of its label as the next token (one token
-  each: ``A``..``Z`` then ``a``..``z``, at most 52 moves; ``1``..``9`` when the moves are letters themselves, as a
-  multiple-choice answer's ``[A]``..``[D]``, so that label ``B`` never stands for move ``[A]``). The verbalized
-  multiple-choice format; every move costs one token, however long its text, so the policy starts out spread over
-  the moves.
+  each, :func:`~baselines.policies.prompts.choice_labels`: a move that is one letter or digit, such as a
+  multiple-choice answer's ``[B]`` or a board cell ``[4]``, is labelled by that character, so a teammate's "I think
+  the answer is (B)" is answered ``B`` and not through a look-up in the menu; the other moves get the first unused
+  characters of ``A``..``Z``, ``a``..``z``, ``0``..``9``; at most 62 moves). The verbalized multiple-choice format;
+  every move costs one token, however long its text, so the policy starts out spread over the moves.
 * ``"mean"``: the move's text is scored as a continuation of the plain prompt, and its score is the mean of its
   tokens' log-probabilities (length-normalized log-likelihood).
 * ``"sum"``: the same, summed (the move's log-likelihood; GLAM's scoring, Carta et al. 2023, "Grounding Large
@@ -37,8 +38,10 @@ solver, max ln 4 = 1.386): ``tiny`` label 0.682 / 1.144, mean 0.693 / 1.368, sum
 0.493 / 1.285. With ``"sum"`` moves of different length sit nats apart, so the policy starts deterministic and a
 policy gradient has nothing to push on; ``"label"`` and ``"mean"`` both start near the maximum. ``"label"`` is the
 default because a move then costs one token, whatever its text (one forward pass over the prompt, no second pass
-over the moves), and it is the verbalized multiple-choice format instruction-tuned models read. Neither has yet been
-shown to learn within a few CPU minutes (RESULTS.md).
+over the moves), and it is the verbalized multiple-choice format instruction-tuned models read. With it the
+random-init ``tiny`` solver of the clue task learns to follow its teammate's hint on a CPU in a few minutes
+(RESULTS.md, "Why the tiny solver did not learn"); untrained SmolLM2-135M already leans towards the hinted letter
+(P(answer = hint) 0.30 on the four solver prompts, against 0.25 when the moves were labelled by digits).
 
 All moves of a request are scored in one batched forward pass: the prompt once, then (``"sum"``/``"mean"``) the moves'
 tokens on its KV cache. ``prompt_ids`` are the ids the model saw (with the menu in ``"label"`` mode),
@@ -92,7 +95,7 @@ import torch
 
 from baselines.policies.base import Generation, Policy, Request
 from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
-from baselines.policies.prompts import CHOICE_LABELS, DIGIT_LABELS, chat_prompt_ids, choice_labels, label_menu
+from baselines.policies.prompts import LABEL_CHARS, chat_prompt_ids, choice_labels, label_menu
 
 __all__ = ["CHOICE_SCORINGS", "DEFAULT_CHOICE_SCORING", "TransformersPolicy", "process_logits", "sequence_logprobs"]
 
@@ -410,7 +413,7 @@ class TransformersPolicy(Policy):
         """The token id of each label character (``"label"`` scoring), checked to be one token each."""
         if self._label_ids is None:
             ids = {c: list(self.tokenizer(c, add_special_tokens=False)["input_ids"])
-                   for c in CHOICE_LABELS + DIGIT_LABELS}
+                   for c in LABEL_CHARS}
             bad = [c for c, x in ids.items() if len(x) != 1]
             if bad:
                 raise ValueError(f"choice_scoring='label' needs one token per label character; this tokenizer splits "

@@ -24,21 +24,37 @@ def chat_prompt_ids(tokenizer: Any, text: str, system_prompt: str | None = None,
     return list(tokenizer(text)["input_ids"])
 
 
-CHOICE_LABELS = string.ascii_uppercase + string.ascii_lowercase
-DIGIT_LABELS = "123456789"
-_LETTER_MOVE = re.compile(r"[\[(]?[A-Za-z][\])]?")
+LETTER_LABELS = string.ascii_uppercase + string.ascii_lowercase
+DIGIT_LABELS = "0123456789"
+LABEL_CHARS = LETTER_LABELS + DIGIT_LABELS      # every label character (each must be one token)
+CHOICE_LABELS = LABEL_CHARS                     # kept name: the label alphabet, in the order labels are handed out
+_SELF_LABELLED = re.compile(r"[\[(]?([A-Za-z0-9])[\])]?")
 
 
 def choice_labels(legal: Sequence[str]) -> str:
-    """The label of each legal move for ``choice_scoring="label"``: ``A``..``Z`` then ``a``..``z`` (at most 52
-    moves), or ``1``..``9`` when the moves are themselves letters (``[A]``, ``(b)``: a multiple-choice answer), so
-    that label ``B`` never stands for move ``[A]``."""
-    if len(legal) > len(CHOICE_LABELS):
-        raise ValueError(f"choice_scoring='label' labels at most {len(CHOICE_LABELS)} legal moves, got {len(legal)}; "
+    """The label of each legal move for ``choice_scoring="label"``, one character each, all distinct.
+
+    A move that is one letter or digit, bare or in brackets (``[B]``, ``(b)``, ``3``, ``[0]``: a multiple-choice
+    answer, a board cell), is labelled by that character itself, so the label a model answers with is the character
+    the prompt and the other agents' messages use for that move ("I think the answer is (B)" -> ``B``; a cell
+    ``[4]`` -> ``4``): a one-step copy, not a look-up through the menu. Every other move gets, in order, the first
+    character of ``A``..``Z``, ``a``..``z``, ``0``..``9`` that no move uses (``[check] [bet]`` -> ``A B``;
+    ``[none] [A] [B]`` -> ``C A B``). At most 62 moves."""
+    if len(legal) > len(LABEL_CHARS):
+        raise ValueError(f"choice_scoring='label' labels at most {len(LABEL_CHARS)} legal moves, got {len(legal)}; "
                          f"use choice_scoring='mean' for this env")
-    if len(legal) <= len(DIGIT_LABELS) and any(_LETTER_MOVE.fullmatch(a.strip()) for a in legal):
-        return DIGIT_LABELS[:len(legal)]
-    return CHOICE_LABELS[:len(legal)]
+    own: list[str | None] = []
+    used: set[str] = set()
+    for a in legal:
+        m = _SELF_LABELLED.fullmatch(a.strip())
+        c = m.group(1) if m else None
+        if c is not None and c in used:     # the same character twice ("[a]" and "(a)"): the second gets a free one
+            c = None
+        own.append(c)
+        if c is not None:
+            used.add(c)
+    free = (c for c in LABEL_CHARS if c not in used)
+    return "".join(c if c is not None else next(free) for c in own)
 
 
 def label_menu(text: str, legal: Sequence[str]) -> str:
@@ -50,8 +66,10 @@ def label_menu(text: str, legal: Sequence[str]) -> str:
         Choices: (A) [check] (B) [bet]
         Answer with the letter of your choice.
 
-    The policy then reads the next-token distribution over the labels."""
+    ("number" when every label is a digit, "label" when letters and digits mix). The policy then reads the
+    next-token distribution over the labels."""
     labels = choice_labels(legal)
     menu = " ".join(f"({c}) {a}" for c, a in zip(labels, legal))
-    kind = "number" if labels[0].isdigit() else "letter"
+    kind = ("number" if all(c.isdigit() for c in labels) else "letter" if all(c.isalpha() for c in labels)
+            else "label")
     return f"{text}\n\nChoices: {menu}\nAnswer with the {kind} of your choice."

@@ -42,8 +42,9 @@ class TrainConfig:
     model: str = _f("tiny", "one model for every role, or one per role ('thinker=smollm2-135m,solver=mlp'): 'mlp' (a "
                             "small MLP on the numeric observation; learns in minutes on CPU), 'smollm2-135m' "
                             "(SmolLM2-135M-Instruct, a real small LLM), a local folder or a hub id. The default "
-                            "'tiny' is a randomly initialised 0.15M-parameter LLM for smoke tests only: it writes "
-                            "gibberish and does not learn the games")
+                            "'tiny' is a randomly initialised 0.08M-parameter LLM for smoke tests: it writes "
+                            "gibberish and does not learn the games, but in choice mode it learns the clue task's "
+                            "hint-following (README)")
     mode: str = _f("generate", "how an LLM decides: 'generate' (writes free text, parsed into a move) or 'choice' "
                                "(scores each legal move: no format errors); ignored for mlp")
     choice_scoring: str = _f("label", "choice mode's move scores: 'label' (the prompt lists the moves as (A) (B) ...; "
@@ -73,16 +74,18 @@ class TrainConfig:
     top_p: float = _f(1.0, "top-p of the rollout policies")
     max_new_tokens: int = _f(32, "completion length limit (generate mode)")
     # ---- the update
-    lr: float = _f(0.0, "AdamW learning rate; 0 = by what is trained: 3e-3 for an MLP, 1e-4 for LoRA adapters, "
-                        "1e-5 for full LLM weights")
+    lr: float = _f(0.0, "AdamW learning rate; 0 = by what is trained: 3e-3 for an MLP, 3e-4 for the 'tiny' model's "
+                        "full weights, 1e-4 for LoRA adapters, 1e-5 for full LLM weights")
     weight_decay: float = _f(0.0, "AdamW weight decay")
     clip_low: float = _f(0.2, "PPO ratio clip below 1 (ratio >= 1 - clip_low)")
     clip_high: float = _f(0.28, "PPO ratio clip above 1 (ratio <= 1 + clip_high; DAPO's clip-higher)")
     kl_coef: float = _f(0.0, "coefficient of the k3 KL estimator to a frozen copy of the initial policy (0 = off)")
-    entropy_coef: float = _f(0.0, "entropy bonus coefficient (mlp and choice mode; 0 = off)")
+    entropy_coef: float = _f(-1.0, "entropy bonus coefficient (mlp and choice mode; 0 = off); -1 = by what is "
+                                   "trained: 0.05 for the 'tiny' model, 0 otherwise")
     aggregation: str = _f("token-mean", "loss aggregation: 'token-mean' (every trained token of the batch weighs "
                                         "the same) or 'seq-mean' (every turn weighs the same)")
-    ppo_epochs: int = _f(1, "optimizer passes over each batch")
+    ppo_epochs: int = _f(0, "optimizer passes over each batch; 0 = by what is trained: 4 for the 'tiny' model, 1 "
+                            "otherwise")
     micro_batch_tokens: int = _f(4096, "gradient accumulation: at most this many prompt+completion tokens per forward")
     grad_clip: float = _f(1.0, "max gradient norm (0 = no clipping)")
     # ---- hardware
@@ -138,6 +141,10 @@ class TrainConfig:
         """A digest of everything that changes the result (not where it is written or how it is shown)."""
         d = {k: v for k, v in self.to_dict().items()
              if k not in RESULT_NEUTRAL_FIELDS + ("steps",)}   # --resume --steps N extends a run
+        if "tiny" not in {p.split("=")[-1].strip() for p in self.model.split(",")}:
+            # the resolved values: the same hash as before these defaults meant "by what is trained"
+            d["ppo_epochs"] = d["ppo_epochs"] or 1
+            d["entropy_coef"] = max(d["entropy_coef"], 0.0)
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
     # ------------------------------------------------------------------ derived
@@ -146,7 +153,26 @@ class TrainConfig:
             return self.lr
         if model_name == "mlp":
             return 3e-3
-        return 1e-4 if self.adapters != "none" else 1e-5
+        if self.adapters != "none":
+            return 1e-4
+        return 3e-4 if model_name == "tiny" else 1e-5
+
+    def entropy(self, model_name: str) -> float:
+        """The entropy bonus for a learner of ``model_name``: ``--entropy-coef``, or when it is -1, 0.05 for the
+        random-init ``tiny`` model (it keeps the choice distribution of a not-yet-learned hint from collapsing onto a
+        wrong label, where every sample of a GRPO group is wrong and the advantage is 0; measured in
+        ``benchmarks/RESULTS.md``) and 0 otherwise."""
+        if self.entropy_coef >= 0:
+            return self.entropy_coef
+        return 0.05 if model_name == "tiny" else 0.0
+
+    def epochs(self, model_name: str) -> int:
+        """PPO epochs for a learner of ``model_name``: ``--ppo-epochs``, or when it is 0, 4 for the random-init
+        ``tiny`` model (measured: it learns the clue task with 4 clipped passes at lr 3e-4 and not with one;
+        ``benchmarks/RESULTS.md``, "Why the tiny solver did not learn") and 1 otherwise."""
+        if self.ppo_epochs > 0:
+            return self.ppo_epochs
+        return 4 if model_name == "tiny" else 1
 
     def model_by_role(self, roles: Sequence[str]) -> dict[str, str]:
         """``--model`` as role -> model name (every role of the env), or a clear error."""
@@ -195,15 +221,17 @@ class TrainConfig:
             if not value > 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value!r}")
         for name in ("steps", "tasks_per_step", "group_size", "max_new_tokens", "micro_batch_tokens",
-                     "ppo_epochs", "save_every", "keep_checkpoints", "lora_r", "lora_alpha"):
+                     "save_every", "keep_checkpoints", "lora_r", "lora_alpha"):
             positive(name, getattr(self, name))
-        for name in ("lr", "clip_low", "clip_high", "kl_coef", "entropy_coef", "weight_decay", "grad_clip", "alternate_every",
+        for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip", "alternate_every",
                      "temperature", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)!r}")
         if self.seed >= 2**16:
             raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
                              f"seeds at 2**40), got {self.seed!r}")
+        if self.entropy_coef < 0 and self.entropy_coef != -1:
+            raise ValueError(f"--entropy-coef must be >= 0, or -1 (by what is trained), got {self.entropy_coef!r}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"--top-p must be in (0, 1], got {self.top_p!r}")
         if self.clip_low >= 1:

@@ -145,7 +145,8 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
             if w is None:
                 w = weight_of[s.n] = token_weight(s.n, total[learner.name], cfg.aggregation)
             s.weight = w
-        if cfg.kl_coef == 0 and cfg.entropy_coef == 0:
+        entropy_coef = cfg.entropy(learner.model_name)
+        if cfg.kl_coef == 0 and entropy_coef == 0:
             # A zero advantage contributes nothing to the loss or its gradient: skip its forward pass. The weights
             # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
             mine = [s for s in mine if any(a != 0.0 for a in s.adv)]
@@ -155,7 +156,8 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
         # extra pass is needed.
         old: list[torch.Tensor | None] = [None] * len(batches)
         ref: list[torch.Tensor | None] = [None] * len(batches)
-        for _ in range(cfg.ppo_epochs):
+        epochs = cfg.epochs(learner.model_name)
+        for _ in range(epochs):
             learner.optimizer.zero_grad(set_to_none=True)
             if not batches:   # a process with no samples still joins the gradient all-reduce
                 zero = sum(p.sum() for p in learner.parameters()) * 0.0
@@ -177,10 +179,10 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
                     w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
                     loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
                                            clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
-                                           kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=cfg.entropy_coef)
+                                           kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
                     dist.backward(loss * scale)
-                stats["clip_frac"] += st["clipped"] / cfg.ppo_epochs
-                stats["kl"] += st.get("kl", 0.0) / cfg.ppo_epochs
+                stats["clip_frac"] += st["clipped"] / epochs
+                stats["kl"] += st.get("kl", 0.0) / epochs
                 stats["ratio_max"] = max(stats["ratio_max"], st["ratio_max"])
                 if entropy is not None:
                     entropy_sum += float((entropy.detach() * w).sum())
