@@ -133,6 +133,8 @@ class BranchSpec:
         if self.agent in env.possible_agents:
             return [self.agent]
         by_role = [a for a in env.possible_agents if env.roles.get(a) == self.agent]
+        if not by_role and self.agent in _spec_roles(env.env_id):
+            return []        # a role of the env whose kwargs leave it no seat here (free_riding with idle_seats=0)
         if not by_role:
             raise ValueError(f"branch agent {self.agent!r} is neither an agent ({env.possible_agents}) nor a role "
                              f"({sorted(set(env.roles.values()))}) of {env.env_id}")
@@ -140,6 +142,15 @@ class BranchSpec:
             present = set(present)
             by_role = [a for a in by_role if a in present]
         return by_role
+
+
+def _spec_roles(env_id: str) -> set[str]:
+    from marl_llm_envs import spec
+
+    try:
+        return set(spec(env_id).roles.values())
+    except KeyError:
+        return set()
 
 
 def _non_negative_int(name: str, value: Any) -> int:

@@ -165,3 +165,15 @@ def test_episode_files_of_schema_version_1_still_read(tmp_path):
     (tmp_path / "future.jsonl").write_text(json.dumps({"schema": "marl_llm_episodes", "schema_version": 99}) + "\n")
     with pytest.raises(ValueError, match="schema_version 99 is not supported"):
         read_jsonl(tmp_path / "future.jsonl")
+
+
+def test_a_branch_role_that_this_envs_kwargs_leave_without_a_seat_names_no_agent():
+    # loo asks for ablate branches of every role of free_riding-v0 (decider, idle); with idle_seats=0 there is no
+    # idle seat, which is nothing to branch on, not an error; a name that is no role of the env still is one
+    from marl_llm_envs import make
+
+    env = make("free_riding-v0", idle_seats=0, action_mode="discrete")
+    assert BranchSpec("ablate", "idle").agents(env) == []
+    assert BranchSpec("ablate", "decider").agents(env) == ["decider"]
+    with pytest.raises(ValueError, match="neither an agent"):
+        BranchSpec("ablate", "idler").agents(env)
