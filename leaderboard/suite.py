@@ -449,25 +449,21 @@ def _idle_drift(spec: dict[str, Any], run: Path) -> float:
     in nats, averaged over the idle seats; ``p`` is the seat's exact move distribution on its observation (the same
     in every episode, see the env's manual). 0 = no drift; log 3 = 1.0986 = a deterministic idle seat."""
     import numpy as np
-    import torch
 
+    from leaderboard.exact import policy_decider
     from leaderboard.players import load_player
     from marl_llm_envs import make
 
     env = make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
     player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
+    decide = policy_decider(player.policies)
     env.reset(seed=0)
     drifts = []
     while not env.unwrapped.done:
         agent = env.agent_selection
-        obs = env.observe(agent, text=False)
-        legal = np.flatnonzero(np.asarray(obs["action_mask"]) > 0)
+        legal = np.flatnonzero(np.asarray(env.observe(agent, text=False)["action_mask"]) > 0)
         if env.roles[agent] != "decider":
-            policy = player.policies[env.roles[agent]]
-            extra = {"obs": np.asarray(obs["observation"]).tolist(), "mask": np.asarray(obs["action_mask"]).tolist(),
-                     "role_index": policy.roles.index(env.roles[agent])}
-            with torch.no_grad():
-                p = policy.log_policy([extra])[0].exp()[0].double().numpy()[legal]
+            p = decide(env, agent)[legal]
             p = p / p.sum()
             drifts.append(float(math.log(len(legal)) + np.sum(p * np.log(np.maximum(p, 1e-300)))))
         env.step(int(legal[0]))
