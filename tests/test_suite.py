@@ -190,3 +190,38 @@ def test_power_analysis_finds_the_fewest_seeds_whose_t_intervals_do_not_overlap(
     # d = 0.5, s = 0.1 each: n = 3 gives t(0.975, 2) * 0.2 / sqrt(3) = 0.497 < 0.5; n = 2 gives 1.80
     assert power.seeds_needed(0.5, 0.1, 0.1) == 3
     assert power.seeds_needed(0.0, 0.1, 0.1) is None and power.seeds_needed(0.1, 0.3, 0.3, max_seeds=20) is None
+
+
+def _bench_module(name):
+    import importlib.util
+
+    from leaderboard.suite import SUITE_DIR as _dir
+
+    spec = importlib.util.spec_from_file_location(name, _dir.parents[2] / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_claims_verdicts_follow_the_interval_rule_and_the_per_seed_slope(tmp_path):
+    claims = _bench_module("suite_claims")
+    # [1, 2, 3]: mean 2, sd 1, half-width t(0.975, 2) / sqrt(3) = 4.303 / 1.732 = 2.484
+    m, lo, hi = claims.t_ci([1.0, 2.0, 3.0])
+    assert m == 2.0 and abs(lo - (2 - 2.4841)) < 1e-3 and abs(hi - (2 + 2.4841)) < 1e-3
+    assert claims.interval_verdict([0.9, 1.0, 1.1], [0.0, 0.1, 0.2]) == claims.HOLDS
+    assert claims.interval_verdict([0.0, 0.1, 0.2], [0.9, 1.0, 1.1]) == claims.NOT_HERE
+    assert claims.interval_verdict([0.0, 0.5, 1.0], [0.2, 0.4, 0.6]) == claims.INCONCLUSIVE
+    # lower exploitability is better: A at 0.1 beats B at 1.0
+    assert claims.interval_verdict([0.1, 0.1, 0.12], [1.0, 1.1, 1.0], lower_is_better=True) == claims.HOLDS
+    # seed k's difference is (0.2 + 0.05 k) log2(knob): slopes 0.2, 0.25, 0.3 -> mean 0.25, sd 0.05, half-width
+    # 4.303 * 0.05 / sqrt(3) = 0.124, so [0.126, 0.374]: above 0. Slopes 0.1, 0.2, 0.3 (sd 0.1) reach below 0.
+    knobs = [2, 4, 8, 16]
+    m, lo, hi = claims.slope_ci(knobs, [[(0.2 + 0.05 * k) * math.log2(n) for k in range(3)] for n in knobs])
+    assert abs(m - 0.25) < 1e-9 and abs(lo - 0.1258) < 1e-3 and claims.sign_verdict(lo, hi) == claims.HOLDS
+    m, lo, hi = claims.slope_ci(knobs, [[0.1 * (k + 1) * math.log2(n) for k in range(3)] for n in knobs])
+    assert lo < 0 < hi and claims.sign_verdict(lo, hi) == claims.INCONCLUSIVE
+    # two result files of different suites are refused with the file named
+    for name, suite in (("a.json", "s@1"), ("b.json", "s@2")):
+        (tmp_path / name).write_text(json.dumps({"scored": {"suite": suite, "methods": {}}}))
+    with pytest.raises(SystemExit, match="b.json"):
+        claims.load([str(tmp_path / "a.json"), str(tmp_path / "b.json")])
