@@ -117,8 +117,17 @@ class Claims:
     def family(self, method: str, family: str) -> list[float]:
         return list(self.methods[method]["families"][family]["seeds"])
 
+    def family_row(self, a: str, bs: Sequence[str], family: str) -> list[tuple[str, list[float], dict]]:
+        """The family's row, or none when the suite has no such family (e.g. a quick suite)."""
+        if any(family not in self.methods[m]["families"] for m in (a, *bs)):
+            return []
+        return [(f"family: {family}", self.family(a, family), {b: self.family(b, family) for b in bs})]
+
     def compare(self, title: str, a: str, bs: Sequence[str], rows: Sequence[tuple[str, list[float], dict]]) -> None:
         """A table of A against each B: rows are (label, A's seeds, {B: B's seeds})."""
+        if not rows:
+            self.lines += [f"### {title}", "", "_not measured: the suite has no such setting_", ""]
+            return
         head = f"| setting | {a} | " + " | ".join(f"{b} | {a} - {b} (paired) | verdict vs {b}" for b in bs) + " |"
         self.lines += [f"### {title}", "", head, "|" + "---|" * (2 + 3 * len(bs))]
         for label, xa, others in rows:
@@ -131,6 +140,9 @@ class Claims:
 
     def trend(self, a: str, b: str, prefix: str, what: str) -> str:
         settings = self.settings(a, prefix)
+        if len(settings) < 2:
+            self.lines.append(f"- {a} - {b} against log2({what}) on `{prefix}*`: not measured (fewer than two settings)")
+            return INCONCLUSIVE
         knobs = [self.knob(a, s) for s in settings]
         diffs = [np.subtract(self.seeds(a, s), self.seeds(b, s)) for s in settings]
         m, lo, hi = slope_ci(knobs, diffs)
@@ -162,8 +174,7 @@ class Claims:
         for a in ("ccpo_v1", "ccpo_v2"):
             rows = [(s, self.seeds(a, s), {"broadcast": self.seeds("broadcast", s)})
                     for s in sorted(self.settings(a, "think_solve/"), key=lambda s: self.knob(a, s))]
-            rows.append(("family: message_credit", self.family(a, "message_credit"),
-                         {"broadcast": self.family("broadcast", "message_credit")}))
+            rows += self.family_row(a, ["broadcast"], "message_credit")
             self.compare(f"{a}, thinker_clue_accuracy sweep", a, ["broadcast"], rows)
 
     def temporal(self) -> None:
@@ -172,8 +183,7 @@ class Claims:
             return
         settings = sorted(self.settings("marshal", "team_umbrella/"), key=lambda s: self.knob("marshal", s))
         rows = [(s, self.seeds("marshal", s), {b: self.seeds(b, s) for b in ("rae", "broadcast")}) for s in settings]
-        rows.append(("family: temporal", self.family("marshal", "temporal"),
-                     {b: self.family(b, "temporal") for b in ("rae", "broadcast")}))
+        rows += self.family_row("marshal", ["rae", "broadcast"], "temporal")
         self.compare("team_umbrella-v0 delay sweep (+ Mini Hanabi in the family)", "marshal", ["rae", "broadcast"],
                      rows)
         self.lines.append("Claim: marshal's gain grows with the delay.")
@@ -212,6 +222,7 @@ class Claims:
         ratio = (tok["main"] + tok["branches"]) / max(1, base["main"])
         self.lines.append(f"- tokens: coma {tok['main']:,} main + {tok['branches']:,} counterfactual = {ratio:.2f}x "
                           f"broadcast's {base['main']:,}")
+        self.lines.append("")
         rows = [(f"family: {f}", self.family("coma", f), {"broadcast": self.family("broadcast", f)})
                 for f in self.methods["coma"]["families"] if f in self.methods["broadcast"]["families"]]
         rows.append(("aggregate", list(self.methods["coma"]["aggregate"]["seeds"]),
