@@ -162,6 +162,8 @@ class Claims:
             rows = [(s, self.seeds("loo", s), {"broadcast": self.seeds("broadcast", s)})
                     for s in sorted(self.settings("loo", prefix), key=lambda s: self.knob("loo", s))]
             self.compare(f"voting-v0, reward_scheme={scheme}", "loo", ["broadcast"], rows)
+        self.compare("the team-size family (both schemes)", "loo", ["broadcast"],
+                     self.family_row("loo", ["broadcast"], "team_size"))
         self.lines.append("Claim: loo's gain over broadcast grows with the number of voters.")
         for scheme in ("fraction", "plurality"):
             self.trend("loo", "broadcast", f"voting/{scheme}/", "n_voters")
