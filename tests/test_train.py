@@ -270,3 +270,21 @@ def test_logged_entropy_is_the_mean_over_trained_decisions_not_diluted_by_skippe
                       tensorboard=False, progress=False))
     row = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[0])
     assert 0.9 * math.log(3) < row["entropy"] <= math.log(3) + 1e-6
+
+
+def test_model_spec_is_one_model_for_every_role_or_one_per_role_and_errors_name_the_flag():
+    from baselines.train.config import ModelSpec, parse_model
+
+    assert parse_model(" tiny ") == ModelSpec(shared="tiny")
+    spec = parse_model("thinker=smollm2-135m, solver=mlp")
+    assert spec.by_role == (("thinker", "smollm2-135m"), ("solver", "mlp")) and spec.names == {"smollm2-135m", "mlp"}
+    assert spec.for_roles(["solver", "thinker"], "think_solve-v0") == {"thinker": "smollm2-135m", "solver": "mlp"}
+    assert parse_model("thinker=tiny").for_roles(["solver", "thinker"], "think_solve-v0", partners=["solver"]) == {
+        "thinker": "tiny"}
+    for bad, message in [("", "--model is empty"), ("tiny,solver=mlp", "--model part 'tiny' is not ROLE=MODEL"),
+                         ("thinker=", "--model part 'thinker=' is not ROLE=MODEL"),
+                         ("solver=tiny,solver=mlp", "--model names role 'solver' twice")]:
+        with pytest.raises(ValueError, match=message):
+            parse_model(bad)
+        with pytest.raises(ValueError, match=message):
+            TrainConfig(model=bad).check()

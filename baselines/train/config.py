@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 AGGREGATIONS = ("token-mean", "seq-mean")
 ADAPTERS = ("none", "shared", "per_role")
@@ -141,7 +141,7 @@ class TrainConfig:
         """A digest of everything that changes the result (not where it is written or how it is shown)."""
         d = {k: v for k, v in self.to_dict().items()
              if k not in RESULT_NEUTRAL_FIELDS + ("steps",)}   # --resume --steps N extends a run
-        if "tiny" not in {p.split("=")[-1].strip() for p in self.model.split(",")}:
+        if "tiny" not in self.model_spec.names:
             # the resolved values: the same hash as before these defaults meant "by what is trained"
             d["ppo_epochs"] = d["ppo_epochs"] or 1
             d["entropy_coef"] = max(d["entropy_coef"], 0.0)
@@ -174,26 +174,10 @@ class TrainConfig:
             return self.ppo_epochs
         return 4 if model_name == "tiny" else 1
 
-    def model_by_role(self, roles: Sequence[str]) -> dict[str, str]:
-        """``--model`` as role -> model name (every role of the env), or a clear error."""
-        spec = self.model.strip()
-        if not spec:
-            raise ValueError("--model is empty")
-        if "=" not in spec:
-            return {r: spec for r in roles}
-        out: dict[str, str] = {}
-        for part in (p.strip() for p in spec.split(",") if p.strip()):
-            role, sep, name = part.partition("=")
-            if not sep or not role or not name:
-                raise ValueError(f"--model part {part!r} is not ROLE=MODEL")
-            if role not in roles:
-                raise ValueError(f"--model names role {role!r}, which {self.env} does not have; its roles: "
-                                 f"{', '.join(roles)}")
-            out[role] = name
-        missing = [r for r in roles if r not in out and r not in self.partner_by_role(roles)]
-        if missing:
-            raise ValueError(f"--model gives no model for role(s) {missing} of {self.env}")
-        return out
+    @property
+    def model_spec(self) -> "ModelSpec":
+        """``--model`` parsed (:func:`parse_model`), or a ``ValueError`` naming ``--model``."""
+        return parse_model(self.model)
 
     def partner_by_role(self, roles: Sequence[str]) -> dict[str, str]:
         out = {}
@@ -217,6 +201,7 @@ class TrainConfig:
 
     def check(self) -> None:
         """Everything that can be checked before a rollout (the rest is checked when the team is built)."""
+        self.model_spec     # noqa: B018 - parses --model: a malformed value fails here
         def positive(name: str, value: float) -> None:
             if not value > 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value!r}")
@@ -250,6 +235,60 @@ class TrainConfig:
             raise ValueError(f"--dtype must be float32 or bfloat16, got {self.dtype!r}")
         if "action_mode" in self.env_kwargs:
             raise ValueError("give the action mode with --action-mode, not in --env-kwargs")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """``--model``, parsed by :func:`parse_model`: either one model name for every role (``shared``: the roles play
+    with one set of weights) or one per named role (``by_role``: each role its own weights, possibly of different
+    sizes). A name is ``mlp``, ``tiny``, ``smollm2-135m``, a local folder or a hub id."""
+
+    shared: str | None = None
+    by_role: tuple[tuple[str, str], ...] = ()      # (role, model name), in the order given
+
+    @property
+    def names(self) -> set[str]:
+        """The model names the spec uses."""
+        return {self.shared} if self.shared is not None else {name for _, name in self.by_role}
+
+    def for_roles(self, roles: Sequence[str], env_id: str, partners: Iterable[str] = ()) -> dict[str, str]:
+        """Role -> model name for every role of ``env_id`` (``roles``) that no scripted partner plays, or a
+        ``ValueError`` naming ``--model``: a role the env does not have, or a role left without a model."""
+        if self.shared is not None:
+            return {r: self.shared for r in roles}
+        out: dict[str, str] = {}
+        for role, name in self.by_role:
+            if role not in roles:
+                raise ValueError(f"--model names role {role!r}, which {env_id} does not have; its roles: "
+                                 f"{', '.join(roles)}")
+            out[role] = name
+        scripted = set(partners)
+        missing = [r for r in roles if r not in out and r not in scripted]
+        if missing:
+            raise ValueError(f"--model gives no model for role(s) {missing} of {env_id}")
+        return out
+
+
+def parse_model(text: str) -> ModelSpec:
+    """``--model`` as a :class:`ModelSpec`: ``NAME`` (every role plays it) or ``ROLE=NAME,ROLE=NAME,...``; a
+    ``ValueError`` naming ``--model`` and the part at fault otherwise. Whether the roles exist is checked against the
+    env by :meth:`ModelSpec.for_roles`."""
+    if not isinstance(text, str):
+        raise ValueError(f"--model must be a string, got {type(text).__name__}")
+    spec = text.strip()
+    if not spec:
+        raise ValueError("--model is empty")
+    if "=" not in spec:
+        return ModelSpec(shared=spec)
+    pairs: list[tuple[str, str]] = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        role, sep, name = (x.strip() for x in part.partition("="))
+        if not sep or not role or not name:
+            raise ValueError(f"--model part {part!r} is not ROLE=MODEL")
+        if role in (r for r, _ in pairs):
+            raise ValueError(f"--model names role {role!r} twice")
+        pairs.append((role, name))
+    return ModelSpec(by_role=tuple(pairs))
 
 
 _EXAMPLES = """\

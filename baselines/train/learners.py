@@ -272,7 +272,8 @@ def build_team(cfg, env, roles: list[str]) -> Team:
     from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
 
     partners = cfg.partner_by_role(roles)
-    models = cfg.model_by_role(roles)
+    spec = cfg.model_spec
+    models = spec.for_roles(roles, cfg.env, partners)
     frozen = cfg.frozen_roles(roles)
     for role in partners:
         models.pop(role, None)
@@ -280,7 +281,7 @@ def build_team(cfg, env, roles: list[str]) -> Team:
             raise ValueError(f"role {role!r} is a scripted partner; it cannot also be --frozen")
     if not models:
         raise ValueError("every role is a scripted partner: nothing would be trained")
-    shared = "=" not in cfg.model
+    shared = spec.shared is not None
     groups: list[tuple[str, list[str]]] = []      # (model name, roles sharing its weights)
     for role, name in models.items():
         if shared and groups:

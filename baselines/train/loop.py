@@ -279,7 +279,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     every full collection would otherwise walk the whole heap of torch (measured: 20-30% of an MLP run's CPU time).
     Collection order changes no result; the freeze is undone afterwards unless the caller had frozen objects too."""
     cfg.check()
-    only_mlp = cfg.device == "cpu" and all(part.split("=")[-1].strip() == "mlp" for part in cfg.model.split(","))
+    only_mlp = cfg.device == "cpu" and cfg.model_spec.names == {"mlp"}
     threads = torch.get_num_threads()
     unfreeze = only_mlp and gc.get_freeze_count() == 0
     if only_mlp:
@@ -295,8 +295,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
     # ---- everything that can fail does so before the first rollout
     env_spec = spec(cfg.env)
-    uses_mlp = any(part.split("=")[-1].strip() == "mlp" for part in cfg.model.split(","))
-    action_mode = cfg.action_mode or ("discrete" if uses_mlp else "text")
+    action_mode = cfg.action_mode or ("discrete" if "mlp" in cfg.model_spec.names else "text")
     env_kwargs = {**cfg.env_kwargs, "action_mode": action_mode}
     try:
         proto = make(cfg.env, **env_kwargs)
