@@ -60,9 +60,7 @@ def test_aggregation_weights_token_mean_and_seq_mean():
 def _one_update(cfg: TrainConfig, env_id: str, kwargs: dict, sign: dict[str, float], roles_now=None):
     env = make(env_id, **kwargs)
     roles = sorted(set(env.roles.values()))
-    team = build_team(cfg, env, roles)
-    for learner in team.learners:
-        learner.optimizer = torch.optim.AdamW(learner.parameters(), lr=cfg.learning_rate(learner.model_name))
+    team = build_team(cfg, env, roles, prepare=_Dist(cfg).prepare)
     episodes = RolloutEngine(team.policies, show_progress=False).run(env_id, 2, 2, seed=3, env_kwargs=kwargs)
     adv = [[sign.get(t.role, 0.0) for t in e.turns] for e in episodes]
     roles_now = set(roles_now or team.trainable)

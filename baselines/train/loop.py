@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.credit import make_credit
+from baselines.credit import TokenAdvantages, TurnAdvantages, make_credit
 from baselines.rollout import RolloutEngine, training_seeds
 from baselines.train import checkpoint
 from baselines.train.config import TrainConfig
@@ -88,12 +88,14 @@ def _shard(items: list, rank: int, world: int) -> list:
     return items[rank * n // world:(rank + 1) * n // world]
 
 
-def _samples(team: Team, episodes, advantages, roles_now: set[str]) -> list[Sample]:
+def _samples(team: Team, episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: set[str],
+             per_token: bool = False) -> list[Sample]:
     """Every trained decision of the main episodes: turns of a trained role that produced tokens (never branch
-    turns, replayed turns or scripted partners' turns)."""
+    turns, replayed turns or scripted partners' turns). ``per_token``: the credit method's flag, saying that
+    ``advantages`` holds one value per completion token of each turn (:data:`TokenAdvantages`)."""
     out = []
     for e, row in zip(episodes, advantages):
-        for t, a in zip(e.turns, row):
+        for k, (t, a) in enumerate(zip(e.turns, row)):
             if t.role not in roles_now or t.replayed or not t.completion_ids:
                 continue
             mode = t.extra.get("mode", "generate")
@@ -103,8 +105,14 @@ def _samples(team: Team, episodes, advantages, roles_now: set[str]) -> list[Samp
                 kind, lps = "mlp", [float(t.logprobs[0])]
             else:
                 kind, lps = "generate", [float(x) for x in t.logprobs]
-            if isinstance(a, list):          # a per-token method: decisions take the first token's value
+            if per_token:          # one value per completion token; a decision scored as one unit takes the first
+                if not isinstance(a, (list, tuple)):
+                    raise ValueError(f"{e.env_id}: a per-token credit method gave turn {k} one number, not one per "
+                                     f"completion token")
                 adv = [float(x) for x in a] if kind == "generate" else [float(a[0])]
+            elif isinstance(a, (list, tuple)):
+                raise ValueError(f"{e.env_id}: the credit method gave turn {k} a list of values; a method that "
+                                 f"gives one per completion token sets per_token = True")
             else:
                 adv = [float(a)] * len(lps)
             if len(adv) != len(lps):
@@ -112,19 +120,6 @@ def _samples(team: Team, episodes, advantages, roles_now: set[str]) -> list[Samp
             out.append(Sample(t.role, kind, list(t.prompt_ids), list(t.completion_ids), lps, adv,
                               list(t.legal_actions), dict(t.extra)))
     return out
-
-
-def _micro_batches(samples: list[Sample], budget: int) -> list[list[Sample]]:
-    batches, cur, used = [], [], 0
-    for s in samples:
-        if cur and used + s.cost > budget:
-            batches.append(cur)
-            cur, used = [], 0
-        cur.append(s)
-        used += s.cost
-    if cur:
-        batches.append(cur)
-    return batches
 
 
 def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], total: dict[str, list[int]],
@@ -324,15 +319,7 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
     dist = _Dist(cfg)
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed % 2**32)
-    team = build_team(cfg, proto, roles)
-    for learner in team.learners:
-        if learner.trainable:
-            learner.optimizer = torch.optim.AdamW(learner.parameters(), lr=cfg.learning_rate(learner.model_name),
-                                                  weight_decay=cfg.weight_decay)
-            module, learner.optimizer = dist.prepare(learner.module, learner.optimizer)
-            learner.forward_module = module
-            if cfg.compile:
-                learner.forward_module = torch.compile(learner.forward_module)
+    team = build_team(cfg, proto, roles, prepare=dist.prepare)
 
     start = 0
     if resume_from is not None:
@@ -394,13 +381,13 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
             roles_now = {alt_roles[(step // cfg.alternate_every) % len(alt_roles)]}
         else:
             roles_now = set(team.trainable)
-        everything = _samples(team, episodes, advantages, roles_now)
+        everything = _samples(team, episodes, advantages, roles_now, method.per_token)
         total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
         if dist.world == 1:       # one process: its shard is the whole batch
             mine = everything
         else:
             mine = _samples(team, episodes[offset:offset + len(local)], advantages[offset:offset + len(local)],
-                            roles_now)
+                            roles_now, method.per_token)
         upd = _update(team, cfg, dist, mine, total, roles_now)
         for learner in team.learners:
             learner.set_version(step + 1)
