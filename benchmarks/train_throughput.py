@@ -122,7 +122,7 @@ def main() -> None:
         args.env, args.tasks, args.group_size, seed=1, env_kwargs=env_kwargs, branches=method.branches(args.env))
     rng = np.random.default_rng(0)
     adv = [[float(rng.normal()) for _ in e.turns] for e in episodes]   # every turn has work to do
-    samples = _samples(team, episodes, adv, set(team.trainable))
+    samples = _samples(episodes, adv, set(team.trainable))
     total = {learner.name: [s.n for s in samples]}
     prompt_tokens = sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples)
     scored = sum(s.n for s in samples)

@@ -64,7 +64,7 @@ def _one_update(cfg: TrainConfig, env_id: str, kwargs: dict, sign: dict[str, flo
     episodes = RolloutEngine(team.policies, show_progress=False).run(env_id, 2, 2, seed=3, env_kwargs=kwargs)
     adv = [[sign.get(t.role, 0.0) for t in e.turns] for e in episodes]
     roles_now = set(roles_now or team.trainable)
-    samples = _samples(team, episodes, adv, roles_now)
+    samples = _samples(episodes, adv, roles_now)
     total = {lr.name: [s.n for s in samples if s.role in lr.trainable] for lr in team.learners}
     learner = team.learners[0]
     params = {n: p.detach().clone() for n, p in learner.module.named_parameters()}
@@ -102,7 +102,7 @@ def test_choice_scores_on_a_shared_prompt_equal_one_row_per_move_with_gradients(
     team = build_team(cfg, env, ["player_0", "player_1"])
     learner = team.learners[0]
     episodes = RolloutEngine(team.policies, show_progress=False).run("kuhn_poker-v0", 2, 2, seed=1)
-    samples = _samples(team, episodes, [[1.0] * len(e.turns) for e in episodes], set(team.trainable))
+    samples = _samples(episodes, [[1.0] * len(e.turns) for e in episodes], set(team.trainable))
     results = []
     for model in (learner.module, _Plain(learner.module)):   # shared prompt; a wrapped model: one row per move
         learner.module.zero_grad()
@@ -286,3 +286,22 @@ def test_model_spec_is_one_model_for_every_role_or_one_per_role_and_errors_name_
             parse_model(bad)
         with pytest.raises(ValueError, match=message):
             TrainConfig(model=bad).check()
+
+
+def test_per_token_advantages_reach_each_generated_token_and_a_flag_that_disagrees_is_named():
+    kwargs = {"action_mode": "discrete"}
+    team = build_team(TrainConfig(env="voting-v0", action_mode="discrete", model="mlp"), make("voting-v0", **kwargs),
+                      ["voter"])
+    episodes = RolloutEngine(team.policies, show_progress=False).run("voting-v0", 1, 2, seed=0, env_kwargs=kwargs)
+    per_token = [[[0.5, 9.0] for _ in e.turns] for e in episodes]
+    roles = set(team.trainable)
+    assert all(s.adv == [0.5] for s in _samples(episodes, per_token, roles, per_token=True))   # one unit: first
+    with pytest.raises(ValueError, match="sets per_token = True"):
+        _samples(episodes, per_token, roles)
+    with pytest.raises(ValueError, match="one number, not one per completion token"):
+        _samples(episodes, [[0.5] * len(e.turns) for e in episodes], roles, per_token=True)
+    team = build_team(TrainConfig(model="tiny", max_new_tokens=3), make("think_solve-v0"), ["solver", "thinker"])
+    episodes = RolloutEngine(team.policies, show_progress=False).run("think_solve-v0", 1, 1, seed=0)
+    values = [[[float(j) for j in range(len(t.completion_ids))] for t in e.turns] for e in episodes]
+    samples = _samples(episodes, values, set(team.trainable), per_token=True)
+    assert samples and all(s.kind == "generate" and s.adv == [float(j) for j in range(s.n)] for s in samples)

@@ -88,7 +88,7 @@ def _shard(items: list, rank: int, world: int) -> list:
     return items[rank * n // world:(rank + 1) * n // world]
 
 
-def _samples(team: Team, episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: set[str],
+def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: set[str],
              per_token: bool = False) -> list[Sample]:
     """Every trained decision of the main episodes: turns of a trained role that produced tokens (never branch
     turns, replayed turns or scripted partners' turns). ``per_token``: the credit method's flag, saying that
@@ -381,12 +381,12 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
             roles_now = {alt_roles[(step // cfg.alternate_every) % len(alt_roles)]}
         else:
             roles_now = set(team.trainable)
-        everything = _samples(team, episodes, advantages, roles_now, method.per_token)
+        everything = _samples(episodes, advantages, roles_now, method.per_token)
         total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
         if dist.world == 1:       # one process: its shard is the whole batch
             mine = everything
         else:
-            mine = _samples(team, episodes[offset:offset + len(local)], advantages[offset:offset + len(local)],
+            mine = _samples(episodes[offset:offset + len(local)], advantages[offset:offset + len(local)],
                             roles_now, method.per_token)
         upd = _update(team, cfg, dist, mine, total, roles_now)
         for learner in team.learners:
