@@ -305,3 +305,59 @@ def test_per_token_advantages_reach_each_generated_token_and_a_flag_that_disagre
     values = [[[float(j) for j in range(len(t.completion_ids))] for t in e.turns] for e in episodes]
     samples = _samples(episodes, values, set(team.trainable), per_token=True)
     assert samples and all(s.kind == "generate" and s.adv == [float(j) for j in range(s.n)] for s in samples)
+
+
+# ---------------------------------------------------------------------- config.json
+def _old_layout(run: Path) -> dict:
+    """Rewrite run/config.json as the trainer wrote it before the "resolved" block: the resolved action mode and the
+    config hash as top-level keys (as in the stored suite runs)."""
+    raw = json.loads((run / "config.json").read_text())
+    resolved = raw.pop("resolved")
+    raw.update(config_hash=resolved["config_hash"], action_mode_resolved=resolved["action_mode"])
+    (run / "config.json").write_text(json.dumps(raw, indent=1))
+    return raw
+
+
+def test_config_json_holds_the_config_fields_and_one_resolved_block(tmp_path):
+    from baselines.train.config import read_run_config
+
+    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
+                      out=str(tmp_path / "r"), progress=False, tensorboard=False)
+    train(cfg)
+    raw = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert raw == {**cfg.to_dict(), "resolved": {"action_mode": "discrete", "config_hash": cfg.hash()}}
+    run = read_run_config(tmp_path / "r")
+    assert run.config == cfg and run.resolved.action_mode == "discrete" and run.resolved.config_hash == cfg.hash()
+    (tmp_path / "r" / "config.json").write_text(json.dumps({**cfg.to_dict(), "resolved": "discrete"}))
+    with pytest.raises(ValueError, match="'resolved' must be an object"):
+        read_run_config(tmp_path / "r")
+
+
+def test_a_run_written_before_the_resolved_block_loads_resumes_and_counts_as_finished(tmp_path):
+    from baselines.train.config import OUTPUT_FIELDS, read_run_config
+    from leaderboard.players import load_player
+    from leaderboard.suite import complete_run, run_one
+
+    def cfg(out, steps, resume=False):
+        return TrainConfig(env="kuhn_poker-v0", model="mlp", steps=steps, tasks_per_step=2, group_size=2, seed=3,
+                           save_every=2, out=str(out), resume=resume, progress=False, tensorboard=False)
+
+    run = tmp_path / "old"
+    train(cfg(run, 2))
+    old = _old_layout(run)
+    assert read_run_config(run).resolved.config_hash == old["config_hash"] == cfg(run, 2).hash()
+    player = load_player(f"checkpoint:{run}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
+    assert player.provenance["config_hash"] == old["config_hash"]
+    assert player.provenance["train_config"] == {k: v for k, v in old.items() if k not in OUTPUT_FIELDS
+                                                 and k not in ("config_hash", "action_mode_resolved")}
+    # the suite's reuse: a finished run is scored as it is (not trained again) and keeps its hash
+    assert complete_run(run, 2)
+    spec = {"out": str(run), "steps": 2, "play": "self", "last_fraction": 1.0, "method": "broadcast",
+            "setting": "kuhn", "seed": 3, "env_id": "kuhn_poker-v0", "env_kwargs": {}}
+    assert run_one(spec)["config_hash"] == old["config_hash"]
+    assert json.loads((run / "config.json").read_text()) == old
+    # --resume continues it exactly: the same metrics as one run of 3 steps
+    train(cfg(run, 3, resume=True))
+    train(cfg(tmp_path / "whole", 3))
+    assert _comparable(_metrics(run / "metrics.jsonl")) == _comparable(_metrics(tmp_path / "whole" / "metrics.jsonl"))
+    assert complete_run(run, 3) and read_run_config(run).resolved.config_hash == old["config_hash"]

@@ -2,6 +2,12 @@
 
 ``TrainConfig.from_args(argv)`` parses ``--field-name VALUE`` for every field (booleans are ``--flag`` /
 ``--no-flag``; dict fields take JSON), and ``check()`` validates everything that can be known before a rollout.
+``--model`` is parsed once, by :func:`parse_model` (``TrainConfig.model_spec``).
+
+A run folder's ``config.json`` (:func:`write_run_config`, :func:`read_run_config`) holds ``TrainConfig``'s fields
+and one more key, ``"resolved"``: what the trainer resolved from them (:class:`Resolved`: the action mode it played
+and ``TrainConfig.hash()``). Runs written before that block existed kept the same two values as top-level keys
+(:data:`LEGACY_RESOLVED_KEYS`); :func:`read_run_config` reads both layouts.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 AGGREGATIONS = ("token-mean", "seq-mean")
@@ -23,6 +30,9 @@ OUTPUT_FIELDS = ("out", "resume", "progress", "tensorboard", "wandb")
 # Fields that never change a run's result: the output fields and the checkpoint cadence. TrainConfig.hash() leaves
 # them out.
 RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints")
+RUN_CONFIG = "config.json"
+# config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
+LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -289,6 +299,55 @@ def parse_model(text: str) -> ModelSpec:
             raise ValueError(f"--model names role {role!r} twice")
         pairs.append((role, name))
     return ModelSpec(by_role=tuple(pairs))
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What the trainer resolved from a run's ``TrainConfig``: config.json's ``"resolved"`` block."""
+
+    action_mode: str             # the env's action mode the run played (--action-mode, or what its empty value meant)
+    config_hash: str | None      # TrainConfig.hash() when the run was written (None: a run folder that lacks it)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run folder's ``config.json``, as :func:`read_run_config` reads it."""
+
+    config: TrainConfig
+    resolved: Resolved
+    fields: dict[str, Any]       # the TrainConfig fields as stored (what the run was trained with), without "resolved"
+
+
+def write_run_config(folder: Path, cfg: TrainConfig, action_mode: str) -> None:
+    """Write ``folder/config.json``: ``cfg``'s fields and the ``"resolved"`` block (``action_mode``, ``cfg.hash()``)."""
+    resolved = Resolved(action_mode=action_mode, config_hash=cfg.hash())
+    (Path(folder) / RUN_CONFIG).write_text(json.dumps({**cfg.to_dict(), "resolved": dataclasses.asdict(resolved)},
+                                                      indent=1))
+
+
+def read_run_config(folder: Path) -> RunConfig:
+    """``folder/config.json`` as written by :func:`write_run_config`, or in the layout of older runs (the resolved
+    values as the top-level keys of :data:`LEGACY_RESOLVED_KEYS`). Keys that are no field of ``TrainConfig`` any more
+    stay in ``fields`` and are left out of ``config``. A missing or malformed file is a ``ValueError`` naming it."""
+    path = Path(folder) / RUN_CONFIG
+    if not path.is_file():
+        raise ValueError(f"{folder}: no {RUN_CONFIG} (a folder written by python -m baselines.train)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    block = raw.pop("resolved", None)
+    legacy = {name: raw.pop(key) for key, name in LEGACY_RESOLVED_KEYS.items() if key in raw}
+    if block is None:
+        block = legacy
+    if not isinstance(block, dict) or set(block) - {f.name for f in dataclasses.fields(Resolved)}:
+        raise ValueError(f"{path}: 'resolved' must be an object with action_mode and config_hash, got {block!r}")
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    cfg = TrainConfig(**{k: v for k, v in raw.items() if k in known})
+    resolved = Resolved(action_mode=block.get("action_mode", cfg.action_mode), config_hash=block.get("config_hash"))
+    return RunConfig(cfg, resolved, raw)
 
 
 _EXAMPLES = """\

@@ -29,7 +29,7 @@ import torch
 from baselines.credit import TokenAdvantages, TurnAdvantages, make_credit
 from baselines.rollout import RolloutEngine, training_seeds
 from baselines.train import checkpoint
-from baselines.train.config import TrainConfig
+from baselines.train.config import TrainConfig, write_run_config
 from baselines.train.learners import Sample, Team, build_team
 from baselines.train.loss import policy_loss, token_weight
 from marl_llm_envs import make, spec
@@ -339,8 +339,7 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
             metrics_path.write_text("".join(line + "\n" for line in lines))
     if dist.main:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps({**cfg.to_dict(), "config_hash": cfg.hash(),
-                                                     "action_mode_resolved": action_mode}, indent=1))
+        write_run_config(out, cfg, action_mode)
     for learner in team.learners:
         learner.set_version(start)
 
