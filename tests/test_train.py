@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import torch
 from baselines.rollout import RolloutEngine
 from baselines.train import TrainConfig, checkpoint, train
 from baselines.train.learners import build_team
-from baselines.train.loop import KILL_ENV, _Dist, _samples, _update
+from baselines.train.loop import _Dist, _samples, _update
 from baselines.train.loss import policy_loss, token_weight
 from marl_llm_envs import make
 
@@ -139,10 +141,9 @@ def test_per_role_lora_updates_only_the_trained_roles_adapter():
 
 
 # ---------------------------------------------------------------------- runs
-def _run(tmp_path: Path, *args: str, env: dict | None = None, name="run") -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, *args: str, name="run") -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "baselines.train", "--out", str(tmp_path / name), "--no-progress", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
 def _metrics(path: Path) -> list[dict]:
@@ -157,11 +158,42 @@ MLP_ARGS = ["--env", "voting-v0", "--action-mode", "discrete", "--credit", "loo"
             "--tasks-per-step", "4", "--group-size", "2"]
 
 
+# The trainer's CLI in a process whose rollouts after the first N never return, so that a test can kill it from
+# outside at a known point: after step N's metrics line, before anything of step N + 1 is written.
+STALLED_TRAINER = """
+import sys, threading
+from baselines.train import __main__ as cli, loop
+stall_after, rollouts, run = int(sys.argv.pop(1)), [], loop.RolloutEngine.run
+def stalled(self, *args, **kwargs):
+    rollouts.append(1)
+    if len(rollouts) > stall_after:
+        threading.Event().wait()
+    return run(self, *args, **kwargs)
+loop.RolloutEngine.run = stalled
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _kill_after_step(tmp_path: Path, step: int, *args: str, name: str) -> subprocess.Popen:
+    """Start the trainer, wait until it has written ``step`` metrics lines, then SIGKILL it."""
+    cmd = [sys.executable, "-c", STALLED_TRAINER, str(step), "--out", str(tmp_path / name), "--no-progress", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    metrics, deadline = tmp_path / name / "metrics.jsonl", time.monotonic() + 600
+    while not (metrics.exists() and metrics.read_text().count("\n") >= step):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, f"no metrics line of step {step} within 600 s"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stderr.close()
+    return proc
+
+
 def test_kill_minus_nine_and_resume_ends_with_the_same_metrics(tmp_path):
     args = [*MLP_ARGS, "--steps", "5", "--save-every", "2"]
     whole = _run(tmp_path, *args, name="whole")
     assert whole.returncode == 0, whole.stderr
-    killed = _run(tmp_path, *args, name="killed", env={KILL_ENV: "3"})   # dies after step 3, checkpoint at 2
+    killed = _kill_after_step(tmp_path, 3, *args, name="killed")    # killed after step 3, checkpoint at 2
     assert killed.returncode == -9
     assert len(_metrics(tmp_path / "killed" / "metrics.jsonl")) == 3
     again = _run(tmp_path, *args, name="killed")

@@ -17,7 +17,6 @@ import gc
 import json
 import math
 import os
-import signal
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -35,8 +34,6 @@ from baselines.train.loss import policy_loss, token_weight
 from marl_llm_envs import make, spec
 
 __all__ = ["train"]
-
-KILL_ENV = "MARL_TRAIN_KILL_AFTER_STEP"   # tests: SIGKILL this process right after that step's metrics are written
 
 
 class _Dist:
@@ -418,8 +415,6 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
                                      "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None}
                                     for lr in team.learners], "rng": checkpoint.rng_state()}
             checkpoint.save(ckpt_dir, step + 1, meta, tensors, keep=cfg.keep_checkpoints)
-        if os.environ.get(KILL_ENV) == str(step + 1) and dist.main:
-            os.kill(os.getpid(), signal.SIGKILL)
         if freeze and step == start:
             gc.freeze()      # what the first step built for good (torch._dynamo, imported by the first optimizer step)
     if bar is not None:
