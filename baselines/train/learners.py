@@ -291,8 +291,6 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     one process), every learner with a trained role is also set up for training: its AdamW optimizer at
     ``cfg.learning_rate`` and ``--weight-decay``, and its forward module, compiled with ``--compile``
     (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's checkpoint player)."""
-    from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
-
     partners = cfg.partner_by_role(roles)
     spec = cfg.model_spec
     models = spec.for_roles(roles, cfg.env, partners)
@@ -310,18 +308,7 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
             groups[0][1].append(role)
         else:
             groups.append((name, [role]))
-    policies: dict[str, Policy] = {}
-    for role, kind in partners.items():
-        if kind == "random":
-            policies[role] = RandomPolicy(seed=cfg.seed)
-        else:
-            from marl_llm_envs.reference import reference_policies
-
-            bots = reference_policies(cfg.env)
-            if not bots:
-                raise ValueError(f"{cfg.env} has no reference bot for --partners {role}=reference")
-            name, fn = next(iter(bots.items()))
-            policies[role] = ScriptedPolicy(fn, seed=cfg.seed, name=f"reference:{name}")
+    policies = _partner_policies(cfg, partners)
     learners: list[Learner] = []
     for n, (name, group_roles) in enumerate(groups):
         trainable = [r for r in group_roles if r not in frozen]
@@ -346,6 +333,25 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
             if learner.trainable:
                 learner.set_up_training(cfg.learning_rate(learner.model_name), cfg.weight_decay, prepare, cfg.compile)
     return Team(learners, policies, trained)
+
+
+def _partner_policies(cfg, partners: dict[str, str]) -> dict[str, Policy]:
+    """Role -> the scripted policy of ``--partners`` (``random``, or the env's first ``reference`` bot)."""
+    from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
+
+    policies: dict[str, Policy] = {}
+    for role, kind in partners.items():
+        if kind == "random":
+            policies[role] = RandomPolicy(seed=cfg.seed)
+        else:
+            from marl_llm_envs.reference import reference_policies
+
+            bots = reference_policies(cfg.env)
+            if not bots:
+                raise ValueError(f"{cfg.env} has no reference bot for --partners {role}=reference")
+            name, fn = next(iter(bots.items()))
+            policies[role] = ScriptedPolicy(fn, seed=cfg.seed, name=f"reference:{name}")
+    return policies
 
 
 def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: str) -> LLMLearner:
