@@ -152,7 +152,8 @@ class TrainConfig:
         d = {k: v for k, v in self.to_dict().items()
              if k not in RESULT_NEUTRAL_FIELDS + ("steps",)}   # --resume --steps N extends a run
         if "tiny" not in self.model_spec.names:
-            # the resolved values: the same hash as before these defaults meant "by what is trained"
+            # hash the values these defaults resolve to, so that a run that gave 1 and 0 explicitly (as every run
+            # did when they were the plain defaults) keeps its hash
             d["ppo_epochs"] = d["ppo_epochs"] or 1
             d["entropy_coef"] = max(d["entropy_coef"], 0.0)
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
