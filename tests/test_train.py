@@ -312,6 +312,7 @@ def test_model_spec_is_one_model_for_every_role_or_one_per_role_and_errors_name_
     assert parse_model("thinker=tiny").for_roles(["solver", "thinker"], "think_solve-v0", partners=["solver"]) == {
         "thinker": "tiny"}
     for bad, message in [("", "--model is empty"), ("tiny,solver=mlp", "--model part 'tiny' is not ROLE=MODEL"),
+                         ("tiny,mlp", "--model 'tiny,mlp' lists several models"),
                          ("thinker=", "--model part 'thinker=' is not ROLE=MODEL"),
                          ("solver=tiny,solver=mlp", "--model names role 'solver' twice")]:
         with pytest.raises(ValueError, match=message):

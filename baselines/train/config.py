@@ -212,7 +212,8 @@ class TrainConfig:
 
     def check(self) -> None:
         """Everything that can be checked before a rollout (the rest is checked when the team is built)."""
-        self.model_spec     # noqa: B018 - parses --model: a malformed value fails here
+        parse_model(self.model)
+
         def positive(name: str, value: float) -> None:
             if not value > 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value!r}")
@@ -290,6 +291,9 @@ def parse_model(text: str) -> ModelSpec:
     if not spec:
         raise ValueError("--model is empty")
     if "=" not in spec:
+        if "," in spec:
+            raise ValueError(f"--model {spec!r} lists several models: give one for every role, or ROLE=MODEL for "
+                             f"each role")
         return ModelSpec(shared=spec)
     pairs: list[tuple[str, str]] = []
     for part in (p.strip() for p in spec.split(",") if p.strip()):
