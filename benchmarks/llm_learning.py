@@ -79,15 +79,14 @@ def update_cost(args) -> dict:
 
     cfg = TrainConfig(env="kuhn_poker-v0", model=args.model, mode="choice", choice_scoring=args.scoring,
                       adapters=args.adapters, partners="player_1=random", lr=1e-6)
-    team = build_team(cfg, make("kuhn_poker-v0"), ["player_0", "player_1"])
+    team = build_team(cfg, make("kuhn_poker-v0"), ["player_0", "player_1"], prepare=_Dist(cfg).prepare)
     learner = team.learners[0]
-    learner.optimizer = torch.optim.AdamW(learner.parameters(), lr=1e-6)
     n_tasks = max(1, args.cost_episodes // args.group_size)
     episodes = RolloutEngine(team.policies, show_progress=False).run("kuhn_poker-v0", n_tasks, args.group_size, seed=7)
     rng = np.random.default_rng(0)
     adv = [[float(rng.choice([-1.0, 1.0])) for _ in e.turns] for e in episodes]
     roles = set(team.trainable)
-    samples = _samples(team, episodes, adv, roles)
+    samples = _samples(episodes, adv, roles)
     total = {lr.name: [s.n for s in samples if s.role in lr.trainable] for lr in team.learners}
     tokens = sum(len(s.prompt_ids) for s in samples)
     out = {"episodes": len(episodes), "decisions": len(samples), "prompt_tokens": tokens,

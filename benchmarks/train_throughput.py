@@ -78,8 +78,8 @@ def main() -> None:
     from baselines.policies.hf import sequence_logprobs
     from baselines.rollout import RolloutEngine
     from baselines.train import TrainConfig, train
-    from baselines.train.learners import build_team
-    from baselines.train.loop import _Dist, _micro_batches, _samples, _update
+    from baselines.train.learners import build_team, pack
+    from baselines.train.loop import _Dist, _samples, _update
     from marl_llm_envs import make
 
     print(f"# Trainer throughput ({datetime.datetime.now().isoformat(timespec='seconds')})\n")
@@ -122,7 +122,7 @@ def main() -> None:
         args.env, args.tasks, args.group_size, seed=1, env_kwargs=env_kwargs, branches=method.branches(args.env))
     rng = np.random.default_rng(0)
     adv = [[float(rng.normal()) for _ in e.turns] for e in episodes]   # every turn has work to do
-    samples = _samples(team, episodes, adv, set(team.trainable))
+    samples = _samples(episodes, adv, set(team.trainable))
     total = {learner.name: [s.n for s in samples]}
     prompt_tokens = sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples)
     scored = sum(s.n for s in samples)
@@ -135,7 +135,7 @@ def main() -> None:
 
     def bare() -> None:
         bare_opt.zero_grad(set_to_none=True)
-        for mb in _micro_batches(samples, cfg.micro_batch_tokens):
+        for mb in pack(samples, [s.cost for s in samples], cfg.micro_batch_tokens):
             lps = sequence_logprobs(model, [s.prompt_ids for s in mb], [s.completion_ids for s in mb],
                                     pad_id=learner.pad_id)
             a = torch.tensor([x for s in mb for x in s.adv])
@@ -144,7 +144,7 @@ def main() -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         bare_opt.step()
 
-    learner.optimizer = torch.optim.AdamW(learner.parameters(), lr=1e-5)
+    learner.set_up_training(1e-5, 0.01, _Dist(cfg).prepare)      # AdamW as the bare loop has it (its defaults)
     times: dict[str, list[float]] = {"bare": [], "ours": []}
     for _ in range(args.repeats):       # interleaved, so load changes hit both alike
         for name, fn in (("bare", bare), ("ours", ours)):

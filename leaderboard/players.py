@@ -28,11 +28,7 @@ from typing import Any
 
 from baselines.policies.base import Policy
 
-__all__ = ["Player", "RUN_KEYS", "SeededMoves", "decision_stream", "load_player", "opponent_policy"]
-
-# What the trainer writes into a run's config.json beside TrainConfig's fields: the action mode it resolved and
-# TrainConfig.hash().
-RUN_KEYS = ("action_mode_resolved", "config_hash")
+__all__ = ["Player", "SeededMoves", "decision_stream", "load_player", "opponent_policy"]
 
 
 @dataclass
@@ -174,7 +170,7 @@ def _hf_player(spec: str, env_id: str, roles: list[str], greedy: bool) -> Player
 def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], action_mode: str,
                        greedy: bool) -> Player:
     from baselines.train import checkpoint
-    from baselines.train.config import OUTPUT_FIELDS, TrainConfig
+    from baselines.train.config import OUTPUT_FIELDS, read_run_config
     from baselines.train.learners import build_team
     from marl_llm_envs import make
 
@@ -189,11 +185,8 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
     config_path = run_dir / "config.json"
     if not config_path.is_file():
         raise ValueError(f"{spec}: no config.json in {run_dir} (the trainer writes it next to checkpoints/)")
-    raw = json.loads(config_path.read_text())
-    resolved_mode = raw.pop("action_mode_resolved", raw.get("action_mode"))
-    config_hash = raw.pop("config_hash", None)
-    known = set(TrainConfig.__dataclass_fields__)
-    cfg = TrainConfig(**{k: v for k, v in raw.items() if k in known})
+    run = read_run_config(run_dir)
+    cfg, resolved_mode, config_hash = run.config, run.resolved.action_mode, run.resolved.config_hash
     if cfg.env != env_id:
         raise ValueError(f"{spec}: the run was trained on {cfg.env}, not {env_id}; give a player for {env_id} with "
                          f"--player {env_id}=SPEC")
@@ -220,5 +213,5 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
         "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
         "decoding": {r: p.settings() for r, p in sorted(policies.items())},
         "config_hash": config_hash, "credit": cfg.credit, "train_seed": cfg.seed, "step": int(meta["step"]),
-        "train_config": {k: v for k, v in raw.items() if k not in OUTPUT_FIELDS},
+        "train_config": {k: v for k, v in run.fields.items() if k not in OUTPUT_FIELDS},
     }, run_dir)

@@ -44,8 +44,7 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     """Train run ``run`` of ``env_id`` again from the manifest; returns its folder (the weights hash is checked)."""
     from baselines.credit import list_credits
     from baselines.train import TrainConfig, train
-    from baselines.train.config import OUTPUT_FIELDS
-    from leaderboard.players import RUN_KEYS
+    from baselines.train.config import LEGACY_RESOLVED_KEYS, OUTPUT_FIELDS
 
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
     provenance = v.manifest["players"][env_id][run]
@@ -53,7 +52,7 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     if not isinstance(raw, dict):
         raise SubmissionError(f"{where}.train_config: missing; a credit run is re-trained from it")
     known = set(TrainConfig.__dataclass_fields__)
-    unknown = sorted(set(raw) - known - set(RUN_KEYS))
+    unknown = sorted(set(raw) - known - set(LEGACY_RESOLVED_KEYS))
     if unknown:
         raise SubmissionError(f"{where}.train_config: unknown field(s) {unknown}")
     if raw.get("model") != "mlp":

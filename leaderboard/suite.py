@@ -408,6 +408,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from baselines.train import TrainConfig, train
+    from baselines.train.config import read_run_config
 
     torch.set_num_threads(1)
     run = Path(spec["out"])
@@ -440,7 +441,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         extra["idle_drift"] = _idle_drift(spec, run)
     return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw), **extra,
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
-            "config_hash": json.loads((run / "config.json").read_text()).get("config_hash", ""),
+            "config_hash": read_run_config(run).resolved.config_hash or "",
             "wall_s": time.perf_counter() - t0}
 
 

@@ -1,4 +1,4 @@
-"""Checkpoints are data, never code: safetensors + JSON, exact round trips, pickles refused (issue 22, item 3)."""
+"""Checkpoints are data, never code: safetensors + JSON, exact round trips, pickles refused."""
 
 from __future__ import annotations
 

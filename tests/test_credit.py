@@ -51,7 +51,7 @@ def approx(x, rel=1e-5, abs=1e-6):
 
 
 # ---------------------------------------------------------------------- the registry
-def test_list_credits_has_every_method_of_the_issue():
+def test_list_credits_lists_the_built_in_methods():
     assert {"broadcast", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas"} <= set(list_credits())
 
 

@@ -19,7 +19,7 @@ from baselines.credit.mappo import gae
 from baselines.episode import Episode, Turn
 from baselines.rollout import RolloutEngine
 from marl_llm_envs import make
-from tests.test_train import _comparable, _metrics, _run
+from tests.test_train import _comparable, _kill_after_step, _metrics, _run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -213,14 +213,12 @@ CRITIC_ARGS = ["--env", "voting-v0", "--action-mode", "discrete", "--credit", "m
 
 
 def test_kill_minus_nine_and_resume_with_a_critic_ends_with_the_same_metrics(tmp_path):
-    from baselines.train.loop import KILL_ENV
-
     args = [*CRITIC_ARGS, "--steps", "4", "--save-every", "2"]
     whole = _run(tmp_path, *args, name="whole")
     assert whole.returncode == 0, whole.stderr
     rows = _metrics(tmp_path / "whole" / "metrics.jsonl")
     assert all(r["credit/critic_loss"] > 0 for r in rows)                  # the critic's loss is logged every step
-    killed = _run(tmp_path, *args, name="killed", env={KILL_ENV: "3"})     # dies after step 3, checkpoint at 2
+    killed = _kill_after_step(tmp_path, 3, *args, name="killed")     # killed after step 3, checkpoint at 2
     assert killed.returncode == -9
     resumed = _run(tmp_path, *args, "--resume", name="killed")
     assert resumed.returncode == 0, resumed.stderr

@@ -144,19 +144,19 @@ def test_a_trainer_checkpoint_is_evaluated_with_its_weights_hash(protocol_path, 
 
 def test_a_checkpoint_player_records_its_run_config_without_the_output_fields(tmp_path):
     """What the manifest says a run trained (train_config, re-trained from by --reproduce) is the run's config.json
-    without where it was written and how it was shown, and without the keys the trainer adds."""
+    without where it was written and how it was shown, and without the block the trainer resolved."""
     from baselines.train import TrainConfig, train
     from baselines.train.config import OUTPUT_FIELDS
-    from leaderboard.players import RUN_KEYS, load_player
+    from leaderboard.players import load_player
 
     run = tmp_path / "run"
     train(TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2, out=str(run),
                       progress=False, tensorboard=False))
     config = json.loads((run / "config.json").read_text())
     player = load_player(f"checkpoint:{run}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
-    assert player.provenance["config_hash"] == config["config_hash"]
+    assert player.provenance["config_hash"] == config["resolved"]["config_hash"]
     assert player.provenance["train_config"] == {k: v for k, v in config.items()
-                                                 if k not in OUTPUT_FIELDS and k not in RUN_KEYS}
+                                                 if k not in OUTPUT_FIELDS and k != "resolved"}
     assert "save_every" in player.provenance["train_config"] and "out" not in player.provenance["train_config"]
 
 

@@ -4,7 +4,7 @@
   thinker): its team reward rises from chance (0.25) to 0.6 or more (the optimum is 0.9);
 * a Kuhn poker player against a uniformly random partner plays better at the end than in its first 10% of steps.
 
-Both are the issue's acceptance runs (``python -m baselines.train ... --model tiny --mode choice``), seeded, on one
+Both are runs of ``python -m baselines.train ... --model tiny --mode choice``, seeded, on one
 torch thread (the same trajectory on every machine with the same torch; the run is a few hundred small forward passes,
 where more threads only add synchronisation)."""
 

@@ -1,5 +1,5 @@
 """Speed work must not change results: seeded MLP training runs give the same moves, rewards and metrics as the
-values recorded before the micro-tier speed changes (issue 17) in tests/data/seeded_mlp_runs.json."""
+values recorded in tests/data/seeded_mlp_runs.json (see tests/seeded_mlp_runs.py for when to record again)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import torch
 from baselines.rollout import RolloutEngine
 from baselines.train import TrainConfig, checkpoint, train
 from baselines.train.learners import build_team
-from baselines.train.loop import KILL_ENV, _Dist, _samples, _update
+from baselines.train.loop import _Dist, _samples, _update
 from baselines.train.loss import policy_loss, token_weight
 from marl_llm_envs import make
 
@@ -60,13 +62,11 @@ def test_aggregation_weights_token_mean_and_seq_mean():
 def _one_update(cfg: TrainConfig, env_id: str, kwargs: dict, sign: dict[str, float], roles_now=None):
     env = make(env_id, **kwargs)
     roles = sorted(set(env.roles.values()))
-    team = build_team(cfg, env, roles)
-    for learner in team.learners:
-        learner.optimizer = torch.optim.AdamW(learner.parameters(), lr=cfg.learning_rate(learner.model_name))
+    team = build_team(cfg, env, roles, prepare=_Dist(cfg).prepare)
     episodes = RolloutEngine(team.policies, show_progress=False).run(env_id, 2, 2, seed=3, env_kwargs=kwargs)
     adv = [[sign.get(t.role, 0.0) for t in e.turns] for e in episodes]
     roles_now = set(roles_now or team.trainable)
-    samples = _samples(team, episodes, adv, roles_now)
+    samples = _samples(episodes, adv, roles_now)
     total = {lr.name: [s.n for s in samples if s.role in lr.trainable] for lr in team.learners}
     learner = team.learners[0]
     params = {n: p.detach().clone() for n, p in learner.module.named_parameters()}
@@ -104,7 +104,7 @@ def test_choice_scores_on_a_shared_prompt_equal_one_row_per_move_with_gradients(
     team = build_team(cfg, env, ["player_0", "player_1"])
     learner = team.learners[0]
     episodes = RolloutEngine(team.policies, show_progress=False).run("kuhn_poker-v0", 2, 2, seed=1)
-    samples = _samples(team, episodes, [[1.0] * len(e.turns) for e in episodes], set(team.trainable))
+    samples = _samples(episodes, [[1.0] * len(e.turns) for e in episodes], set(team.trainable))
     results = []
     for model in (learner.module, _Plain(learner.module)):   # shared prompt; a wrapped model: one row per move
         learner.module.zero_grad()
@@ -141,10 +141,9 @@ def test_per_role_lora_updates_only_the_trained_roles_adapter():
 
 
 # ---------------------------------------------------------------------- runs
-def _run(tmp_path: Path, *args: str, env: dict | None = None, name="run") -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, *args: str, name="run") -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "baselines.train", "--out", str(tmp_path / name), "--no-progress", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
 def _metrics(path: Path) -> list[dict]:
@@ -159,11 +158,42 @@ MLP_ARGS = ["--env", "voting-v0", "--action-mode", "discrete", "--credit", "loo"
             "--tasks-per-step", "4", "--group-size", "2"]
 
 
+# The trainer's CLI in a process whose rollouts after the first N never return, so that a test can kill it from
+# outside at a known point: after step N's metrics line, before anything of step N + 1 is written.
+STALLED_TRAINER = """
+import sys, threading
+from baselines.train import __main__ as cli, loop
+stall_after, rollouts, run = int(sys.argv.pop(1)), [], loop.RolloutEngine.run
+def stalled(self, *args, **kwargs):
+    rollouts.append(1)
+    if len(rollouts) > stall_after:
+        threading.Event().wait()
+    return run(self, *args, **kwargs)
+loop.RolloutEngine.run = stalled
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _kill_after_step(tmp_path: Path, step: int, *args: str, name: str) -> subprocess.Popen:
+    """Start the trainer, wait until it has written ``step`` metrics lines, then SIGKILL it."""
+    cmd = [sys.executable, "-c", STALLED_TRAINER, str(step), "--out", str(tmp_path / name), "--no-progress", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    metrics, deadline = tmp_path / name / "metrics.jsonl", time.monotonic() + 600
+    while not (metrics.exists() and metrics.read_text().count("\n") >= step):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, f"no metrics line of step {step} within 600 s"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stderr.close()
+    return proc
+
+
 def test_kill_minus_nine_and_resume_ends_with_the_same_metrics(tmp_path):
     args = [*MLP_ARGS, "--steps", "5", "--save-every", "2"]
     whole = _run(tmp_path, *args, name="whole")
     assert whole.returncode == 0, whole.stderr
-    killed = _run(tmp_path, *args, name="killed", env={KILL_ENV: "3"})   # dies after step 3, checkpoint at 2
+    killed = _kill_after_step(tmp_path, 3, *args, name="killed")    # killed after step 3, checkpoint at 2
     assert killed.returncode == -9
     assert len(_metrics(tmp_path / "killed" / "metrics.jsonl")) == 3
     again = _run(tmp_path, *args, name="killed")
@@ -270,3 +300,97 @@ def test_logged_entropy_is_the_mean_over_trained_decisions_not_diluted_by_skippe
                       tensorboard=False, progress=False))
     row = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[0])
     assert 0.9 * math.log(3) < row["entropy"] <= math.log(3) + 1e-6
+
+
+def test_model_spec_is_one_model_for_every_role_or_one_per_role_and_errors_name_the_flag():
+    from baselines.train.config import ModelSpec, parse_model
+
+    assert parse_model(" tiny ") == ModelSpec(shared="tiny")
+    spec = parse_model("thinker=smollm2-135m, solver=mlp")
+    assert spec.by_role == (("thinker", "smollm2-135m"), ("solver", "mlp")) and spec.names == {"smollm2-135m", "mlp"}
+    assert spec.for_roles(["solver", "thinker"], "think_solve-v0") == {"thinker": "smollm2-135m", "solver": "mlp"}
+    assert parse_model("thinker=tiny").for_roles(["solver", "thinker"], "think_solve-v0", partners=["solver"]) == {
+        "thinker": "tiny"}
+    for bad, message in [("", "--model is empty"), ("tiny,solver=mlp", "--model part 'tiny' is not ROLE=MODEL"),
+                         ("tiny,mlp", "--model 'tiny,mlp' lists several models"),
+                         ("thinker=", "--model part 'thinker=' is not ROLE=MODEL"),
+                         ("solver=tiny,solver=mlp", "--model names role 'solver' twice")]:
+        with pytest.raises(ValueError, match=message):
+            parse_model(bad)
+        with pytest.raises(ValueError, match=message):
+            TrainConfig(model=bad).check()
+
+
+def test_per_token_advantages_reach_each_generated_token_and_a_flag_that_disagrees_is_named():
+    kwargs = {"action_mode": "discrete"}
+    team = build_team(TrainConfig(env="voting-v0", action_mode="discrete", model="mlp"), make("voting-v0", **kwargs),
+                      ["voter"])
+    episodes = RolloutEngine(team.policies, show_progress=False).run("voting-v0", 1, 2, seed=0, env_kwargs=kwargs)
+    per_token = [[[0.5, 9.0] for _ in e.turns] for e in episodes]
+    roles = set(team.trainable)
+    assert all(s.adv == [0.5] for s in _samples(episodes, per_token, roles, per_token=True))   # one unit: first
+    with pytest.raises(ValueError, match="sets per_token = True"):
+        _samples(episodes, per_token, roles)
+    with pytest.raises(ValueError, match="one number, not one per completion token"):
+        _samples(episodes, [[0.5] * len(e.turns) for e in episodes], roles, per_token=True)
+    team = build_team(TrainConfig(model="tiny", max_new_tokens=3), make("think_solve-v0"), ["solver", "thinker"])
+    episodes = RolloutEngine(team.policies, show_progress=False).run("think_solve-v0", 1, 1, seed=0)
+    values = [[[float(j) for j in range(len(t.completion_ids))] for t in e.turns] for e in episodes]
+    samples = _samples(episodes, values, set(team.trainable), per_token=True)
+    assert samples and all(s.kind == "generate" and s.adv == [float(j) for j in range(s.n)] for s in samples)
+
+
+# ---------------------------------------------------------------------- config.json
+def _old_layout(run: Path) -> dict:
+    """Rewrite run/config.json as the trainer wrote it before the "resolved" block: the resolved action mode and the
+    config hash as top-level keys (as in the stored suite runs)."""
+    raw = json.loads((run / "config.json").read_text())
+    resolved = raw.pop("resolved")
+    raw.update(config_hash=resolved["config_hash"], action_mode_resolved=resolved["action_mode"])
+    (run / "config.json").write_text(json.dumps(raw, indent=1))
+    return raw
+
+
+def test_config_json_holds_the_config_fields_and_one_resolved_block(tmp_path):
+    from baselines.train.config import read_run_config
+
+    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
+                      out=str(tmp_path / "r"), progress=False, tensorboard=False)
+    train(cfg)
+    raw = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert raw == {**cfg.to_dict(), "resolved": {"action_mode": "discrete", "config_hash": cfg.hash()}}
+    run = read_run_config(tmp_path / "r")
+    assert run.config == cfg and run.resolved.action_mode == "discrete" and run.resolved.config_hash == cfg.hash()
+    (tmp_path / "r" / "config.json").write_text(json.dumps({**cfg.to_dict(), "resolved": "discrete"}))
+    with pytest.raises(ValueError, match="'resolved' must be an object"):
+        read_run_config(tmp_path / "r")
+
+
+def test_a_run_written_before_the_resolved_block_loads_resumes_and_counts_as_finished(tmp_path):
+    from baselines.train.config import OUTPUT_FIELDS, read_run_config
+    from leaderboard.players import load_player
+    from leaderboard.suite import complete_run, run_one
+
+    def cfg(out, steps, resume=False):
+        return TrainConfig(env="kuhn_poker-v0", model="mlp", steps=steps, tasks_per_step=2, group_size=2, seed=3,
+                           save_every=2, out=str(out), resume=resume, progress=False, tensorboard=False)
+
+    run = tmp_path / "old"
+    train(cfg(run, 2))
+    old = _old_layout(run)
+    assert read_run_config(run).resolved.config_hash == old["config_hash"] == cfg(run, 2).hash()
+    player = load_player(f"checkpoint:{run}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
+    assert player.provenance["config_hash"] == old["config_hash"]
+    assert player.provenance["train_config"] == {k: v for k, v in old.items() if k not in OUTPUT_FIELDS
+                                                 and k not in ("config_hash", "action_mode_resolved")}
+    # the suite's reuse: a finished run is scored as it is (not trained again) and keeps its hash
+    assert complete_run(run, 2)
+    spec = {"out": str(run), "steps": 2, "play": "self", "last_fraction": 1.0, "method": "broadcast",
+            "setting": "kuhn", "seed": 3, "env_id": "kuhn_poker-v0", "env_kwargs": {}}
+    assert run_one(spec)["config_hash"] == old["config_hash"]
+    assert json.loads((run / "config.json").read_text()) == old
+    # --resume continues it exactly: the same metrics as one run of 3 steps
+    train(cfg(run, 3, resume=True))
+    train(cfg(tmp_path / "whole", 3))
+    assert _comparable(_metrics(run / "metrics.jsonl")) == _comparable(_metrics(tmp_path / "whole" / "metrics.jsonl"))
+    assert complete_run(run, 3) and read_run_config(run).resolved.config_hash == old["config_hash"]

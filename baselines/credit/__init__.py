@@ -9,11 +9,11 @@ The contract (the trainer, the leaderboard and your code call exactly these):
 
 * ``make_credit(name, **options)``: a registered name (``list_credits()``) or ``"package.module:ClassName"``;
   unknown names and options raise ``ValueError`` listing what exists.
-* ``method.advantages(episodes) -> list[list[float]]``: one call = one training batch; for every episode, in the
+* ``method.advantages(episodes) -> TurnAdvantages``: one call = one training batch; for every episode, in the
   order given, one advantage per entry of ``episode.turns`` (the trainer spreads a turn's advantage over its
   completion tokens). Groups (the G samples of one task) are formed by ``Episode.group_key``, never by list order.
-  A method with ``per_token = True`` returns, per turn, one value per completion token instead (``marshal`` with
-  ``variant="roll"``).
+  A method with ``per_token = True`` returns ``TokenAdvantages`` instead: per turn, one value per completion token
+  (``marshal`` with ``variant="roll"``); the trainer reads ``per_token`` to know which it got.
 * ``method.branches(env_id) -> list[BranchSpec]``: the counterfactual branches the rollout engine must play for it
   (raises ``ValueError`` when the env cannot make them, before any rollout).
 * ``method.state_dict()`` / ``method.load_state_dict(state)``: JSON-safe running statistics, so a resumed run gives
@@ -118,7 +118,7 @@ Command line: ``python -m baselines.credit --episodes episodes.jsonl --method cc
 statistics and the method's diagnostics for a file written by ``python -m baselines.rollout``.
 """
 
-from baselines.credit.base import CreditMethod, list_credits, make_credit, register
+from baselines.credit.base import CreditMethod, TokenAdvantages, TurnAdvantages, list_credits, make_credit, register
 from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas, mappo, ippo, shuffled  # noqa: F401,E402
 
-__all__ = ["CreditMethod", "list_credits", "make_credit", "register"]
+__all__ = ["CreditMethod", "TokenAdvantages", "TurnAdvantages", "list_credits", "make_credit", "register"]

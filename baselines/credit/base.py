@@ -10,14 +10,25 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, TypeAlias
 
 import numpy as np
 
 from baselines.episode import Branch, Episode
 from baselines.rollout import BranchSpec
 
-__all__ = ["CreditMethod", "list_credits", "make_credit", "register"]
+__all__ = ["CreditMethod", "TokenAdvantages", "TurnAdvantages", "list_credits", "make_credit", "register"]
+
+TurnAdvantages: TypeAlias = list[list[float]]
+"""What :meth:`CreditMethod.advantages` returns: for every episode of the batch (in the order given), one advantage per
+entry of its ``turns`` (``adv[i][k]`` for ``episodes[i].turns[k]``). The trainer gives every scored token of the
+turn that value."""
+
+TokenAdvantages: TypeAlias = list[list[list[float]]]
+"""What a per-token method (``per_token = True``, e.g. ``marshal`` with ``variant="roll"``) returns instead: for every
+episode, for every turn, one advantage per completion token (``adv[i][k][j]`` for token ``j`` of
+``episodes[i].turns[k]``; one value for a turn without completion tokens). A decision scored as one unit (a choice-mode
+or MLP turn) takes the first value."""
 
 STD_MODES = ("population", "sample", None)
 _REGISTRY: dict[str, type["CreditMethod"]] = {}
@@ -27,7 +38,7 @@ class CreditMethod:
     """Base class of a credit-assignment method (see the package docstring for the contract)."""
 
     name: str = ""
-    per_token: bool = False   # True: advantages() returns, per turn, one value per completion token
+    per_token: bool = False   # True: advantages() returns TokenAdvantages (one value per completion token)
     needs_state: str | None = None   # a learned critic's input: "global" (env.state()) or "observation", recorded in
     #                                  Turn.state by the rollout engine (RolloutEngine(record_state=needs_state))
 
@@ -35,8 +46,10 @@ class CreditMethod:
         """The counterfactual branches the rollout engine must play for this method on ``env_id``."""
         return []
 
-    def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
-        """One training batch in; for every episode (in the order given) one advantage per entry of its turns."""
+    def advantages(self, episodes: Sequence[Episode]) -> TurnAdvantages | TokenAdvantages:
+        """One training batch in; for every episode (in the order given) one advantage per entry of its turns
+        (:data:`TurnAdvantages`), or, when :attr:`per_token` is true, one list per turn with a value per completion
+        token (:data:`TokenAdvantages`)."""
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, Any]:

@@ -32,7 +32,8 @@ from typing import Sequence
 
 import numpy as np
 
-from baselines.credit.base import CreditMethod, check_batch, check_positive, register
+from baselines.credit.base import (CreditMethod, TokenAdvantages, TurnAdvantages, check_batch, check_positive,
+                                   register)
 from baselines.episode import Episode
 
 VARIANTS = ("paper", "roll")
@@ -49,7 +50,7 @@ class Marshal(CreditMethod):
         self.variant = variant
         self.per_token = variant == "roll"
 
-    def advantages(self, episodes: Sequence[Episode]) -> list:
+    def advantages(self, episodes: Sequence[Episode]) -> TurnAdvantages | TokenAdvantages:
         episodes = check_batch(episodes, self.name)
         if self.variant == "roll":
             return self._roll(episodes)
@@ -66,7 +67,7 @@ class Marshal(CreditMethod):
         base = {key: float(np.mean(v)) for key, v in pooled.items()}
         return [[ret[i][k] - base[(e.env_id, t.role)] for k, t in enumerate(e.turns)] for i, e in enumerate(episodes)]
 
-    def _roll(self, episodes: list[Episode]) -> list[list[list[float]]]:
+    def _roll(self, episodes: list[Episode]) -> TokenAdvantages:
         # 1. per-(env, role) centring of the turn rewards
         pooled: dict[tuple[str, str], list[float]] = {}
         for e in episodes:

@@ -2,6 +2,12 @@
 
 ``TrainConfig.from_args(argv)`` parses ``--field-name VALUE`` for every field (booleans are ``--flag`` /
 ``--no-flag``; dict fields take JSON), and ``check()`` validates everything that can be known before a rollout.
+``--model`` is parsed once, by :func:`parse_model` (``TrainConfig.model_spec``).
+
+A run folder's ``config.json`` (:func:`write_run_config`, :func:`read_run_config`) holds ``TrainConfig``'s fields
+and one more key, ``"resolved"``: what the trainer resolved from them (:class:`Resolved`: the action mode it played
+and ``TrainConfig.hash()``). Runs written before that block existed kept the same two values as top-level keys
+(:data:`LEGACY_RESOLVED_KEYS`); :func:`read_run_config` reads both layouts.
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Iterable, Sequence
 
 AGGREGATIONS = ("token-mean", "seq-mean")
 ADAPTERS = ("none", "shared", "per_role")
@@ -23,6 +30,9 @@ OUTPUT_FIELDS = ("out", "resume", "progress", "tensorboard", "wandb")
 # Fields that never change a run's result: the output fields and the checkpoint cadence. TrainConfig.hash() leaves
 # them out.
 RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints")
+RUN_CONFIG = "config.json"
+# config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
+LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -141,8 +151,9 @@ class TrainConfig:
         """A digest of everything that changes the result (not where it is written or how it is shown)."""
         d = {k: v for k, v in self.to_dict().items()
              if k not in RESULT_NEUTRAL_FIELDS + ("steps",)}   # --resume --steps N extends a run
-        if "tiny" not in {p.split("=")[-1].strip() for p in self.model.split(",")}:
-            # the resolved values: the same hash as before these defaults meant "by what is trained"
+        if "tiny" not in self.model_spec.names:
+            # hash the values these defaults resolve to, so that a run that gave 1 and 0 explicitly (as every run
+            # did when they were the plain defaults) keeps its hash
             d["ppo_epochs"] = d["ppo_epochs"] or 1
             d["entropy_coef"] = max(d["entropy_coef"], 0.0)
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
@@ -174,26 +185,10 @@ class TrainConfig:
             return self.ppo_epochs
         return 4 if model_name == "tiny" else 1
 
-    def model_by_role(self, roles: Sequence[str]) -> dict[str, str]:
-        """``--model`` as role -> model name (every role of the env), or a clear error."""
-        spec = self.model.strip()
-        if not spec:
-            raise ValueError("--model is empty")
-        if "=" not in spec:
-            return {r: spec for r in roles}
-        out: dict[str, str] = {}
-        for part in (p.strip() for p in spec.split(",") if p.strip()):
-            role, sep, name = part.partition("=")
-            if not sep or not role or not name:
-                raise ValueError(f"--model part {part!r} is not ROLE=MODEL")
-            if role not in roles:
-                raise ValueError(f"--model names role {role!r}, which {self.env} does not have; its roles: "
-                                 f"{', '.join(roles)}")
-            out[role] = name
-        missing = [r for r in roles if r not in out and r not in self.partner_by_role(roles)]
-        if missing:
-            raise ValueError(f"--model gives no model for role(s) {missing} of {self.env}")
-        return out
+    @property
+    def model_spec(self) -> "ModelSpec":
+        """``--model`` parsed (:func:`parse_model`), or a ``ValueError`` naming ``--model``."""
+        return parse_model(self.model)
 
     def partner_by_role(self, roles: Sequence[str]) -> dict[str, str]:
         out = {}
@@ -217,6 +212,8 @@ class TrainConfig:
 
     def check(self) -> None:
         """Everything that can be checked before a rollout (the rest is checked when the team is built)."""
+        parse_model(self.model)
+
         def positive(name: str, value: float) -> None:
             if not value > 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {value!r}")
@@ -250,6 +247,112 @@ class TrainConfig:
             raise ValueError(f"--dtype must be float32 or bfloat16, got {self.dtype!r}")
         if "action_mode" in self.env_kwargs:
             raise ValueError("give the action mode with --action-mode, not in --env-kwargs")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """``--model``, parsed by :func:`parse_model`: either one model name for every role (``shared``: the roles play
+    with one set of weights) or one per named role (``by_role``: each role its own weights, possibly of different
+    sizes). A name is ``mlp``, ``tiny``, ``smollm2-135m``, a local folder or a hub id."""
+
+    shared: str | None = None
+    by_role: tuple[tuple[str, str], ...] = ()      # (role, model name), in the order given
+
+    @property
+    def names(self) -> set[str]:
+        """The model names the spec uses."""
+        return {self.shared} if self.shared is not None else {name for _, name in self.by_role}
+
+    def for_roles(self, roles: Sequence[str], env_id: str, partners: Iterable[str] = ()) -> dict[str, str]:
+        """Role -> model name for every role of ``env_id`` (``roles``) that no scripted partner plays, or a
+        ``ValueError`` naming ``--model``: a role the env does not have, or a role left without a model."""
+        if self.shared is not None:
+            return {r: self.shared for r in roles}
+        out: dict[str, str] = {}
+        for role, name in self.by_role:
+            if role not in roles:
+                raise ValueError(f"--model names role {role!r}, which {env_id} does not have; its roles: "
+                                 f"{', '.join(roles)}")
+            out[role] = name
+        scripted = set(partners)
+        missing = [r for r in roles if r not in out and r not in scripted]
+        if missing:
+            raise ValueError(f"--model gives no model for role(s) {missing} of {env_id}")
+        return out
+
+
+def parse_model(text: str) -> ModelSpec:
+    """``--model`` as a :class:`ModelSpec`: ``NAME`` (every role plays it) or ``ROLE=NAME,ROLE=NAME,...``; a
+    ``ValueError`` naming ``--model`` and the part at fault otherwise. Whether the roles exist is checked against the
+    env by :meth:`ModelSpec.for_roles`."""
+    if not isinstance(text, str):
+        raise ValueError(f"--model must be a string, got {type(text).__name__}")
+    spec = text.strip()
+    if not spec:
+        raise ValueError("--model is empty")
+    if "=" not in spec:
+        if "," in spec:
+            raise ValueError(f"--model {spec!r} lists several models: give one for every role, or ROLE=MODEL for "
+                             f"each role")
+        return ModelSpec(shared=spec)
+    pairs: list[tuple[str, str]] = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        role, sep, name = (x.strip() for x in part.partition("="))
+        if not sep or not role or not name:
+            raise ValueError(f"--model part {part!r} is not ROLE=MODEL")
+        if role in (r for r, _ in pairs):
+            raise ValueError(f"--model names role {role!r} twice")
+        pairs.append((role, name))
+    return ModelSpec(by_role=tuple(pairs))
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What the trainer resolved from a run's ``TrainConfig``: config.json's ``"resolved"`` block."""
+
+    action_mode: str             # the env's action mode the run played (--action-mode, or what its empty value meant)
+    config_hash: str | None      # TrainConfig.hash() when the run was written (None: a run folder that lacks it)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run folder's ``config.json``, as :func:`read_run_config` reads it."""
+
+    config: TrainConfig
+    resolved: Resolved
+    fields: dict[str, Any]       # the TrainConfig fields as stored (what the run was trained with), without "resolved"
+
+
+def write_run_config(folder: Path, cfg: TrainConfig, action_mode: str) -> None:
+    """Write ``folder/config.json``: ``cfg``'s fields and the ``"resolved"`` block (``action_mode``, ``cfg.hash()``)."""
+    resolved = Resolved(action_mode=action_mode, config_hash=cfg.hash())
+    (Path(folder) / RUN_CONFIG).write_text(json.dumps({**cfg.to_dict(), "resolved": dataclasses.asdict(resolved)},
+                                                      indent=1))
+
+
+def read_run_config(folder: Path) -> RunConfig:
+    """``folder/config.json`` as written by :func:`write_run_config`, or in the layout of older runs (the resolved
+    values as the top-level keys of :data:`LEGACY_RESOLVED_KEYS`). Keys that are no field of ``TrainConfig`` any more
+    stay in ``fields`` and are left out of ``config``. A missing or malformed file is a ``ValueError`` naming it."""
+    path = Path(folder) / RUN_CONFIG
+    if not path.is_file():
+        raise ValueError(f"{folder}: no {RUN_CONFIG} (a folder written by python -m baselines.train)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    block = raw.pop("resolved", None)
+    legacy = {name: raw.pop(key) for key, name in LEGACY_RESOLVED_KEYS.items() if key in raw}
+    if block is None:
+        block = legacy
+    if not isinstance(block, dict) or set(block) - {f.name for f in dataclasses.fields(Resolved)}:
+        raise ValueError(f"{path}: 'resolved' must be an object with action_mode and config_hash, got {block!r}")
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    cfg = TrainConfig(**{k: v for k, v in raw.items() if k in known})
+    resolved = Resolved(action_mode=block.get("action_mode", cfg.action_mode), config_hash=block.get("config_hash"))
+    return RunConfig(cfg, resolved, raw)
 
 
 _EXAMPLES = """\

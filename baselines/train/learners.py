@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
@@ -31,6 +31,9 @@ from torch import nn
 from baselines.policies.base import Generation, Policy, Request
 
 __all__ = ["Learner", "Sample", "build_team"]
+
+# The trainer's data-parallel wrapping: (module, optimizer) -> (the module to run forward passes through, optimizer)
+Prepare = Callable[[nn.Module, torch.optim.Optimizer], tuple[nn.Module, torch.optim.Optimizer]]
 
 
 @dataclass
@@ -77,18 +80,32 @@ class AdapterPolicy(Policy):
 
 
 class Learner:
-    """One set of trained (or frozen) weights and the roles that play with them."""
+    """One set of trained (or frozen) weights and the roles that play with them. Made by :func:`build_team` only,
+    which also gives a learner with trained roles its optimizer and forward module (:meth:`set_up_training`)."""
 
-    def __init__(self, roles: list[str], module: nn.Module, policies: dict[str, Policy], trainable: list[str],
-                 name: str, model_name: str = "") -> None:
-        self.roles, self.module, self.policies, self.trainable, self.name = roles, module, policies, trainable, name
-        self.model_name = model_name
-        self.forward_module: nn.Module = module    # the DDP-wrapped module under data parallel
-        self.optimizer: torch.optim.Optimizer | None = None
+    def __init__(self, module: nn.Module, policies: dict[str, Policy], trainable: list[str], name: str,
+                 model_name: str) -> None:
+        self.module, self.policies, self.trainable, self.name = module, policies, trainable, name
+        self.model_name = model_name               # the --model name: the per-model defaults of TrainConfig read it
+        self.forward_module: nn.Module = module    # what the update's forward passes run (DDP-wrapped, compiled)
+        self.optimizer: torch.optim.Optimizer | None = None     # None: the learner only plays
         self.reference: Any = None
+
+    @property
+    def roles(self) -> list[str]:
+        """The roles that play with these weights."""
+        return list(self.policies)
 
     def parameters(self) -> list[nn.Parameter]:
         return [p for p in self.module.parameters() if p.requires_grad]
+
+    def set_up_training(self, lr: float, weight_decay: float, prepare: Prepare, compile: bool = False) -> None:
+        """The optimizer (AdamW over :meth:`parameters`) and the module the update's forward passes run through:
+        ``prepare(module, optimizer)`` wraps both for data parallel (the identity on one process), and
+        ``compile`` runs ``torch.compile`` on the wrapped module."""
+        optimizer = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=weight_decay)
+        module, self.optimizer = prepare(self.module, optimizer)
+        self.forward_module = torch.compile(module) if compile else module
 
     def set_version(self, version: int) -> None:
         for p in self.policies.values():
@@ -145,7 +162,7 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 class MLPLearner(Learner):
     def __init__(self, roles, policy, trainable, name) -> None:
-        super().__init__(roles, policy.module, {r: policy for r in roles}, trainable, name)
+        super().__init__(policy.module, {r: policy for r in roles}, trainable, name, "mlp")
         self.policy = policy
 
     def logprobs(self, samples):
@@ -166,9 +183,9 @@ class MLPLearner(Learner):
 
 
 class LLMLearner(Learner):
-    def __init__(self, roles, model, tokenizer, policies, trainable, name, adapters: str, temperature: float,
-                 hf_policy=None) -> None:
-        super().__init__(roles, model, policies, trainable, name)
+    def __init__(self, model, tokenizer, policies, trainable, name, model_name: str, adapters: str, temperature: float,
+                 hf_policy) -> None:
+        super().__init__(model, policies, trainable, name, model_name)
         self.tokenizer, self.adapters, self.temperature = tokenizer, adapters, temperature
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.hf_policy = hf_policy     # the TransformersPolicy over the same model (choice mode's shared-prompt scorer)
@@ -267,12 +284,16 @@ class Team:
     trainable: list[str]               # roles whose turns are trained
 
 
-def build_team(cfg, env, roles: list[str]) -> Team:
-    """Learners and policies for ``cfg`` on ``env`` (a made env of the right action mode), or a clear error."""
-    from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
+def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Team:
+    """Learners and policies for ``cfg`` on ``env`` (a made env of the right action mode), or a clear error.
 
+    With ``prepare`` (the trainer's data-parallel wrapping of a module and its optimizer; ``lambda m, o: (m, o)`` on
+    one process), every learner with a trained role is also set up for training: its AdamW optimizer at
+    ``cfg.learning_rate`` and ``--weight-decay``, and its forward module, compiled with ``--compile``
+    (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's checkpoint player)."""
     partners = cfg.partner_by_role(roles)
-    models = cfg.model_by_role(roles)
+    spec = cfg.model_spec
+    models = spec.for_roles(roles, cfg.env, partners)
     frozen = cfg.frozen_roles(roles)
     for role in partners:
         models.pop(role, None)
@@ -280,25 +301,14 @@ def build_team(cfg, env, roles: list[str]) -> Team:
             raise ValueError(f"role {role!r} is a scripted partner; it cannot also be --frozen")
     if not models:
         raise ValueError("every role is a scripted partner: nothing would be trained")
-    shared = "=" not in cfg.model
+    shared = spec.shared is not None
     groups: list[tuple[str, list[str]]] = []      # (model name, roles sharing its weights)
     for role, name in models.items():
         if shared and groups:
             groups[0][1].append(role)
         else:
             groups.append((name, [role]))
-    policies: dict[str, Policy] = {}
-    for role, kind in partners.items():
-        if kind == "random":
-            policies[role] = RandomPolicy(seed=cfg.seed)
-        else:
-            from marl_llm_envs.reference import reference_policies
-
-            bots = reference_policies(cfg.env)
-            if not bots:
-                raise ValueError(f"{cfg.env} has no reference bot for --partners {role}=reference")
-            name, fn = next(iter(bots.items()))
-            policies[role] = ScriptedPolicy(fn, seed=cfg.seed, name=f"reference:{name}")
+    policies = _partner_policies(cfg, partners)
     learners: list[Learner] = []
     for n, (name, group_roles) in enumerate(groups):
         trainable = [r for r in group_roles if r not in frozen]
@@ -313,13 +323,35 @@ def build_team(cfg, env, roles: list[str]) -> Team:
         else:
             learner = _llm_learner(cfg, name, group_roles, trainable, label)
         learner.module.to(cfg.device)
-        learner.model_name = name
         learners.append(learner)
         policies.update(learner.policies)
     trained = [r for lr in learners for r in lr.trainable]
     if not trained:
         raise ValueError(f"every role is frozen or scripted ({', '.join(roles)}): nothing would be trained")
+    if prepare is not None:
+        for learner in learners:
+            if learner.trainable:
+                learner.set_up_training(cfg.learning_rate(learner.model_name), cfg.weight_decay, prepare, cfg.compile)
     return Team(learners, policies, trained)
+
+
+def _partner_policies(cfg, partners: dict[str, str]) -> dict[str, Policy]:
+    """Role -> the scripted policy of ``--partners`` (``random``, or the env's first ``reference`` bot)."""
+    from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
+
+    policies: dict[str, Policy] = {}
+    for role, kind in partners.items():
+        if kind == "random":
+            policies[role] = RandomPolicy(seed=cfg.seed)
+        else:
+            from marl_llm_envs.reference import reference_policies
+
+            bots = reference_policies(cfg.env)
+            if not bots:
+                raise ValueError(f"{cfg.env} has no reference bot for --partners {role}=reference")
+            name, fn = next(iter(bots.items()))
+            policies[role] = ScriptedPolicy(fn, seed=cfg.seed, name=f"reference:{name}")
+    return policies
 
 
 def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: str) -> LLMLearner:
@@ -332,7 +364,7 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
                     choice_scoring=cfg.choice_scoring)
     if cfg.adapters == "none":
         policy = TransformersPolicy(model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
-        return LLMLearner(roles, model, tok, {r: policy for r in roles}, trainable, label, "none", cfg.temperature,
+        return LLMLearner(model, tok, {r: policy for r in roles}, trainable, label, name, "none", cfg.temperature,
                           hf_policy=policy)
     try:
         from peft import LoraConfig, get_peft_model
@@ -348,5 +380,5 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
         p.requires_grad_("lora_" in n)
     inner = TransformersPolicy(peft_model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
     policies = {r: AdapterPolicy(inner, peft_model, r if cfg.adapters == "per_role" else "shared") for r in roles}
-    return LLMLearner(roles, peft_model, tok, policies, trainable, label, cfg.adapters, cfg.temperature,
+    return LLMLearner(peft_model, tok, policies, trainable, label, name, cfg.adapters, cfg.temperature,
                       hf_policy=inner)

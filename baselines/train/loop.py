@@ -17,26 +17,27 @@ import gc
 import json
 import math
 import os
-import signal
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from baselines.credit import make_credit
-from baselines.rollout import RolloutEngine, training_seeds
+from baselines.credit import CreditMethod, TokenAdvantages, TurnAdvantages, make_credit
+from baselines.rollout import BranchSpec, RolloutEngine, training_seeds
 from baselines.train import checkpoint
-from baselines.train.config import TrainConfig
-from baselines.train.learners import Sample, Team, build_team
+from baselines.train.config import TrainConfig, write_run_config
+from baselines.train.learners import Learner, Sample, Team, build_team
 from baselines.train.loss import policy_loss, token_weight
 from marl_llm_envs import make, spec
 
 __all__ = ["train"]
 
-KILL_ENV = "MARL_TRAIN_KILL_AFTER_STEP"   # tests: SIGKILL this process right after that step's metrics are written
+CHECKPOINTS = "checkpoints"      # the run folder's checkpoint folder
+METRICS = "metrics.jsonl"        # one JSON line of metrics per step
 
 
 class _Dist:
@@ -88,12 +89,14 @@ def _shard(items: list, rank: int, world: int) -> list:
     return items[rank * n // world:(rank + 1) * n // world]
 
 
-def _samples(team: Team, episodes, advantages, roles_now: set[str]) -> list[Sample]:
+def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: set[str],
+             per_token: bool = False) -> list[Sample]:
     """Every trained decision of the main episodes: turns of a trained role that produced tokens (never branch
-    turns, replayed turns or scripted partners' turns)."""
+    turns, replayed turns or scripted partners' turns). ``per_token``: the credit method's flag, saying that
+    ``advantages`` holds one value per completion token of each turn (:data:`TokenAdvantages`)."""
     out = []
     for e, row in zip(episodes, advantages):
-        for t, a in zip(e.turns, row):
+        for k, (t, a) in enumerate(zip(e.turns, row)):
             if t.role not in roles_now or t.replayed or not t.completion_ids:
                 continue
             mode = t.extra.get("mode", "generate")
@@ -103,8 +106,14 @@ def _samples(team: Team, episodes, advantages, roles_now: set[str]) -> list[Samp
                 kind, lps = "mlp", [float(t.logprobs[0])]
             else:
                 kind, lps = "generate", [float(x) for x in t.logprobs]
-            if isinstance(a, list):          # a per-token method: decisions take the first token's value
+            if per_token:          # one value per completion token; a decision scored as one unit takes the first
+                if not isinstance(a, (list, tuple)):
+                    raise ValueError(f"{e.env_id}: a per-token credit method gave turn {k} one number, not one per "
+                                     f"completion token")
                 adv = [float(x) for x in a] if kind == "generate" else [float(a[0])]
+            elif isinstance(a, (list, tuple)):
+                raise ValueError(f"{e.env_id}: the credit method gave turn {k} a list of values; a method that "
+                                 f"gives one per completion token sets per_token = True")
             else:
                 adv = [float(a)] * len(lps)
             if len(adv) != len(lps):
@@ -114,31 +123,39 @@ def _samples(team: Team, episodes, advantages, roles_now: set[str]) -> list[Samp
     return out
 
 
-def _micro_batches(samples: list[Sample], budget: int) -> list[list[Sample]]:
-    batches, cur, used = [], [], 0
-    for s in samples:
-        if cur and used + s.cost > budget:
-            batches.append(cur)
-            cur, used = [], 0
-        cur.append(s)
-        used += s.cost
-    if cur:
-        batches.append(cur)
-    return batches
+@dataclass
+class _UpdateStats:
+    """What one update logs, summed over its learners, epochs and micro-batches."""
+
+    clip_frac: float = 0.0
+    kl: float = 0.0
+    ratio_max: float = 1.0
+    grad_norm: float = 0.0
+    trained_tokens: float = 0.0
+    gaps: list[float] = field(default_factory=list)    # |recomputed - sampled| log-probability of each scored token
+    entropy_sum: float = 0.0       # the weighted mean entropy of the decisions the update trains
+    entropy_weight: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        gap_max, gap_mean = (float(max(self.gaps)), float(np.mean(self.gaps))) if self.gaps else (0.0, 0.0)
+        # the entropy is over the samples the update computed (zero-advantage ones are skipped when nothing else
+        # needs them), so that skipping does not read as an entropy collapse
+        entropy = self.entropy_sum / self.entropy_weight if self.entropy_weight > 0 else 0.0
+        return {"clip_frac": self.clip_frac, "kl": self.kl, "ratio_max": self.ratio_max, "entropy": entropy,
+                "recompute_gap_max": gap_max, "recompute_gap_mean": gap_mean, "trained_tokens": self.trained_tokens,
+                "grad_norm": self.grad_norm}
 
 
 def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], total: dict[str, list[int]],
             roles_now: set[str]) -> dict[str, float]:
-    """One update of every learner with trained roles this step (PPO epochs x micro-batches, gradient clipping)."""
-    stats: dict[str, float] = {"clip_frac": 0.0, "kl": 0.0, "ratio_max": 1.0, "entropy": 0.0, "recompute_gap_max": 0.0,
-                               "recompute_gap_mean": 0.0, "trained_tokens": 0.0, "grad_norm": 0.0}
-    gaps: list[float] = []
-    entropy_sum = entropy_weight = 0.0       # the weighted mean entropy of the decisions the update trains
+    """One update of every learner with trained roles this step (PPO epochs x micro-batches, gradient clipping).
+    ``local``: this process's samples; ``total``: per learner, the scored-token counts of the whole batch's samples
+    (the aggregation weights are computed over the whole batch)."""
+    stats = _UpdateStats()
     for learner in team.learners:
         if not set(learner.trainable) & roles_now:
             continue
         mine = [s for s in local if s.role in learner.trainable and s.role in roles_now]
-        scale = float(dist.world)     # DDP averages the processes' gradients; the weights sum over the whole batch
         weight_of: dict[int, float] = {}      # token_weight depends on the sample's length only: once per length
         for s in mine:
             w = weight_of.get(s.n)
@@ -150,55 +167,55 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
             # A zero advantage contributes nothing to the loss or its gradient: skip its forward pass. The weights
             # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
             mine = [s for s in mine if any(a != 0.0 for a in s.adv)]
-        batches = learner.micro_batches(mine, cfg.micro_batch_tokens)
-        # verl's recompute: the old log-probabilities come from the training model itself, before any update. The
-        # first epoch's forward passes all run before the first optimizer step, so they are that recompute: no
-        # extra pass is needed.
-        old: list[torch.Tensor | None] = [None] * len(batches)
-        ref: list[torch.Tensor | None] = [None] * len(batches)
-        epochs = cfg.epochs(learner.model_name)
-        for _ in range(epochs):
-            learner.optimizer.zero_grad(set_to_none=True)
-            if not batches:   # a process with no samples still joins the gradient all-reduce
-                zero = sum(p.sum() for p in learner.parameters()) * 0.0
-                dist.backward(zero)
-            for n, mb in enumerate(batches):
-                with dist.no_sync(learner.forward_module, last=n == len(batches) - 1):
-                    with _autocast(cfg):
-                        new, entropy = learner.logprobs(mb)
-                    new = new.float()
-                    if old[n] is None:
-                        old[n] = new.detach()
-                        sampled = torch.tensor([x for s in mb for x in s.sampler_lp], dtype=torch.float32)
-                        finite = torch.isfinite(sampled)   # a sampler's -inf never reaches the loss; skip it here too
-                        gaps.extend((old[n].cpu() - sampled).abs()[finite].tolist())
-                        if cfg.kl_coef > 0:
-                            ref[n] = learner.ref_logprobs(mb).detach().float()
-                    dev = new.device
-                    adv = torch.tensor([x for s in mb for x in s.adv], dtype=torch.float32, device=dev)
-                    w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
-                    loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
-                                           clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
-                                           kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
-                    dist.backward(loss * scale)
-                stats["clip_frac"] += st["clipped"] / epochs
-                stats["kl"] += st.get("kl", 0.0) / epochs
-                stats["ratio_max"] = max(stats["ratio_max"], st["ratio_max"])
-                if entropy is not None:
-                    entropy_sum += float((entropy.detach() * w).sum())
-                    entropy_weight += float(w.sum())
-            params = learner.parameters()
-            norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
-            stats["grad_norm"] = max(stats["grad_norm"], float(norm))
-            learner.optimizer.step()
-        stats["trained_tokens"] += sum(s.n for s in mine)
-    if gaps:
-        stats["recompute_gap_max"], stats["recompute_gap_mean"] = float(max(gaps)), float(np.mean(gaps))
-    if entropy_weight > 0:
-        # over the samples the update computed (zero-advantage ones are skipped when nothing else needs them), so
-        # that skipping does not read as an entropy collapse
-        stats["entropy"] = entropy_sum / entropy_weight
-    return stats
+        _ppo_epochs(learner, cfg, dist, mine, entropy_coef, stats)
+        stats.trained_tokens += sum(s.n for s in mine)
+    return stats.as_dict()
+
+
+def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[Sample], entropy_coef: float,
+                stats: _UpdateStats) -> None:
+    """``cfg.epochs`` clipped passes of one learner over its samples, one optimizer step each."""
+    batches = learner.micro_batches(samples, cfg.micro_batch_tokens)
+    scale = float(dist.world)     # DDP averages the processes' gradients; the weights sum over the whole batch
+    # verl's recompute: the old log-probabilities come from the training model itself, before any update. The
+    # first epoch's forward passes all run before the first optimizer step, so they are that recompute: no
+    # extra pass is needed.
+    old: list[torch.Tensor | None] = [None] * len(batches)
+    ref: list[torch.Tensor | None] = [None] * len(batches)
+    epochs = cfg.epochs(learner.model_name)
+    for _ in range(epochs):
+        learner.optimizer.zero_grad(set_to_none=True)
+        if not batches:   # a process with no samples still joins the gradient all-reduce
+            zero = sum(p.sum() for p in learner.parameters()) * 0.0
+            dist.backward(zero)
+        for n, mb in enumerate(batches):
+            with dist.no_sync(learner.forward_module, last=n == len(batches) - 1):
+                with _autocast(cfg):
+                    new, entropy = learner.logprobs(mb)
+                new = new.float()
+                if old[n] is None:
+                    old[n] = new.detach()
+                    sampled = torch.tensor([x for s in mb for x in s.sampler_lp], dtype=torch.float32)
+                    finite = torch.isfinite(sampled)   # a sampler's -inf never reaches the loss; skip it here too
+                    stats.gaps.extend((old[n].cpu() - sampled).abs()[finite].tolist())
+                    if cfg.kl_coef > 0:
+                        ref[n] = learner.ref_logprobs(mb).detach().float()
+                dev = new.device
+                adv = torch.tensor([x for s in mb for x in s.adv], dtype=torch.float32, device=dev)
+                w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
+                loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
+                                       clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
+                                       kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
+                dist.backward(loss * scale)
+            stats.clip_frac += st["clipped"] / epochs
+            stats.kl += st.get("kl", 0.0) / epochs
+            stats.ratio_max = max(stats.ratio_max, st["ratio_max"])
+            if entropy is not None:
+                stats.entropy_sum += float((entropy.detach() * w).sum())
+                stats.entropy_weight += float(w.sum())
+        norm = torch.nn.utils.clip_grad_norm_(learner.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
+        stats.grad_norm = max(stats.grad_norm, float(norm))
+        learner.optimizer.step()
 
 
 def _autocast(cfg: TrainConfig):
@@ -279,7 +296,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     every full collection would otherwise walk the whole heap of torch (measured: 20-30% of an MLP run's CPU time).
     Collection order changes no result; the freeze is undone afterwards unless the caller had frozen objects too."""
     cfg.check()
-    only_mlp = cfg.device == "cpu" and all(part.split("=")[-1].strip() == "mlp" for part in cfg.model.split(","))
+    only_mlp = cfg.device == "cpu" and cfg.model_spec.names == {"mlp"}
     threads = torch.get_num_threads()
     unfreeze = only_mlp and gc.get_freeze_count() == 0
     if only_mlp:
@@ -293,20 +310,91 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
-    # ---- everything that can fail does so before the first rollout
-    env_spec = spec(cfg.env)
-    uses_mlp = any(part.split("=")[-1].strip() == "mlp" for part in cfg.model.split(","))
-    action_mode = cfg.action_mode or ("discrete" if uses_mlp else "text")
+    run = _prepare(cfg)          # everything that can fail does so before the first rollout
+    dist = _Dist(cfg)
+    torch.manual_seed(cfg.seed)
+    np.random.seed(cfg.seed % 2**32)
+    team = build_team(cfg, run.env, run.roles, prepare=dist.prepare)
+    method = run.method
+    start = _resume(cfg, run, team, dist.main) if run.resume_from is not None else 0
+    if dist.main:
+        run.out.mkdir(parents=True, exist_ok=True)
+        write_run_config(run.out, cfg, run.action_mode)
+    for learner in team.learners:
+        learner.set_version(start)
+    log = _Log(cfg, run.out, start) if dist.main else None
+    method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
+    engine = RolloutEngine(team.policies, show_progress=False, record_state=method.needs_state)
+    metrics: dict[str, Any] = {}
+    if freeze:
+        gc.freeze()
+    for step in range(start, cfg.steps):
+        t0 = time.perf_counter()
+        # ---- rollout: fresh seeds per step, this process's shard of the tasks; every process gets the whole batch
+        episodes, mine = _rollout(engine, cfg, run, dist, step)
+        t1 = time.perf_counter()
+        # ---- credit, on the whole batch
+        advantages = method.advantages(episodes)
+        diag = method.diagnostics(episodes)
+        diag.update(method.update(episodes))     # a learned critic's own step (the same on every process)
+        t2 = time.perf_counter()
+        # ---- update: this process's turns, weights over the whole batch
+        roles_now = _roles_trained(cfg, team, step)
+        everything = _samples(episodes, advantages, roles_now, method.per_token)
+        total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
+        local = everything if dist.world == 1 else _samples(episodes[mine], advantages[mine], roles_now,
+                                                            method.per_token)
+        upd = _update(team, cfg, dist, local, total, roles_now)
+        for learner in team.learners:
+            learner.set_version(step + 1)
+        t3 = time.perf_counter()
+        # ---- metrics
+        metrics = _metrics(step, episodes, advantages, run.family, diag)
+        metrics.update(upd)
+        metrics["roles_trained"] = ",".join(sorted(roles_now))
+        metrics.update({"time/rollout": t1 - t0, "time/credit": t2 - t1, "time/update": t3 - t2,
+                        "time/step": t3 - t0})
+        if log is not None:
+            log.write(step, metrics)
+        # ---- checkpoint
+        if dist.main and ((step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps):
+            _save(cfg, run.out, step + 1, team, method)
+        if freeze and step == start:
+            gc.freeze()      # what the first step built for good (torch._dynamo, imported by the first optimizer step)
+    if log is not None:
+        log.close()
+    return metrics
+
+
+@dataclass
+class _Run:
+    """What :func:`_prepare` checked and made before the first rollout."""
+
+    env: Any                       # one env of the run's env id and kwargs (roles, branch agents, the MLP's sizes)
+    env_kwargs: dict[str, Any]     # --env-kwargs with the resolved action mode
+    action_mode: str
+    family: str
+    roles: list[str]
+    method: CreditMethod
+    branches: list[BranchSpec]
+    out: Path
+    resume_from: Path | None       # the checkpoint --resume continues from
+
+
+def _prepare(cfg: TrainConfig) -> _Run:
+    """The env, the credit method and its branches, the output folder: every error a flag can cause (the team's are
+    raised by build_team), before any rollout."""
+    action_mode = cfg.action_mode or ("discrete" if "mlp" in cfg.model_spec.names else "text")
     env_kwargs = {**cfg.env_kwargs, "action_mode": action_mode}
+    family = spec(cfg.env).family
     try:
-        proto = make(cfg.env, **env_kwargs)
+        env = make(cfg.env, **env_kwargs)
     except TypeError as e:           # an unknown kwarg: say which flag it came from
         raise ValueError(f"--env-kwargs: {e}") from None
-    roles = sorted(set(proto.roles.values()))
     method = make_credit(cfg.credit, **cfg.credit_options)
     branches = method.branches(cfg.env)
     for b in branches:
-        b.agents(proto)
+        b.agents(env)
     if cfg.wandb:
         try:
             import wandb  # noqa: F401
@@ -315,135 +403,106 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("--device cuda but no CUDA device is available")
     out = Path(cfg.out)
-    ckpt_dir = out / "checkpoints"
-    metrics_path = out / "metrics.jsonl"
-    resume_from = checkpoint.latest(ckpt_dir) if cfg.resume else None
+    resume_from = checkpoint.latest(out / CHECKPOINTS) if cfg.resume else None
     if cfg.resume and resume_from is None:
-        raise ValueError(f"--resume: no checkpoint in {ckpt_dir}")
+        raise ValueError(f"--resume: no checkpoint in {out / CHECKPOINTS}")
+    metrics_path = out / METRICS
     if not cfg.resume and metrics_path.exists() and metrics_path.stat().st_size:
         raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
-    dist = _Dist(cfg)
-    torch.manual_seed(cfg.seed)
-    np.random.seed(cfg.seed % 2**32)
-    team = build_team(cfg, proto, roles)
-    for learner in team.learners:
-        if learner.trainable:
-            learner.optimizer = torch.optim.AdamW(learner.parameters(), lr=cfg.learning_rate(learner.model_name),
-                                                  weight_decay=cfg.weight_decay)
-            module, learner.optimizer = dist.prepare(learner.module, learner.optimizer)
-            learner.forward_module = module
-            if cfg.compile:
-                learner.forward_module = torch.compile(learner.forward_module)
+    return _Run(env, env_kwargs, action_mode, family, sorted(set(env.roles.values())), method, branches, out,
+                resume_from)
 
-    start = 0
-    if resume_from is not None:
-        meta, tensors = checkpoint.load(resume_from)
-        if meta["config_hash"] != cfg.hash():
-            raise ValueError(f"--resume: the run in {out} was made with another config (hash {meta['config_hash']}, "
-                             f"now {cfg.hash()}); give the same flags, or another --out")
-        for learner, state in zip(team.learners, tensors["learners"]):
-            learner.load_state_dict(state["model"])
-            if learner.optimizer is not None and state["optimizer"] is not None:
-                learner.optimizer.load_state_dict(state["optimizer"])
-        method.load_state_dict(meta["credit"])
-        checkpoint.set_rng_state(tensors["rng"])
-        start = int(meta["step"])
-        if dist.main and metrics_path.exists():        # drop the lines of steps after the checkpoint
-            lines = metrics_path.read_text().splitlines()[:start]
-            metrics_path.write_text("".join(line + "\n" for line in lines))
-    if dist.main:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps({**cfg.to_dict(), "config_hash": cfg.hash(),
-                                                     "action_mode_resolved": action_mode}, indent=1))
-    for learner in team.learners:
-        learner.set_version(start)
 
-    writer = _tensorboard(cfg, out, start) if dist.main else None
-    run = None
-    if cfg.wandb and dist.main:
-        import wandb
+def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
+    """Load the checkpoint ``--resume`` continues from (weights, optimizer moments, the credit method's state, every
+    RNG) and drop the metrics lines of steps after it; returns the step it was taken at."""
+    meta, tensors = checkpoint.load(run.resume_from)
+    if meta["config_hash"] != cfg.hash():
+        raise ValueError(f"--resume: the run in {run.out} was made with another config (hash {meta['config_hash']}, "
+                         f"now {cfg.hash()}); give the same flags, or another --out")
+    for learner, state in zip(team.learners, tensors["learners"]):
+        learner.load_state_dict(state["model"])
+        if learner.optimizer is not None and state["optimizer"] is not None:
+            learner.optimizer.load_state_dict(state["optimizer"])
+    run.method.load_state_dict(meta["credit"])
+    checkpoint.set_rng_state(tensors["rng"])
+    start = int(meta["step"])
+    metrics_path = run.out / METRICS
+    if main and metrics_path.exists():
+        lines = metrics_path.read_text().splitlines()[:start]
+        metrics_path.write_text("".join(line + "\n" for line in lines))
+    return start
 
-        run = wandb.init(project=cfg.wandb, config=cfg.to_dict(), dir=str(out), resume="allow")
-    bar = None
-    if cfg.progress and dist.main:
-        from baselines.progress import Progress
 
-        bar = Progress(cfg.steps, f"train {cfg.env} {cfg.credit}", unit="step", initial=start)   # a bar on a TTY only
-    method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
-    engine = RolloutEngine(team.policies, show_progress=False, record_state=method.needs_state)
-    metrics: dict[str, Any] = {}
-    alt_roles = sorted(team.trainable)
-    if freeze:
-        gc.freeze()
-    for step in range(start, cfg.steps):
-        t0 = time.perf_counter()
-        # ---- rollout: fresh seeds per step, this process's shard of the tasks
-        seeds = _shard(training_seeds(cfg.seed, step, cfg.tasks_per_step), dist.rank, dist.world)
-        local = engine.run(cfg.env, len(seeds), cfg.group_size, seed=cfg.seed * 1_000_003 + step,
-                           env_kwargs=env_kwargs, branches=branches, seeds=seeds, run_id=f"step-{step}.{dist.rank}")
-        shards = dist.gather(local)
-        episodes = [e for shard in shards for e in shard]
-        offset = sum(len(shard) for shard in shards[:dist.rank])      # where this process's episodes start
-        t1 = time.perf_counter()
-        # ---- credit, on the whole batch
-        advantages = method.advantages(episodes)
-        diag = method.diagnostics(episodes)
-        diag.update(method.update(episodes))     # a learned critic's own step (the same on every process)
-        t2 = time.perf_counter()
-        # ---- update: this process's turns, weights over the whole batch
-        if cfg.alternate_every:
-            roles_now = {alt_roles[(step // cfg.alternate_every) % len(alt_roles)]}
-        else:
-            roles_now = set(team.trainable)
-        everything = _samples(team, episodes, advantages, roles_now)
-        total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
-        if dist.world == 1:       # one process: its shard is the whole batch
-            mine = everything
-        else:
-            mine = _samples(team, episodes[offset:offset + len(local)], advantages[offset:offset + len(local)],
-                            roles_now)
-        upd = _update(team, cfg, dist, mine, total, roles_now)
-        for learner in team.learners:
-            learner.set_version(step + 1)
-        t3 = time.perf_counter()
-        # ---- metrics
-        metrics = _metrics(step, episodes, advantages, env_spec.family, diag)
-        metrics.update({k: v for k, v in upd.items()})
-        metrics["roles_trained"] = ",".join(sorted(roles_now))
-        metrics.update({"time/rollout": t1 - t0, "time/credit": t2 - t1, "time/update": t3 - t2,
-                        "time/step": t3 - t0})
-        if dist.main:
-            with open(metrics_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(metrics, sort_keys=True) + "\n")
-            if writer is not None:
-                for k, v in metrics.items():
-                    if isinstance(v, (int, float)) and k != "step":
-                        writer.add_scalar(k, v, step)
-                writer.flush()
-            if run is not None:
-                run.log({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, step=step)
-            if bar is not None:
-                reward = next((v for k, v in metrics.items() if k.startswith("reward/team/")), 0.0)
-                tps = (metrics["tokens/main"] + metrics["tokens/branches"]) / max(1e-9, metrics["time/step"])
-                bar.update(1, reward=f"{reward:+.3f}", tok_s=f"{tps:.0f}")
-        # ---- checkpoint
-        if dist.main and ((step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps):
-            meta = {"step": step + 1, "config_hash": cfg.hash(), "credit": method.state_dict()}
-            tensors = {"learners": [{"model": lr.state_dict(),
-                                     "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None}
-                                    for lr in team.learners], "rng": checkpoint.rng_state()}
-            checkpoint.save(ckpt_dir, step + 1, meta, tensors, keep=cfg.keep_checkpoints)
-        if os.environ.get(KILL_ENV) == str(step + 1) and dist.main:
-            os.kill(os.getpid(), signal.SIGKILL)
-        if freeze and step == start:
-            gc.freeze()      # what the first step built for good (torch._dynamo, imported by the first optimizer step)
-    if bar is not None:
-        bar.close()
-    if writer is not None:
-        writer.close()
-    if run is not None:
-        run.finish()
-    return metrics
+def _rollout(engine: RolloutEngine, cfg: TrainConfig, run: _Run, dist: _Dist, step: int) -> tuple[list, slice]:
+    """Step ``step``'s episodes, gathered from every process in rank order, and the slice of them this process
+    played (its shard of the step's tasks)."""
+    seeds = _shard(training_seeds(cfg.seed, step, cfg.tasks_per_step), dist.rank, dist.world)
+    local = engine.run(cfg.env, len(seeds), cfg.group_size, seed=cfg.seed * 1_000_003 + step,
+                       env_kwargs=run.env_kwargs, branches=run.branches, seeds=seeds,
+                       run_id=f"step-{step}.{dist.rank}")
+    shards = dist.gather(local)
+    offset = sum(len(shard) for shard in shards[:dist.rank])      # where this process's episodes start
+    return [e for shard in shards for e in shard], slice(offset, offset + len(local))
+
+
+def _roles_trained(cfg: TrainConfig, team: Team, step: int) -> set[str]:
+    """Every trained role, or with ``--alternate-every N`` one at a time, switching every N steps."""
+    if not cfg.alternate_every:
+        return set(team.trainable)
+    order = sorted(team.trainable)
+    return {order[(step // cfg.alternate_every) % len(order)]}
+
+
+def _save(cfg: TrainConfig, out: Path, step: int, team: Team, method: CreditMethod) -> None:
+    """Checkpoint ``step``: every learner's weights and optimizer moments, the credit method's state, every RNG."""
+    meta = {"step": step, "config_hash": cfg.hash(), "credit": method.state_dict()}
+    tensors = {"learners": [{"model": lr.state_dict(),
+                             "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None}
+                            for lr in team.learners], "rng": checkpoint.rng_state()}
+    checkpoint.save(out / CHECKPOINTS, step, meta, tensors, keep=cfg.keep_checkpoints)
+
+
+class _Log:
+    """Where each step's metrics go (the main process only): a line of ``metrics.jsonl``, and TensorBoard, W&B and
+    the progress bar where they are asked for."""
+
+    def __init__(self, cfg: TrainConfig, out: Path, start: int) -> None:
+        self.path = out / METRICS
+        self.writer = _tensorboard(cfg, out, start)
+        self.run = None
+        if cfg.wandb:
+            import wandb
+
+            self.run = wandb.init(project=cfg.wandb, config=cfg.to_dict(), dir=str(out), resume="allow")
+        self.bar = None
+        if cfg.progress:
+            from baselines.progress import Progress
+
+            self.bar = Progress(cfg.steps, f"train {cfg.env} {cfg.credit}", unit="step", initial=start)   # TTY: a bar
+
+    def write(self, step: int, metrics: dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(metrics, sort_keys=True) + "\n")
+        if self.writer is not None:
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and k != "step":
+                    self.writer.add_scalar(k, v, step)
+            self.writer.flush()
+        if self.run is not None:
+            self.run.log({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, step=step)
+        if self.bar is not None:
+            reward = next((v for k, v in metrics.items() if k.startswith("reward/team/")), 0.0)
+            tps = (metrics["tokens/main"] + metrics["tokens/branches"]) / max(1e-9, metrics["time/step"])
+            self.bar.update(1, reward=f"{reward:+.3f}", tok_s=f"{tps:.0f}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self.writer is not None:
+            self.writer.close()
+        if self.run is not None:
+            self.run.finish()
 
 
 def _tensorboard(cfg: TrainConfig, out: Path, start: int):
