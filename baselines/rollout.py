@@ -51,6 +51,9 @@ the thinker is ablated or resampled; the next poker player after a resampled bet
 policy. Voting consequence: voters never see each other's ballots, so the ablate branch of ``voter_i`` taken before
 its vote replays every other ballot, and its team reward equals the main episode's
 ``infos["team_reward_without"]["voter_i"]`` (the count with that ballot removed after the others voted).
+A resample branch whose new action is the recorded one is the main episode again from there (a clone given the same
+actions plays the same episode), so every later decision would replay: the engine writes its remaining turns from the
+record instead of playing them, exactly what playing them writes (``tests/test_branch_follow.py``).
 Branch tokens are counted apart (``Episode.branch_tokens_generated``) so each credit method's cost is visible.
 Rewards that ``ablate`` hands out itself (the null move ends the episode: think_solve's solver, the last voter) are
 part of the branch: ``Branch.rewards`` agrees with ``Branch.team_rewards``.
@@ -239,26 +242,61 @@ def _env_action(env, agent: str, action: Any, legal: Sequence[str] = ()) -> Any:
     return action if reason is not None else index
 
 
-class _Job:
-    """One env being played: the main episode of a group member, or one branch."""
+class _Recorded:
+    """A main episode's decisions as its branches replay them: the one place of the replay rule.
 
-    def __init__(self, env, *, seed: int | None = None, group_id: int = 0, sample_index: int = 0,
-                 step_index: int = 0, base_rewards: dict[str, float] | None = None,
-                 replay: dict[tuple[str, int], Turn] | None = None, force_first: bool = False,
-                 watch: frozenset[str] = frozenset(), branch: Branch | None = None,
-                 start_rewards: dict[str, float] | None = None, key: tuple[int, ...] = ()) -> None:
+    A branch reuses the recorded action of agent ``a``'s ``j``-th decision after the branch point when ``a`` sees
+    exactly what it saw then: the same observation text and the same legal moves (what ``Turn.obs_digest`` hashes).
+    Decisions are indexed by ``(agent, occurrence)`` over the whole episode, and a branch from turn ``i`` starts each
+    agent's count at its number of turns before ``i`` (:meth:`occurrences_before`), so its ``j``-th decision of ``a``
+    meets ``a``'s ``j``-th recorded one from ``i`` on. What each turn's step handed out (``credited``) lets a branch
+    that is known to follow the main episode to its end take the rest of it from here instead of playing it."""
+
+    __slots__ = ("turns", "seen", "credited", "index", "plain")
+
+    def __init__(self, turns: list[Turn]) -> None:
+        self.turns = turns                                           # the main job's own list
+        self.seen: list[tuple[str, tuple[str, ...]]] = []            # per turn: (observation text, legal moves)
+        self.credited: list[tuple[tuple[str, float], ...]] = []      # per turn: the rewards its step handed out
+        self.index: dict[tuple[str, int], int] = {}                  # (agent, occurrence) -> turn index
+        self.plain = True            # every action was a plain value (a replay then passes the very same input)
+
+    def add(self, agent: str, occurrence: int, text: str, legal: tuple[str, ...]) -> None:
+        self.index[(agent, occurrence)] = len(self.seen)
+        self.seen.append((text, legal))
+
+    def occurrences_before(self, turn_index: int) -> Counter:
+        return Counter(t.agent for t in self.turns[:turn_index])
+
+    def match(self, agent: str, occurrence: int, text: str, legal: tuple[str, ...]) -> tuple[Turn | None, str]:
+        """The recorded turn this decision replays (``None``: the policy decides) and the decision's digest."""
+        i = self.index.get((agent, occurrence))
+        if i is None:
+            return None, _digest(text, legal)
+        rec = self.turns[i]
+        if self.seen[i] == (text, legal):       # the digest's very input: the same digest, without hashing
+            return rec, rec.obs_digest
+        digest = _digest(text, legal)
+        return (rec if rec.obs_digest == digest else None), digest
+
+
+class _Job:
+    """One env being played: the main episode of a group member (:meth:`main`), or one branch (:meth:`branch`)."""
+
+    def __init__(self, env, key: tuple[int, ...], step_index: int = 0) -> None:
         self.env = env
         self.key = key                     # Request.key prefix: (env seed, sample index[, branch id...])
-        self.seed = seed                   # main jobs: reset with this seed when started
-        self.group_id = group_id
-        self.sample_index = sample_index
         self.step_index = step_index
-        self.base_rewards = dict(base_rewards or {})
-        self.replay = replay
-        self.force_first = force_first
-        self.watch = watch
-        self.branch = branch
-        self.start_rewards = dict(start_rewards or {})  # handed out before the first step (by ablate)
+        self.seed: int | None = None       # main jobs: reset with this seed when started
+        self.group_id = self.sample_index = 0
+        self.watch: frozenset[str] = frozenset()   # main jobs: the agents whose decisions are branch points
+        self.record: _Recorded | None = None       # main jobs of runs with branches: what the branches replay
+        self.branch: Branch | None = None          # branch jobs: the Branch being played
+        self.source: _Recorded | None = None       # branch jobs: the main episode's record (None: nothing replays)
+        self.source_env = None                     # branch jobs: the main episode's env (at its end by then)
+        self.force_first = False           # resample: the first decision is sampled anew
+        self.base_rewards: dict[str, float] = {}
+        self.start_rewards: dict[str, float] = {}   # handed out before the first step (by ablate)
         self.turns: list[Turn] = []
         self.rewards: dict[str, float] = {}
         self.last_turn: dict[str, Turn] = {}
@@ -271,17 +309,48 @@ class _Job:
         self.finished = False
         self.final_infos: dict[str, Any] = {}
         self.digest = False                # compute Turn.obs_digest (runs with branches: replay checks it)
+        self.follows = -1                  # >= 0: the decisions left of a branch known to follow the main episode
+
+    @classmethod
+    def main(cls, env, seed: int, group_id: int, sample_index: int, watch: frozenset[str], branched: bool) -> "_Job":
+        job = cls(env, (seed, sample_index))
+        job.seed, job.group_id, job.sample_index, job.watch, job.digest = seed, group_id, sample_index, watch, branched
+        if branched:
+            job.record = _Recorded(job.turns)
+        return job
+
+    @classmethod
+    def branch_of(cls, main: "_Job", env, branch: Branch, kind_id: int, rewards_before: dict[str, float],
+                  replay: bool, start_rewards: dict[str, float] | None = None) -> "_Job":
+        record = main.record
+        i = branch.turn_index
+        job = cls(env, (*main.key, kind_id, i, branch.sample_index), step_index=record.turns[i].step_index)
+        job.branch, job.digest, job.source_env = branch, True, main.env
+        job.base_rewards = dict(rewards_before)
+        job.start_rewards = dict(start_rewards or {})
+        job.force_first = branch.kind == "resample"
+        if replay:
+            job.source = record
+            job.occurrence = record.occurrences_before(i)
+        return job
 
     def start(self) -> None:
         self.t0 = time.perf_counter()
         if self.seed is not None:
             self.env.reset(seed=self.seed)
         self.rewards = {a: 0.0 for a in self.env.possible_agents}
-        self.credit(self.start_rewards)
+        self.add_rewards(tuple(self.start_rewards.items()))
 
-    def credit(self, rewards: Mapping[str, float] | None = None) -> None:
-        """Add step rewards (default: the env's last step's) to the agents' returns and their latest turns."""
-        for agent, r in (self.env.rewards if rewards is None else rewards).items():
+    def add_env_rewards(self) -> tuple[tuple[str, float], ...]:
+        """Add the env's last step's rewards (``env.rewards``) to the agents' returns and turns; return the non-zero
+        ones, as floats."""
+        given = tuple((agent, float(r)) for agent, r in self.env.rewards.items() if r != 0.0)
+        self.add_rewards(given)
+        return given
+
+    def add_rewards(self, given: Iterable[tuple[str, float]]) -> None:
+        """Add rewards to the agents' returns and to their latest turns (before an agent's first turn: kept for it)."""
+        for agent, r in given:
             r = float(r)
             if r == 0.0:
                 continue
@@ -296,7 +365,8 @@ class _Job:
         env = self.env
         self.finished = True
         self.wall = time.perf_counter() - self.t0
-        self.final_infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
+        if self.branch is None:       # a branch records no final infos
+            self.final_infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
 
 
 class RolloutEngine:
@@ -310,6 +380,8 @@ class RolloutEngine:
     ``"observation"`` (``Turn.state`` = the acting agent's numeric observation), taken before each step, for a
     learned critic (the trainer passes the credit method's ``needs_state``).
     """
+
+    follow_main = True      # take a resample branch that drew the recorded action from the record (see _follow)
 
     def __init__(self, policy: Policy | Mapping[str, Policy], show_progress: bool = True,
                  max_concurrent: int | None = None, max_steps: int = 10_000, record_state: str | None = None) -> None:
@@ -333,7 +405,6 @@ class RolloutEngine:
         self.show_progress = show_progress
         self.max_concurrent = max_concurrent
         self.max_steps = max_steps
-        self.last_stats: dict[str, Any] = {}
         self._pool: dict[tuple[str, str], list] = {}   # (env id, kwargs) -> envs to reuse (reset per episode)
 
     # ------------------------------------------------------------------ policies
@@ -408,78 +479,57 @@ class RolloutEngine:
         self._check_roles(proto)
         watch = frozenset(a for b in branches for a in b.agents(proto))
 
-        t_start = time.perf_counter()
-        jobs = [_Job(take(), seed=seeds[i], group_id=i, sample_index=j, watch=watch, key=(seeds[i], j))
+        jobs = [_Job.main(take(), seeds[i], i, j, watch, bool(branches))
                 for i in range(num_tasks) for j in range(group_size)]
-        for job in jobs:
-            job.digest = bool(branches)
         self._play(jobs, seed=int(seed), phase=0, desc=f"{env_id} episodes")
-        t_main = time.perf_counter() - t_start
 
         policies = self._settings(proto)
         episodes = [self._episode(job, env_id, env_kwargs, run_id, policies) for job in jobs]
-        t_branch = 0.0
         if branches:
-            t0 = time.perf_counter()
             branch_jobs: list[tuple[Episode, _Job]] = []
             for episode, job in zip(episodes, jobs):
                 for spec_ in branches:
                     agents = set(spec_.agents(job.env, present={t.agent for t in episode.turns}))
                     for turn_index, agent, clone, rewards_before in job.snapshots:
-                        if agent not in agents:
-                            continue
-                        for new in self._branch_jobs(spec_, episode, turn_index, agent, clone, rewards_before,
-                                                     job.key):
-                            new.digest = True
-                            branch_jobs.append((episode, new))
+                        if agent in agents:
+                            branch_jobs.extend((episode, new) for new in
+                                               self._branch_jobs(spec_, job, turn_index, agent, clone, rewards_before))
             self._play([bj for _, bj in branch_jobs], seed=int(seed), phase=1, desc=f"{env_id} branches")
             for episode, bj in branch_jobs:
-                b = bj.branch
-                b.turns = bj.turns
-                b.tokens_generated = bj.tokens
-                b.team_rewards = {k: float(v) for k, v in bj.env.team_rewards().items()}
-                b.rewards = {a: bj.base_rewards.get(a, 0.0) + bj.rewards.get(a, 0.0) for a in bj.env.possible_agents}
-                b.transcript = json_safe(bj.env.transcript())
-                b.wall_time_s = bj.wall
-                episode.branches.append(b)
+                episode.branches.append(self._branch(bj, episode))
                 episode.branch_tokens_generated += bj.tokens
-            t_branch = time.perf_counter() - t0
         for job in jobs:
             job.snapshots = []
-        self.last_stats = {
-            "episodes": len(episodes),
-            "main_wall_s": t_main,
-            "branch_wall_s": t_branch,
-            "wall_s": time.perf_counter() - t_start,
-            "tokens_generated": sum(e.tokens_generated for e in episodes),
-            "branch_tokens_generated": sum(e.branch_tokens_generated for e in episodes),
-        }
+            job.record = None
         return episodes
 
-    def _branch_jobs(self, spec_: BranchSpec, episode: Episode, turn_index: int, agent: str, clone,
-                     rewards_before: dict[str, float], key: tuple[int, ...] = ()) -> list[_Job]:
-        recorded = episode.turns[turn_index]
-        replay = None
-        if spec_.replay_others:
-            replay, occ = {}, Counter()
-            for t in episode.turns[turn_index:]:
-                replay[(t.agent, occ[t.agent])] = t
-                occ[t.agent] += 1
-        out = []
+    @staticmethod
+    def _branch_jobs(spec_: BranchSpec, job: _Job, turn_index: int, agent: str, clone,
+                     rewards_before: dict[str, float]) -> list[_Job]:
         if spec_.kind == "ablate":
             before = {a: float(r) for a, r in clone.rewards.items()}
             env = clone.ablate(agent)
             # What ablate() handed out itself (its null move may end the episode) belongs to the branch.
             handed = {a: float(r) - before.get(a, 0.0) for a, r in env.rewards.items()}
-            out.append(_Job(env, step_index=recorded.step_index, base_rewards=rewards_before, replay=replay,
-                            branch=Branch("ablate", agent, turn_index, 0), start_rewards=handed,
-                            key=(*key, 1, turn_index, 0)))
-        else:
-            for s in range(spec_.k):
-                out.append(_Job(clone.clone(), step_index=recorded.step_index, base_rewards=rewards_before,
-                                replay=replay, force_first=True, branch=Branch("resample", agent, turn_index, s),
-                                key=(*key, 2, turn_index, s)))
-        return out
+            return [_Job.branch_of(job, env, Branch("ablate", agent, turn_index, 0), 1, rewards_before,
+                                   spec_.replay_others, start_rewards=handed)]
+        return [_Job.branch_of(job, clone.clone(), Branch("resample", agent, turn_index, s), 2, rewards_before,
+                               spec_.replay_others) for s in range(spec_.k)]
+
+    @staticmethod
+    def _branch(bj: _Job, episode: Episode) -> Branch:
+        """The played (or followed) branch job as a :class:`Branch`."""
+        b = bj.branch
+        b.turns = bj.turns
+        b.tokens_generated = bj.tokens
+        # A branch that followed the main episode ended where it ended (see _Job.follows).
+        env = bj.source_env if bj.follows >= 0 else bj.env
+        b.team_rewards = dict(episode.team_rewards) if bj.follows >= 0 else \
+            {k: float(v) for k, v in env.team_rewards().items()}
+        b.rewards = {a: bj.base_rewards.get(a, 0.0) + bj.rewards.get(a, 0.0) for a in env.possible_agents}
+        b.transcript = json_safe(episode.transcript if bj.follows >= 0 else env.transcript())
+        b.wall_time_s = bj.wall
+        return b
 
     def _settings(self, env) -> dict[str, Any]:
         """Role -> the settings of the policy that plays it (recorded in every Episode)."""
@@ -526,15 +576,22 @@ class RolloutEngine:
                     job.start()
                     active.append(job)
                 # Gather the decisions of this tick.
-                pending: list[tuple[_Job, str, Request, str]] = []
+                pending: list[tuple[_Job, str, Request | None, str, Turn | None, tuple[str, ...]]] = []
                 still: list[_Job] = []
+                following = False
                 for job in active:
+                    if job.follows > 0:      # a decision of the main episode's, taken over already (see _step)
+                        job.follows -= 1
+                        following = True
+                        still.append(job)
+                        continue
                     env = job.env
-                    while not env.done and (env.terminations[env.agent_selection]
-                                            or env.truncations[env.agent_selection]):
-                        env.step(None)
-                        job.step_index += 1
-                    if env.done:
+                    if job.follows < 0:
+                        while not env.done and (env.terminations[env.agent_selection]
+                                                or env.truncations[env.agent_selection]):
+                            env.step(None)
+                            job.step_index += 1
+                    if job.follows == 0 or env.done:
                         job.finish()
                         if bar is not None:
                             bar.update(1)
@@ -542,94 +599,122 @@ class RolloutEngine:
                     if job.step_index > self.max_steps:
                         raise RuntimeError(f"{env.env_id}: an episode ran past max_steps={self.max_steps}")
                     still.append(job)
-                    agent = env.agent_selection
-                    role = env.roles[agent]
-                    observes = self._policy_for(role).observes
-                    text, legal, vector, mask, digest = "", (), None, None, ""
-                    if job.digest and "text" not in observes and hasattr(env, "observe_text"):
-                        # The text first: a branch decision whose observation matches the recorded one replays it,
-                        # and then its policy's vector and mask are never needed.
-                        text = env.observe_text(agent)
-                        legal = tuple(env.legal_actions(agent))
-                        digest = _digest(text, legal)
-                        if "vector" in observes and not self._replays(job, agent, digest):
-                            obs = env.observe(agent, text=False)
-                            vector, mask = obs["observation"], obs.get("action_mask")
-                    else:
-                        if job.digest or "text" in observes:
-                            obs = env.observe(agent)
-                            text = obs["text"]
-                            if "vector" in observes:
-                                vector, mask = obs["observation"], obs.get("action_mask")
-                        elif "vector" in observes:
-                            obs = env.observe(agent, text=False)
-                            vector, mask = obs["observation"], obs.get("action_mask")
-                        if job.digest or "legal_actions" in observes:
-                            legal = tuple(env.legal_actions(agent))
-                        if job.digest:
-                            digest = _digest(text, legal)
-                    request = Request(env.env_id, agent, role, text, legal, env, key=(*job.key, job.step_index),
-                                      observation=vector, action_mask=mask)
-                    pending.append((job, agent, request, digest))
+                    pending.append(self._observe(job, env))
                 active = still
                 if not pending:
+                    if following:
+                        tick += 1
                     continue
                 # Decide: recorded actions (branches) or one generate call per policy.
-                decided: list[tuple[Generation | None, Turn | None]] = [(None, None)] * len(pending)
+                gens: list[Generation | None] = [None] * len(pending)
                 by_policy: dict[int, list[int]] = {}
-                for n, (job, agent, request, digest) in enumerate(pending):
-                    rec = self._replays(job, agent, digest)
-                    if rec is not None:
-                        decided[n] = (None, rec)
-                        continue
-                    pidx = index_of[id(self._policy_for(request.role))]
-                    by_policy.setdefault(pidx, []).append(n)
+                for n, (job, agent, request, digest, rec, legal) in enumerate(pending):
+                    if rec is None:
+                        by_policy.setdefault(index_of[id(self._policy_for(request.role))], []).append(n)
                 for pidx, idxs in by_policy.items():
                     policy = policies[pidx]
-                    gens = policy.generate([pending[n][2] for n in idxs], seed=_call_seed(seed, phase, tick, pidx))
-                    if len(gens) != len(idxs):
-                        raise RuntimeError(f"{type(policy).__name__}.generate returned {len(gens)} generations for "
+                    out = policy.generate([pending[n][2] for n in idxs], seed=_call_seed(seed, phase, tick, pidx))
+                    if len(out) != len(idxs):
+                        raise RuntimeError(f"{type(policy).__name__}.generate returned {len(out)} generations for "
                                            f"{len(idxs)} requests")
-                    for n, g in zip(idxs, gens):
-                        decided[n] = (g, None)
+                    for n, g in zip(idxs, out):
+                        gens[n] = g
                 # Step every env.
-                for (job, agent, request, digest), (gen, rec) in zip(pending, decided):
-                    self._step(job, agent, request, digest, gen, rec)
+                for (job, agent, request, digest, rec, legal), gen in zip(pending, gens):
+                    if rec is not None:
+                        self._step_replayed(job, agent, digest, rec, legal)
+                    else:
+                        self._step(job, agent, request, digest, gen)
                 tick += 1
         finally:
             if bar is not None:
                 bar.close()
 
-    @staticmethod
-    def _replays(job: _Job, agent: str, digest: str) -> Turn | None:
-        """The recorded turn a branch job reuses for ``agent``'s decision now (its next recorded decision, seen with
-        the same observation digest), or ``None`` (the policy decides)."""
-        if job.replay is None or job.force_first:
-            return None
-        rec = job.replay.get((agent, job.occurrence[agent]))
-        return rec if rec is not None and rec.obs_digest == digest else None
+    def _observe(self, job: _Job, env) -> tuple[_Job, str, Request | None, str, Turn | None, tuple[str, ...]]:
+        """What ``job``'s agent to move sees: its request (``None`` when a branch replays the recorded decision),
+        the observation digest (runs with branches), the recorded turn it replays (or ``None``) and the legal moves
+        computed."""
+        agent = env.agent_selection
+        role = env.roles[agent]
+        observes = self._policy_for(role).observes
+        text, legal, vector, mask, digest, rec = "", (), None, None, "", None
+        if job.digest and "text" not in observes and hasattr(env, "observe_text"):
+            # The text first: a branch decision whose observation matches the recorded one replays it, and then
+            # its policy's vector and mask are never needed.
+            text = env.observe_text(agent)
+            legal = tuple(env.legal_actions(agent))
+            rec, digest = self._match(job, agent, text, legal)
+            if rec is not None:
+                return job, agent, None, digest, rec, legal
+            if "vector" in observes:
+                obs = env.observe(agent, text=False)
+                vector, mask = obs["observation"], obs.get("action_mask")
+        else:
+            if job.digest or "text" in observes:
+                obs = env.observe(agent)
+                text = obs["text"]
+                if "vector" in observes:
+                    vector, mask = obs["observation"], obs.get("action_mask")
+            elif "vector" in observes:
+                obs = env.observe(agent, text=False)
+                vector, mask = obs["observation"], obs.get("action_mask")
+            if job.digest or "legal_actions" in observes:
+                legal = tuple(env.legal_actions(agent))
+            if job.digest:
+                rec, digest = self._match(job, agent, text, legal)
+                if rec is not None:
+                    return job, agent, None, digest, rec, legal
+        request = Request(env.env_id, agent, role, text, legal, env, key=(*job.key, job.step_index),
+                          observation=vector, action_mask=mask)
+        return job, agent, request, digest, None, legal
 
-    def _step(self, job: _Job, agent: str, request: Request, digest: str, gen: Generation | None,
-              rec: Turn | None) -> None:
+    @staticmethod
+    def _match(job: _Job, agent: str, text: str, legal: tuple[str, ...]) -> tuple[Turn | None, str]:
+        """The recorded turn a branch job reuses for ``agent``'s decision now (see :class:`_Recorded`), or
+        ``None``, and the decision's digest; main jobs record what they saw for their branches."""
+        if job.source is None or job.force_first:
+            digest = _digest(text, legal)
+            if job.record is not None:
+                job.record.add(agent, job.occurrence[agent], text, legal)
+            return None, digest
+        return job.source.match(agent, job.occurrence[agent], text, legal)
+
+    def _step_replayed(self, job: _Job, agent: str, digest: str, rec: Turn, legal: tuple[str, ...]) -> None:
+        """A branch decision that replays the main episode's recorded turn ``rec``."""
+        env = job.env
+        action = rec.action
+        turn = Turn(agent, env.roles[agent], env.teams[agent], list(rec.prompt_ids), list(rec.completion_ids),
+                    list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
+                    replayed=True, extra=dict(rec.extra))
+        self._record_and_step(job, agent, turn, action, digest, list(legal))
+
+    def _step(self, job: _Job, agent: str, request: Request, digest: str, gen: Generation) -> None:
         env = job.env
         if agent in job.watch:
             job.snapshots.append((len(job.turns), agent, env.clone(), dict(job.rewards)))
-        if rec is not None:
-            action = rec.action
-            turn = Turn(agent, request.role, env.teams[agent], list(rec.prompt_ids), list(rec.completion_ids),
-                        list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
-                        replayed=True, extra=dict(rec.extra))
-        else:
-            action = _env_action(env, agent, gen.action, request.legal_actions)
-            turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
-                        [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
-                        action if type(action) in _PLAIN else json_safe(action),
-                        extra=_json_safe_turn_extra(gen.extra) if gen.extra else {})
-            job.tokens += gen.num_tokens
+        action = _env_action(env, agent, gen.action, request.legal_actions)
+        plain = type(action) in _PLAIN
+        turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
+                    [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
+                    action if plain else json_safe(action),
+                    extra=_json_safe_turn_extra(gen.extra) if gen.extra else {})
+        job.tokens += gen.num_tokens
+        if job.record is not None and not plain:
+            job.record.plain = False
+        first = job.force_first
+        self._record_and_step(job, agent, turn, action, digest, list(request.legal_actions))
+        if first and self.follow_main and job.source is not None and job.source.plain and plain:
+            rec = job.source.turns[job.branch.turn_index]
+            if type(rec.action) is type(action) and rec.action == action:
+                self._follow(job)
+
+    def _record_and_step(self, job: _Job, agent: str, turn: Turn, action: Any, digest: str,
+                         legal: list[str]) -> None:
+        env = job.env
         turn.turn_index = len(job.turns)
         turn.step_index = job.step_index
         turn.obs_digest = digest
-        turn.legal_actions = list(request.legal_actions)
+        turn.legal_actions = legal
         turn.reward = job.before_first.pop(agent, 0.0)
         if self.record_state is not None:
             vector = env.state() if self.record_state == "global" else env.observe(agent, text=False)["observation"]
@@ -645,7 +730,32 @@ class RolloutEngine:
         if invalid is not None:
             turn.invalid = True
             turn.invalid_reason = str(invalid.get("reason")) if isinstance(invalid, dict) else str(invalid)
-        job.credit()
+        given = job.add_env_rewards()
+        if job.record is not None:
+            job.record.credited.append(given)
+
+    @staticmethod
+    def _follow(job: _Job) -> None:
+        """A resample branch whose new action is the recorded one: from here it is the main episode again. The env
+        is a clone that took the same action from the same state (envs draw chance from their own RNG, so a clone
+        given the same actions plays the same episode, ``clone()``'s contract), so every later decision sees what it
+        saw in the main episode and replays its recorded action; the rest of the branch is taken from the record,
+        turn for turn what playing it would have written, without stepping the env. The job still takes one tick
+        per decision (``follows``), so the batches of every other job's ticks, and their seeds, are unchanged."""
+        source = job.source
+        start = job.branch.turn_index + 1
+        for rec, given in zip(source.turns[start:], source.credited[start:]):
+            action = rec.action
+            turn = Turn(rec.agent, rec.role, rec.team, list(rec.prompt_ids), list(rec.completion_ids),
+                        list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
+                        invalid=rec.invalid, invalid_reason=rec.invalid_reason,
+                        reward=job.before_first.pop(rec.agent, 0.0), turn_index=len(job.turns),
+                        step_index=rec.step_index, obs_digest=rec.obs_digest, legal_actions=list(rec.legal_actions),
+                        replayed=True, extra=dict(rec.extra), state=None if rec.state is None else list(rec.state))
+            job.turns.append(turn)
+            job.last_turn[rec.agent] = turn
+            job.add_rewards(given)
+        job.follows = len(source.turns) - start
 
 
 # ---------------------------------------------------------------------- summary and CLI
