@@ -53,7 +53,9 @@ its vote replays every other ballot, and its team reward equals the main episode
 ``infos["team_reward_without"]["voter_i"]`` (the count with that ballot removed after the others voted).
 A resample branch whose new action is the recorded one is the main episode again from there (a clone given the same
 actions plays the same episode), so every later decision would replay: the engine writes its remaining turns from the
-record instead of playing them, exactly what playing them writes (``tests/test_branch_follow.py``).
+record instead of playing them, exactly what playing them writes (``tests/test_branch_follow.py``). Likewise a
+resample branch that drew the same action as an earlier sibling shadows it while the sibling's decisions replay, and
+plays on by itself (from a clone of the sibling's env) only from the first decision its policy makes anew.
 Branch tokens are counted apart (``Episode.branch_tokens_generated``) so each credit method's cost is visible.
 Rewards that ``ablate`` hands out itself (the null move ends the episode: think_solve's solver, the last voter) are
 part of the branch: ``Branch.rewards`` agrees with ``Branch.team_rewards``.
@@ -217,6 +219,18 @@ def _json_safe_turn_extra(extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _replayed_turn(rec: Turn, agent: str, role: str, team: str, invalid: bool = False, invalid_reason: str | None = None,
+                   reward: float = 0.0, turn_index: int = 0, step_index: int = 0, obs_digest: str = "",
+                   legal_actions: Sequence[str] = (), state: list[float] | None = None) -> Turn:
+    """The turn a branch writes for a decision that reuses the recorded turn ``rec`` (its generation copied,
+    ``replayed=True``), with the given fields of the branch's own."""
+    action = rec.action
+    return Turn(agent, role, team, list(rec.prompt_ids), list(rec.completion_ids), list(rec.logprobs), rec.text,
+                action if type(action) in _PLAIN else json_safe(action), invalid, invalid_reason, reward, turn_index,
+                step_index, obs_digest, list(legal_actions), True, dict(rec.extra),
+                None if state is None else list(state))
+
+
 def _call_seed(seed: int, phase: int, tick: int, index: int) -> int:
     state = np.random.SeedSequence([int(seed) % 2**63, phase, tick, index]).generate_state(1)
     return int(state[0]) & 0x7FFFFFFF
@@ -310,6 +324,12 @@ class _Job:
         self.final_infos: dict[str, Any] = {}
         self.digest = False                # compute Turn.obs_digest (runs with branches: replay checks it)
         self.follows = -1                  # >= 0: the decisions left of a branch known to follow the main episode
+        self.siblings: list[_Job] = []     # resample: the K jobs of its branch point, in sample order
+        self.first_action: tuple[type, Any] | None = None   # resample: the plain action its first decision drew
+        self.leader: _Job | None = None    # a sibling that drew the same action and that this job shadows for now
+        self.start_tick = -1
+        self.tick = -1                     # the last tick this job gathered a decision in
+        self.replaying = False             # ... and whether that decision replayed a recorded one
 
     @classmethod
     def main(cls, env, seed: int, group_id: int, sample_index: int, watch: frozenset[str], branched: bool) -> "_Job":
@@ -513,8 +533,11 @@ class RolloutEngine:
             handed = {a: float(r) - before.get(a, 0.0) for a, r in env.rewards.items()}
             return [_Job.branch_of(job, env, Branch("ablate", agent, turn_index, 0), 1, rewards_before,
                                    spec_.replay_others, start_rewards=handed)]
-        return [_Job.branch_of(job, clone.clone(), Branch("resample", agent, turn_index, s), 2, rewards_before,
-                               spec_.replay_others) for s in range(spec_.k)]
+        siblings = [_Job.branch_of(job, clone.clone(), Branch("resample", agent, turn_index, s), 2, rewards_before,
+                                   spec_.replay_others) for s in range(spec_.k)]
+        for sibling in siblings:
+            sibling.siblings = siblings
+        return siblings
 
     @staticmethod
     def _branch(bj: _Job, episode: Episode) -> Branch:
@@ -574,6 +597,7 @@ class RolloutEngine:
                 while waiting and len(active) < cap:
                     job = waiting.pop()
                     job.start()
+                    job.start_tick = tick
                     active.append(job)
                 # Gather the decisions of this tick.
                 pending: list[tuple[_Job, str, Request | None, str, Turn | None, tuple[str, ...]]] = []
@@ -585,6 +609,15 @@ class RolloutEngine:
                         following = True
                         still.append(job)
                         continue
+                    if job.leader is not None:
+                        if self._shadow(job, tick):
+                            following = True
+                            still.append(job)
+                            continue
+                        if job.finished:
+                            if bar is not None:
+                                bar.update(1)
+                            continue
                     env = job.env
                     if job.follows < 0:
                         while not env.done and (env.terminations[env.agent_selection]
@@ -599,7 +632,9 @@ class RolloutEngine:
                     if job.step_index > self.max_steps:
                         raise RuntimeError(f"{env.env_id}: an episode ran past max_steps={self.max_steps}")
                     still.append(job)
-                    pending.append(self._observe(job, env))
+                    entry = self._observe(job, env)
+                    job.tick, job.replaying = tick, entry[4] is not None
+                    pending.append(entry)
                 active = still
                 if not pending:
                     if following:
@@ -682,11 +717,8 @@ class RolloutEngine:
     def _step_replayed(self, job: _Job, agent: str, digest: str, rec: Turn, legal: tuple[str, ...]) -> None:
         """A branch decision that replays the main episode's recorded turn ``rec``."""
         env = job.env
-        action = rec.action
-        turn = Turn(agent, env.roles[agent], env.teams[agent], list(rec.prompt_ids), list(rec.completion_ids),
-                    list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
-                    replayed=True, extra=dict(rec.extra))
-        self._record_and_step(job, agent, turn, action, digest, list(legal))
+        turn = _replayed_turn(rec, agent, env.roles[agent], env.teams[agent])
+        self._record_and_step(job, agent, turn, rec.action, digest, list(legal))
 
     def _step(self, job: _Job, agent: str, request: Request, digest: str, gen: Generation) -> None:
         env = job.env
@@ -707,6 +739,15 @@ class RolloutEngine:
             rec = job.source.turns[job.branch.turn_index]
             if type(rec.action) is type(action) and rec.action == action:
                 self._follow(job)
+                return
+            job.first_action = (type(action), action)
+            for other in job.siblings:       # an earlier sibling, played, that drew the same action in the same tick
+                if other is job:
+                    break
+                if (other.first_action == job.first_action and other.leader is None and other.follows < 0
+                        and other.start_tick == job.start_tick):
+                    job.leader = other
+                    break
 
     def _record_and_step(self, job: _Job, agent: str, turn: Turn, action: Any, digest: str,
                          legal: list[str]) -> None:
@@ -745,17 +786,54 @@ class RolloutEngine:
         source = job.source
         start = job.branch.turn_index + 1
         for rec, given in zip(source.turns[start:], source.credited[start:]):
-            action = rec.action
-            turn = Turn(rec.agent, rec.role, rec.team, list(rec.prompt_ids), list(rec.completion_ids),
-                        list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
-                        invalid=rec.invalid, invalid_reason=rec.invalid_reason,
-                        reward=job.before_first.pop(rec.agent, 0.0), turn_index=len(job.turns),
-                        step_index=rec.step_index, obs_digest=rec.obs_digest, legal_actions=list(rec.legal_actions),
-                        replayed=True, extra=dict(rec.extra), state=None if rec.state is None else list(rec.state))
+            turn = _replayed_turn(rec, rec.agent, rec.role, rec.team, rec.invalid, rec.invalid_reason,
+                                  job.before_first.pop(rec.agent, 0.0), len(job.turns), rec.step_index,
+                                  rec.obs_digest, rec.legal_actions, rec.state)
             job.turns.append(turn)
             job.last_turn[rec.agent] = turn
             job.add_rewards(given)
         job.follows = len(source.turns) - start
+
+    @staticmethod
+    def _shadow(job: _Job, tick: int) -> bool:
+        """A resample branch that drew the same action as an earlier sibling (its leader) from the same state is in
+        the same state after it, and stays in its leader's state while the leader's decisions replay recorded ones
+        (a replay depends only on the observation and the agent's count of decisions, which the two share): it
+        shadows the leader instead of playing the same steps. Return ``True`` while it shadows (this tick: the
+        leader replayed); when the leader ended, this job ends as a copy of it; when the leader's decision is a new
+        one (its sample depends on the job's key), this job takes over a clone of the leader's state and plays on by
+        itself from this decision. Jobs are gathered in order and a leader comes first, so at this point the
+        leader has gathered this tick's decision (the env not yet stepped)."""
+        leader = job.leader
+        if leader.finished:
+            RolloutEngine._take_over(job, leader)
+            job.env = leader.env            # the leader's env at the end: the same episode's team rewards, transcript
+            job.leader = None
+            job.finish()
+            return False
+        if leader.tick == tick and leader.replaying:
+            return True
+        RolloutEngine._take_over(job, leader)
+        job.env = leader.env.clone()
+        job.leader = None
+        return False
+
+    @staticmethod
+    def _take_over(job: _Job, leader: _Job) -> None:
+        """Make ``job``'s record its leader's: its own first turn (the leader's reward on it), then copies of the
+        leader's later turns (all replays), its returns and counters."""
+        first = job.turns[0]
+        first.reward = leader.turns[0].reward
+        copies = [first] + [_replayed_turn(t, t.agent, t.role, t.team, t.invalid, t.invalid_reason, t.reward,
+                                           t.turn_index, t.step_index, t.obs_digest, t.legal_actions, t.state)
+                            for t in leader.turns[1:]]
+        mine = {id(t): c for t, c in zip(leader.turns, copies)}
+        job.turns = copies
+        job.last_turn = {a: mine[id(t)] for a, t in leader.last_turn.items()}
+        job.rewards = dict(leader.rewards)
+        job.before_first = dict(leader.before_first)
+        job.occurrence = Counter(leader.occurrence)
+        job.step_index = leader.step_index
 
 
 # ---------------------------------------------------------------------- summary and CLI

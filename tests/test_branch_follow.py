@@ -1,6 +1,7 @@
 """A resample branch whose new action is the recorded one is the main episode again: the engine takes the rest of it
-from the record instead of playing it (``RolloutEngine._follow``). What it writes must be exactly what playing it
-writes, in every env, including the batches and seeds of every other branch's later ticks."""
+from the record instead of playing it (``RolloutEngine._follow``); one that drew the same action as an earlier
+sibling shadows that sibling while its decisions replay (``RolloutEngine._shadow``). What they write must be exactly
+what playing them writes, in every env, including the batches and seeds of every other branch's later ticks."""
 
 from __future__ import annotations
 
@@ -35,9 +36,18 @@ def test_a_followed_branch_writes_what_playing_it_writes(env_id, monkeypatch):
     played_episodes, played = _episodes(env_id, False, monkeypatch)
     followed_episodes, followed = _episodes(env_id, True, monkeypatch)
     assert followed == played
-    # the positive control: some branches did take the recorded action (and were followed, not played)
-    same = sum(b.turns[0].action == e.turns[b.turn_index].action for e in followed_episodes for b in e.branches)
-    assert same > 0, env_id
+    # the positive controls: some branches took the recorded action (followed, not played), and some took an earlier
+    # sibling's other action (shadowed)
+    same = shadowed = 0
+    for e in followed_episodes:
+        for b in e.branches:
+            recorded = e.turns[b.turn_index].action
+            earlier = [o.turns[0].action for o in e.branches
+                       if (o.kind, o.agent, o.turn_index) == (b.kind, b.agent, b.turn_index)
+                       and o.sample_index < b.sample_index]
+            same += b.turns[0].action == recorded
+            shadowed += b.turns[0].action != recorded and b.turns[0].action in earlier
+    assert same > 0 and shadowed > 0, (env_id, same, shadowed)
 
 
 def test_following_keeps_the_other_branches_batches_under_a_concurrency_cap(monkeypatch):
