@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from baselines.credit import CreditMethod, TokenAdvantages, TurnAdvantages, make_credit
-from baselines.rollout import BranchSpec, RolloutEngine, training_seeds
+from baselines.rollout import BranchSpec, RolloutEngine, episode_stats, training_seeds
 from baselines.train import checkpoint
 from baselines.train.config import TrainConfig, write_run_config
 from baselines.train.learners import Learner, Sample, Team, build_team
@@ -226,24 +226,14 @@ def _autocast(cfg: TrainConfig):
 
 def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float]) -> dict[str, Any]:
     m: dict[str, Any] = {"step": step, "episodes": len(episodes)}
-    teams: dict[str, list[float]] = {}
-    roles: dict[str, list[float]] = {}
+    stats = episode_stats(episodes)
     adv_by_role: dict[str, list[float]] = {}
-    invalid = turns = 0
     for e, row in zip(episodes, advantages):
-        for team, r in e.team_rewards.items():
-            teams.setdefault(team, []).append(float(r))
-        by_role: dict[str, list[float]] = {}
         for t, a in zip(e.turns, row):
-            by_role.setdefault(t.role, []).append(float(e.rewards.get(t.agent, 0.0)))
             adv_by_role.setdefault(t.role, []).extend(a if isinstance(a, list) else [a])
-            invalid += t.invalid
-            turns += 1
-        for role, rs in by_role.items():
-            roles.setdefault(role, []).append(float(np.mean(rs)))
-    for team, rs in sorted(teams.items()):
-        m[f"reward/team/{team}"] = float(np.mean(rs))
-    for role, rs in sorted(roles.items()):
+    for team, r in stats.means(stats.team_rewards).items():
+        m[f"reward/team/{team}"] = r
+    for role, rs in sorted(stats.role_rewards.items()):
         m[f"reward/role/{role}"] = float(np.mean(rs))
         if family == "zero_sum":
             m[f"win_rate/{role}"] = float(np.mean([r > 0 for r in rs]))
@@ -251,9 +241,9 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
         x = np.asarray(xs, dtype=np.float64)
         m[f"adv/{role}/mean"], m[f"adv/{role}/std"], m[f"adv/{role}/abs"] = (float(x.mean()), float(x.std()),
                                                                              float(np.abs(x).mean()))
-    m["invalid_rate"] = invalid / turns if turns else 0.0
-    m["tokens/main"] = sum(e.tokens_generated for e in episodes)
-    m["tokens/branches"] = sum(e.branch_tokens_generated for e in episodes)
+    m["invalid_rate"] = stats.invalid_rate
+    m["tokens/main"] = stats.tokens_main
+    m["tokens/branches"] = stats.tokens_branches
     free: dict[str, list[float]] = {}
     for e in episodes:       # the free-riding diagnostic: the outcome with minus without the agent
         for b in e.branches:

@@ -51,6 +51,11 @@ the thinker is ablated or resampled; the next poker player after a resampled bet
 policy. Voting consequence: voters never see each other's ballots, so the ablate branch of ``voter_i`` taken before
 its vote replays every other ballot, and its team reward equals the main episode's
 ``infos["team_reward_without"]["voter_i"]`` (the count with that ballot removed after the others voted).
+A resample branch whose new action is the recorded one is the main episode again from there (a clone given the same
+actions plays the same episode), so every later decision would replay: the engine writes its remaining turns from the
+record instead of playing them, exactly what playing them writes (``tests/test_branch_follow.py``). Likewise a
+resample branch that drew the same action as an earlier sibling shadows it while the sibling's decisions replay, and
+plays on by itself (from a clone of the sibling's env) only from the first decision its policy makes anew.
 Branch tokens are counted apart (``Episode.branch_tokens_generated``) so each credit method's cost is visible.
 Rewards that ``ablate`` hands out itself (the null move ends the episode: think_solve's solver, the last voter) are
 part of the branch: ``Branch.rewards`` agrees with ``Branch.team_rewards``.
@@ -58,7 +63,7 @@ part of the branch: ``Branch.rewards`` agrees with ``Branch.team_rewards``.
 
 from __future__ import annotations
 
-import argparse
+import gc
 import hashlib
 import json
 import math
@@ -69,12 +74,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from baselines.episode import Branch, Episode, Turn, json_safe, write_jsonl
+from baselines.episode import Branch, Episode, Turn, json_safe
 from baselines.policies.base import Generation, Policy, Request
 from marl_llm_envs import make
 from marl_llm_envs.text import parse_bracketed
 
-__all__ = ["BranchSpec", "RolloutEngine", "main", "summarize", "training_seeds"]
+__all__ = ["BranchSpec", "RolloutEngine", "training_seeds"]
 
 BRANCH_KINDS = ("ablate", "resample")
 STATE_KINDS = (None, "global", "observation")
@@ -214,6 +219,18 @@ def _json_safe_turn_extra(extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _replayed_turn(rec: Turn, agent: str, role: str, team: str, invalid: bool = False, invalid_reason: str | None = None,
+                   reward: float = 0.0, turn_index: int = 0, step_index: int = 0, obs_digest: str = "",
+                   legal_actions: Sequence[str] = (), state: list[float] | None = None) -> Turn:
+    """The turn a branch writes for a decision that reuses the recorded turn ``rec`` (its generation copied,
+    ``replayed=True``), with the given fields of the branch's own."""
+    action = rec.action
+    return Turn(agent, role, team, list(rec.prompt_ids), list(rec.completion_ids), list(rec.logprobs), rec.text,
+                action if type(action) in _PLAIN else json_safe(action), invalid, invalid_reason, reward, turn_index,
+                step_index, obs_digest, list(legal_actions), True, dict(rec.extra),
+                None if state is None else list(state))
+
+
 def _call_seed(seed: int, phase: int, tick: int, index: int) -> int:
     state = np.random.SeedSequence([int(seed) % 2**63, phase, tick, index]).generate_state(1)
     return int(state[0]) & 0x7FFFFFFF
@@ -239,26 +256,61 @@ def _env_action(env, agent: str, action: Any, legal: Sequence[str] = ()) -> Any:
     return action if reason is not None else index
 
 
-class _Job:
-    """One env being played: the main episode of a group member, or one branch."""
+class _Recorded:
+    """A main episode's decisions as its branches replay them: the one place of the replay rule.
 
-    def __init__(self, env, *, seed: int | None = None, group_id: int = 0, sample_index: int = 0,
-                 step_index: int = 0, base_rewards: dict[str, float] | None = None,
-                 replay: dict[tuple[str, int], Turn] | None = None, force_first: bool = False,
-                 watch: frozenset[str] = frozenset(), branch: Branch | None = None,
-                 start_rewards: dict[str, float] | None = None, key: tuple[int, ...] = ()) -> None:
+    A branch reuses the recorded action of agent ``a``'s ``j``-th decision after the branch point when ``a`` sees
+    exactly what it saw then: the same observation text and the same legal moves (what ``Turn.obs_digest`` hashes).
+    Decisions are indexed by ``(agent, occurrence)`` over the whole episode, and a branch from turn ``i`` starts each
+    agent's count at its number of turns before ``i`` (:meth:`occurrences_before`), so its ``j``-th decision of ``a``
+    meets ``a``'s ``j``-th recorded one from ``i`` on. What each turn's step handed out (``credited``) lets a branch
+    that is known to follow the main episode to its end take the rest of it from here instead of playing it."""
+
+    __slots__ = ("turns", "seen", "credited", "index", "plain")
+
+    def __init__(self, turns: list[Turn]) -> None:
+        self.turns = turns                                           # the main job's own list
+        self.seen: list[tuple[str, tuple[str, ...]]] = []            # per turn: (observation text, legal moves)
+        self.credited: list[tuple[tuple[str, float], ...]] = []      # per turn: the rewards its step handed out
+        self.index: dict[tuple[str, int], int] = {}                  # (agent, occurrence) -> turn index
+        self.plain = True            # every action was a plain value (a replay then passes the very same input)
+
+    def add(self, agent: str, occurrence: int, text: str, legal: tuple[str, ...]) -> None:
+        self.index[(agent, occurrence)] = len(self.seen)
+        self.seen.append((text, legal))
+
+    def occurrences_before(self, turn_index: int) -> Counter:
+        return Counter(t.agent for t in self.turns[:turn_index])
+
+    def match(self, agent: str, occurrence: int, text: str, legal: tuple[str, ...]) -> tuple[Turn | None, str]:
+        """The recorded turn this decision replays (``None``: the policy decides) and the decision's digest."""
+        i = self.index.get((agent, occurrence))
+        if i is None:
+            return None, _digest(text, legal)
+        rec = self.turns[i]
+        if self.seen[i] == (text, legal):       # the digest's very input: the same digest, without hashing
+            return rec, rec.obs_digest
+        digest = _digest(text, legal)
+        return (rec if rec.obs_digest == digest else None), digest
+
+
+class _Job:
+    """One env being played: the main episode of a group member (:meth:`main`), or one branch (:meth:`branch`)."""
+
+    def __init__(self, env, key: tuple[int, ...], step_index: int = 0) -> None:
         self.env = env
         self.key = key                     # Request.key prefix: (env seed, sample index[, branch id...])
-        self.seed = seed                   # main jobs: reset with this seed when started
-        self.group_id = group_id
-        self.sample_index = sample_index
         self.step_index = step_index
-        self.base_rewards = dict(base_rewards or {})
-        self.replay = replay
-        self.force_first = force_first
-        self.watch = watch
-        self.branch = branch
-        self.start_rewards = dict(start_rewards or {})  # handed out before the first step (by ablate)
+        self.seed: int | None = None       # main jobs: reset with this seed when started
+        self.group_id = self.sample_index = 0
+        self.watch: frozenset[str] = frozenset()   # main jobs: the agents whose decisions are branch points
+        self.record: _Recorded | None = None       # main jobs of runs with branches: what the branches replay
+        self.branch: Branch | None = None          # branch jobs: the Branch being played
+        self.source: _Recorded | None = None       # branch jobs: the main episode's record (None: nothing replays)
+        self.source_env = None                     # branch jobs: the main episode's env (at its end by then)
+        self.force_first = False           # resample: the first decision is sampled anew
+        self.base_rewards: dict[str, float] = {}
+        self.start_rewards: dict[str, float] = {}   # handed out before the first step (by ablate)
         self.turns: list[Turn] = []
         self.rewards: dict[str, float] = {}
         self.last_turn: dict[str, Turn] = {}
@@ -271,17 +323,54 @@ class _Job:
         self.finished = False
         self.final_infos: dict[str, Any] = {}
         self.digest = False                # compute Turn.obs_digest (runs with branches: replay checks it)
+        self.follows = -1                  # >= 0: the decisions left of a branch known to follow the main episode
+        self.siblings: list[_Job] = []     # resample: the K jobs of its branch point, in sample order
+        self.first_action: tuple[type, Any] | None = None   # resample: the plain action its first decision drew
+        self.leader: _Job | None = None    # a sibling that drew the same action and that this job shadows for now
+        self.start_tick = -1
+        self.tick = -1                     # the last tick this job gathered a decision in
+        self.replaying = False             # ... and whether that decision replayed a recorded one
+
+    @classmethod
+    def main(cls, env, seed: int, group_id: int, sample_index: int, watch: frozenset[str], branched: bool) -> "_Job":
+        job = cls(env, (seed, sample_index))
+        job.seed, job.group_id, job.sample_index, job.watch, job.digest = seed, group_id, sample_index, watch, branched
+        if branched:
+            job.record = _Recorded(job.turns)
+        return job
+
+    @classmethod
+    def branch_of(cls, main: "_Job", env, branch: Branch, kind_id: int, rewards_before: dict[str, float],
+                  replay: bool, start_rewards: dict[str, float] | None = None) -> "_Job":
+        record = main.record
+        i = branch.turn_index
+        job = cls(env, (*main.key, kind_id, i, branch.sample_index), step_index=record.turns[i].step_index)
+        job.branch, job.digest, job.source_env = branch, True, main.env
+        job.base_rewards = dict(rewards_before)
+        job.start_rewards = dict(start_rewards or {})
+        job.force_first = branch.kind == "resample"
+        if replay:
+            job.source = record
+            job.occurrence = record.occurrences_before(i)
+        return job
 
     def start(self) -> None:
         self.t0 = time.perf_counter()
         if self.seed is not None:
             self.env.reset(seed=self.seed)
         self.rewards = {a: 0.0 for a in self.env.possible_agents}
-        self.credit(self.start_rewards)
+        self.add_rewards(tuple(self.start_rewards.items()))
 
-    def credit(self, rewards: Mapping[str, float] | None = None) -> None:
-        """Add step rewards (default: the env's last step's) to the agents' returns and their latest turns."""
-        for agent, r in (self.env.rewards if rewards is None else rewards).items():
+    def add_env_rewards(self) -> tuple[tuple[str, float], ...]:
+        """Add the env's last step's rewards (``env.rewards``) to the agents' returns and turns; return the non-zero
+        ones, as floats."""
+        given = tuple((agent, float(r)) for agent, r in self.env.rewards.items() if r != 0.0)
+        self.add_rewards(given)
+        return given
+
+    def add_rewards(self, given: Iterable[tuple[str, float]]) -> None:
+        """Add rewards to the agents' returns and to their latest turns (before an agent's first turn: kept for it)."""
+        for agent, r in given:
             r = float(r)
             if r == 0.0:
                 continue
@@ -296,7 +385,8 @@ class _Job:
         env = self.env
         self.finished = True
         self.wall = time.perf_counter() - self.t0
-        self.final_infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
+        if self.branch is None:       # a branch records no final infos
+            self.final_infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
 
 
 class RolloutEngine:
@@ -309,7 +399,14 @@ class RolloutEngine:
     ``record_state``: ``None`` (default), ``"global"`` (``Turn.state`` = ``env.state()``, the centralized state) or
     ``"observation"`` (``Turn.state`` = the acting agent's numeric observation), taken before each step, for a
     learned critic (the trainer passes the credit method's ``needs_state``).
+
+    Python's cyclic garbage collector is paused while :meth:`run` plays (and restored when it returns): a run builds
+    its records by the hundred thousand (coma's branches: a ``Turn`` per replayed decision), none of them in a
+    reference cycle, and every full collection walked all of them (half the CPU time of a coma step on
+    team_umbrella-v0, delay 30). Reference counting still frees everything that is not in a cycle at once.
     """
+
+    follow_main = True      # take a resample branch that drew the recorded action from the record (see _follow)
 
     def __init__(self, policy: Policy | Mapping[str, Policy], show_progress: bool = True,
                  max_concurrent: int | None = None, max_steps: int = 10_000, record_state: str | None = None) -> None:
@@ -333,7 +430,6 @@ class RolloutEngine:
         self.show_progress = show_progress
         self.max_concurrent = max_concurrent
         self.max_steps = max_steps
-        self.last_stats: dict[str, Any] = {}
         self._pool: dict[tuple[str, str], list] = {}   # (env id, kwargs) -> envs to reuse (reset per episode)
 
     # ------------------------------------------------------------------ policies
@@ -398,88 +494,74 @@ class RolloutEngine:
             taken.append(env)
             return env
 
+        collecting = gc.isenabled()
+        gc.disable()     # see the class docstring
         try:
             return self._run(env_id, num_tasks, group_size, seed, env_kwargs, branches, seeds, run_id, take)
         finally:
             pool.extend(reversed(taken))
+            if collecting:
+                gc.enable()
 
     def _run(self, env_id, num_tasks, group_size, seed, env_kwargs, branches, seeds, run_id, take) -> list[Episode]:
         proto = take()
         self._check_roles(proto)
         watch = frozenset(a for b in branches for a in b.agents(proto))
 
-        t_start = time.perf_counter()
-        jobs = [_Job(take(), seed=seeds[i], group_id=i, sample_index=j, watch=watch, key=(seeds[i], j))
+        jobs = [_Job.main(take(), seeds[i], i, j, watch, bool(branches))
                 for i in range(num_tasks) for j in range(group_size)]
-        for job in jobs:
-            job.digest = bool(branches)
         self._play(jobs, seed=int(seed), phase=0, desc=f"{env_id} episodes")
-        t_main = time.perf_counter() - t_start
 
         policies = self._settings(proto)
         episodes = [self._episode(job, env_id, env_kwargs, run_id, policies) for job in jobs]
-        t_branch = 0.0
         if branches:
-            t0 = time.perf_counter()
             branch_jobs: list[tuple[Episode, _Job]] = []
             for episode, job in zip(episodes, jobs):
                 for spec_ in branches:
                     agents = set(spec_.agents(job.env, present={t.agent for t in episode.turns}))
                     for turn_index, agent, clone, rewards_before in job.snapshots:
-                        if agent not in agents:
-                            continue
-                        for new in self._branch_jobs(spec_, episode, turn_index, agent, clone, rewards_before,
-                                                     job.key):
-                            new.digest = True
-                            branch_jobs.append((episode, new))
+                        if agent in agents:
+                            branch_jobs.extend((episode, new) for new in
+                                               self._branch_jobs(spec_, job, turn_index, agent, clone, rewards_before))
             self._play([bj for _, bj in branch_jobs], seed=int(seed), phase=1, desc=f"{env_id} branches")
             for episode, bj in branch_jobs:
-                b = bj.branch
-                b.turns = bj.turns
-                b.tokens_generated = bj.tokens
-                b.team_rewards = {k: float(v) for k, v in bj.env.team_rewards().items()}
-                b.rewards = {a: bj.base_rewards.get(a, 0.0) + bj.rewards.get(a, 0.0) for a in bj.env.possible_agents}
-                b.transcript = json_safe(bj.env.transcript())
-                b.wall_time_s = bj.wall
-                episode.branches.append(b)
+                episode.branches.append(self._branch(bj, episode))
                 episode.branch_tokens_generated += bj.tokens
-            t_branch = time.perf_counter() - t0
         for job in jobs:
             job.snapshots = []
-        self.last_stats = {
-            "episodes": len(episodes),
-            "main_wall_s": t_main,
-            "branch_wall_s": t_branch,
-            "wall_s": time.perf_counter() - t_start,
-            "tokens_generated": sum(e.tokens_generated for e in episodes),
-            "branch_tokens_generated": sum(e.branch_tokens_generated for e in episodes),
-        }
+            job.record = None
         return episodes
 
-    def _branch_jobs(self, spec_: BranchSpec, episode: Episode, turn_index: int, agent: str, clone,
-                     rewards_before: dict[str, float], key: tuple[int, ...] = ()) -> list[_Job]:
-        recorded = episode.turns[turn_index]
-        replay = None
-        if spec_.replay_others:
-            replay, occ = {}, Counter()
-            for t in episode.turns[turn_index:]:
-                replay[(t.agent, occ[t.agent])] = t
-                occ[t.agent] += 1
-        out = []
+    @staticmethod
+    def _branch_jobs(spec_: BranchSpec, job: _Job, turn_index: int, agent: str, clone,
+                     rewards_before: dict[str, float]) -> list[_Job]:
         if spec_.kind == "ablate":
             before = {a: float(r) for a, r in clone.rewards.items()}
             env = clone.ablate(agent)
             # What ablate() handed out itself (its null move may end the episode) belongs to the branch.
             handed = {a: float(r) - before.get(a, 0.0) for a, r in env.rewards.items()}
-            out.append(_Job(env, step_index=recorded.step_index, base_rewards=rewards_before, replay=replay,
-                            branch=Branch("ablate", agent, turn_index, 0), start_rewards=handed,
-                            key=(*key, 1, turn_index, 0)))
-        else:
-            for s in range(spec_.k):
-                out.append(_Job(clone.clone(), step_index=recorded.step_index, base_rewards=rewards_before,
-                                replay=replay, force_first=True, branch=Branch("resample", agent, turn_index, s),
-                                key=(*key, 2, turn_index, s)))
-        return out
+            return [_Job.branch_of(job, env, Branch("ablate", agent, turn_index, 0), 1, rewards_before,
+                                   spec_.replay_others, start_rewards=handed)]
+        siblings = [_Job.branch_of(job, clone.clone(), Branch("resample", agent, turn_index, s), 2, rewards_before,
+                                   spec_.replay_others) for s in range(spec_.k)]
+        for sibling in siblings:
+            sibling.siblings = siblings
+        return siblings
+
+    @staticmethod
+    def _branch(bj: _Job, episode: Episode) -> Branch:
+        """The played (or followed) branch job as a :class:`Branch`."""
+        b = bj.branch
+        b.turns = bj.turns
+        b.tokens_generated = bj.tokens
+        # A branch that followed the main episode ended where it ended (see _Job.follows).
+        env = bj.source_env if bj.follows >= 0 else bj.env
+        b.team_rewards = dict(episode.team_rewards) if bj.follows >= 0 else \
+            {k: float(v) for k, v in env.team_rewards().items()}
+        b.rewards = {a: bj.base_rewards.get(a, 0.0) + bj.rewards.get(a, 0.0) for a in env.possible_agents}
+        b.transcript = json_safe(episode.transcript if bj.follows >= 0 else env.transcript())
+        b.wall_time_s = bj.wall
+        return b
 
     def _settings(self, env) -> dict[str, Any]:
         """Role -> the settings of the policy that plays it (recorded in every Episode)."""
@@ -524,17 +606,34 @@ class RolloutEngine:
                 while waiting and len(active) < cap:
                     job = waiting.pop()
                     job.start()
+                    job.start_tick = tick
                     active.append(job)
                 # Gather the decisions of this tick.
-                pending: list[tuple[_Job, str, Request, str]] = []
+                pending: list[tuple[_Job, str, Request | None, str, Turn | None, tuple[str, ...]]] = []
                 still: list[_Job] = []
+                following = False
                 for job in active:
+                    if job.follows > 0:      # a decision of the main episode's, taken over already (see _step)
+                        job.follows -= 1
+                        following = True
+                        still.append(job)
+                        continue
+                    if job.leader is not None:
+                        if self._shadow(job, tick):
+                            following = True
+                            still.append(job)
+                            continue
+                        if job.finished:
+                            if bar is not None:
+                                bar.update(1)
+                            continue
                     env = job.env
-                    while not env.done and (env.terminations[env.agent_selection]
-                                            or env.truncations[env.agent_selection]):
-                        env.step(None)
-                        job.step_index += 1
-                    if env.done:
+                    if job.follows < 0:
+                        while not env.done and (env.terminations[env.agent_selection]
+                                                or env.truncations[env.agent_selection]):
+                            env.step(None)
+                            job.step_index += 1
+                    if job.follows == 0 or env.done:
                         job.finish()
                         if bar is not None:
                             bar.update(1)
@@ -542,94 +641,130 @@ class RolloutEngine:
                     if job.step_index > self.max_steps:
                         raise RuntimeError(f"{env.env_id}: an episode ran past max_steps={self.max_steps}")
                     still.append(job)
-                    agent = env.agent_selection
-                    role = env.roles[agent]
-                    observes = self._policy_for(role).observes
-                    text, legal, vector, mask, digest = "", (), None, None, ""
-                    if job.digest and "text" not in observes and hasattr(env, "observe_text"):
-                        # The text first: a branch decision whose observation matches the recorded one replays it,
-                        # and then its policy's vector and mask are never needed.
-                        text = env.observe_text(agent)
-                        legal = tuple(env.legal_actions(agent))
-                        digest = _digest(text, legal)
-                        if "vector" in observes and not self._replays(job, agent, digest):
-                            obs = env.observe(agent, text=False)
-                            vector, mask = obs["observation"], obs.get("action_mask")
-                    else:
-                        if job.digest or "text" in observes:
-                            obs = env.observe(agent)
-                            text = obs["text"]
-                            if "vector" in observes:
-                                vector, mask = obs["observation"], obs.get("action_mask")
-                        elif "vector" in observes:
-                            obs = env.observe(agent, text=False)
-                            vector, mask = obs["observation"], obs.get("action_mask")
-                        if job.digest or "legal_actions" in observes:
-                            legal = tuple(env.legal_actions(agent))
-                        if job.digest:
-                            digest = _digest(text, legal)
-                    request = Request(env.env_id, agent, role, text, legal, env, key=(*job.key, job.step_index),
-                                      observation=vector, action_mask=mask)
-                    pending.append((job, agent, request, digest))
+                    entry = self._observe(job, env)
+                    job.tick, job.replaying = tick, entry[4] is not None
+                    pending.append(entry)
                 active = still
                 if not pending:
+                    if following:
+                        tick += 1
                     continue
                 # Decide: recorded actions (branches) or one generate call per policy.
-                decided: list[tuple[Generation | None, Turn | None]] = [(None, None)] * len(pending)
+                gens: list[Generation | None] = [None] * len(pending)
                 by_policy: dict[int, list[int]] = {}
-                for n, (job, agent, request, digest) in enumerate(pending):
-                    rec = self._replays(job, agent, digest)
-                    if rec is not None:
-                        decided[n] = (None, rec)
-                        continue
-                    pidx = index_of[id(self._policy_for(request.role))]
-                    by_policy.setdefault(pidx, []).append(n)
+                for n, (job, agent, request, digest, rec, legal) in enumerate(pending):
+                    if rec is None:
+                        by_policy.setdefault(index_of[id(self._policy_for(request.role))], []).append(n)
                 for pidx, idxs in by_policy.items():
                     policy = policies[pidx]
-                    gens = policy.generate([pending[n][2] for n in idxs], seed=_call_seed(seed, phase, tick, pidx))
-                    if len(gens) != len(idxs):
-                        raise RuntimeError(f"{type(policy).__name__}.generate returned {len(gens)} generations for "
+                    out = policy.generate([pending[n][2] for n in idxs], seed=_call_seed(seed, phase, tick, pidx))
+                    if len(out) != len(idxs):
+                        raise RuntimeError(f"{type(policy).__name__}.generate returned {len(out)} generations for "
                                            f"{len(idxs)} requests")
-                    for n, g in zip(idxs, gens):
-                        decided[n] = (g, None)
+                    for n, g in zip(idxs, out):
+                        gens[n] = g
                 # Step every env.
-                for (job, agent, request, digest), (gen, rec) in zip(pending, decided):
-                    self._step(job, agent, request, digest, gen, rec)
+                for (job, agent, request, digest, rec, legal), gen in zip(pending, gens):
+                    if rec is not None:
+                        self._step_replayed(job, agent, digest, rec, legal)
+                    else:
+                        self._step(job, agent, request, digest, gen)
                 tick += 1
         finally:
             if bar is not None:
                 bar.close()
 
-    @staticmethod
-    def _replays(job: _Job, agent: str, digest: str) -> Turn | None:
-        """The recorded turn a branch job reuses for ``agent``'s decision now (its next recorded decision, seen with
-        the same observation digest), or ``None`` (the policy decides)."""
-        if job.replay is None or job.force_first:
-            return None
-        rec = job.replay.get((agent, job.occurrence[agent]))
-        return rec if rec is not None and rec.obs_digest == digest else None
+    def _observe(self, job: _Job, env) -> tuple[_Job, str, Request | None, str, Turn | None, tuple[str, ...]]:
+        """What ``job``'s agent to move sees: its request (``None`` when a branch replays the recorded decision),
+        the observation digest (runs with branches), the recorded turn it replays (or ``None``) and the legal moves
+        computed."""
+        agent = env.agent_selection
+        role = env.roles[agent]
+        observes = self._policy_for(role).observes
+        text, legal, vector, mask, digest, rec = "", (), None, None, "", None
+        if job.digest and "text" not in observes and hasattr(env, "observe_text"):
+            # The text first: a branch decision whose observation matches the recorded one replays it, and then
+            # its policy's vector and mask are never needed.
+            text = env.observe_text(agent)
+            legal = tuple(env.legal_actions(agent))
+            rec, digest = self._match(job, agent, text, legal)
+            if rec is not None:
+                return job, agent, None, digest, rec, legal
+            if "vector" in observes:
+                obs = env.observe(agent, text=False)
+                vector, mask = obs["observation"], obs.get("action_mask")
+        else:
+            if job.digest or "text" in observes:
+                obs = env.observe(agent)
+                text = obs["text"]
+                if "vector" in observes:
+                    vector, mask = obs["observation"], obs.get("action_mask")
+            elif "vector" in observes:
+                obs = env.observe(agent, text=False)
+                vector, mask = obs["observation"], obs.get("action_mask")
+            if job.digest or "legal_actions" in observes:
+                legal = tuple(env.legal_actions(agent))
+            if job.digest:
+                rec, digest = self._match(job, agent, text, legal)
+                if rec is not None:
+                    return job, agent, None, digest, rec, legal
+        request = Request(env.env_id, agent, role, text, legal, env, key=(*job.key, job.step_index),
+                          observation=vector, action_mask=mask)
+        return job, agent, request, digest, None, legal
 
-    def _step(self, job: _Job, agent: str, request: Request, digest: str, gen: Generation | None,
-              rec: Turn | None) -> None:
+    @staticmethod
+    def _match(job: _Job, agent: str, text: str, legal: tuple[str, ...]) -> tuple[Turn | None, str]:
+        """The recorded turn a branch job reuses for ``agent``'s decision now (see :class:`_Recorded`), or
+        ``None``, and the decision's digest; main jobs record what they saw for their branches."""
+        if job.source is None or job.force_first:
+            digest = _digest(text, legal)
+            if job.record is not None:
+                job.record.add(agent, job.occurrence[agent], text, legal)
+            return None, digest
+        return job.source.match(agent, job.occurrence[agent], text, legal)
+
+    def _step_replayed(self, job: _Job, agent: str, digest: str, rec: Turn, legal: tuple[str, ...]) -> None:
+        """A branch decision that replays the main episode's recorded turn ``rec``."""
+        env = job.env
+        turn = _replayed_turn(rec, agent, env.roles[agent], env.teams[agent])
+        self._record_and_step(job, agent, turn, rec.action, digest, list(legal))
+
+    def _step(self, job: _Job, agent: str, request: Request, digest: str, gen: Generation) -> None:
         env = job.env
         if agent in job.watch:
             job.snapshots.append((len(job.turns), agent, env.clone(), dict(job.rewards)))
-        if rec is not None:
-            action = rec.action
-            turn = Turn(agent, request.role, env.teams[agent], list(rec.prompt_ids), list(rec.completion_ids),
-                        list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
-                        replayed=True, extra=dict(rec.extra))
-        else:
-            action = _env_action(env, agent, gen.action, request.legal_actions)
-            turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
-                        [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
-                        action if type(action) in _PLAIN else json_safe(action),
-                        extra=_json_safe_turn_extra(gen.extra) if gen.extra else {})
-            job.tokens += gen.num_tokens
+        action = _env_action(env, agent, gen.action, request.legal_actions)
+        plain = type(action) in _PLAIN
+        turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
+                    [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
+                    action if plain else json_safe(action),
+                    extra=_json_safe_turn_extra(gen.extra) if gen.extra else {})
+        job.tokens += gen.num_tokens
+        if job.record is not None and not plain:
+            job.record.plain = False
+        first = job.force_first
+        self._record_and_step(job, agent, turn, action, digest, list(request.legal_actions))
+        if first and self.follow_main and job.source is not None and job.source.plain and plain:
+            rec = job.source.turns[job.branch.turn_index]
+            if type(rec.action) is type(action) and rec.action == action:
+                self._follow(job)
+                return
+            job.first_action = (type(action), action)
+            for other in job.siblings:       # an earlier sibling, played, that drew the same action in the same tick
+                if other is job:
+                    break
+                if (other.first_action == job.first_action and other.leader is None and other.follows < 0
+                        and other.start_tick == job.start_tick):
+                    job.leader = other
+                    break
+
+    def _record_and_step(self, job: _Job, agent: str, turn: Turn, action: Any, digest: str,
+                         legal: list[str]) -> None:
+        env = job.env
         turn.turn_index = len(job.turns)
         turn.step_index = job.step_index
         turn.obs_digest = digest
-        turn.legal_actions = list(request.legal_actions)
+        turn.legal_actions = legal
         turn.reward = job.before_first.pop(agent, 0.0)
         if self.record_state is not None:
             vector = env.state() if self.record_state == "global" else env.observe(agent, text=False)["observation"]
@@ -645,179 +780,66 @@ class RolloutEngine:
         if invalid is not None:
             turn.invalid = True
             turn.invalid_reason = str(invalid.get("reason")) if isinstance(invalid, dict) else str(invalid)
-        job.credit()
+        given = job.add_env_rewards()
+        if job.record is not None:
+            job.record.credited.append(given)
 
+    @staticmethod
+    def _follow(job: _Job) -> None:
+        """A resample branch whose new action is the recorded one: from here it is the main episode again. The env
+        is a clone that took the same action from the same state (envs draw chance from their own RNG, so a clone
+        given the same actions plays the same episode, ``clone()``'s contract), so every later decision sees what it
+        saw in the main episode and replays its recorded action; the rest of the branch is taken from the record,
+        turn for turn what playing it would have written, without stepping the env. The job still takes one tick
+        per decision (``follows``), so the batches of every other job's ticks, and their seeds, are unchanged."""
+        source = job.source
+        start = job.branch.turn_index + 1
+        for rec, given in zip(source.turns[start:], source.credited[start:]):
+            turn = _replayed_turn(rec, rec.agent, rec.role, rec.team, rec.invalid, rec.invalid_reason,
+                                  job.before_first.pop(rec.agent, 0.0), len(job.turns), rec.step_index,
+                                  rec.obs_digest, rec.legal_actions, rec.state)
+            job.turns.append(turn)
+            job.last_turn[rec.agent] = turn
+            job.add_rewards(given)
+        job.follows = len(source.turns) - start
 
-# ---------------------------------------------------------------------- summary and CLI
-def summarize(episodes: Sequence[Episode], wall_s: float | None = None) -> dict[str, Any]:
-    """Aggregate numbers of a run: rewards per team and role, invalid-move rate, tokens, rates, branch outcomes."""
-    out: dict[str, Any] = {"episodes": len(episodes)}
-    teams: dict[str, list[float]] = {}
-    roles: dict[str, list[float]] = {}
-    turns = invalid = 0
-    for e in episodes:
-        for team, r in e.team_rewards.items():
-            teams.setdefault(team, []).append(r)
-        role_of = {t.agent: t.role for t in e.turns}
-        for agent, r in e.rewards.items():
-            roles.setdefault(role_of.get(agent, agent), []).append(r)
-        turns += len(e.turns)
-        invalid += e.invalid_count
-    out["mean_team_reward"] = {k: float(np.mean(v)) for k, v in sorted(teams.items())}
-    out["mean_reward_per_role"] = {k: float(np.mean(v)) for k, v in sorted(roles.items())}
-    out["turns"] = turns
-    out["invalid_rate"] = invalid / turns if turns else 0.0
-    out["tokens_main"] = sum(e.tokens_generated for e in episodes)
-    out["tokens_branches"] = sum(e.branch_tokens_generated for e in episodes)
-    if wall_s:
-        out["wall_s"] = wall_s
-        out["episodes_per_s"] = len(episodes) / wall_s
-        out["tokens_per_s"] = (out["tokens_main"] + out["tokens_branches"]) / wall_s
-    diffs: dict[str, list[float]] = {}
-    for e in episodes:
-        for b in e.branches:
-            team = e.turns[b.turn_index].team
-            key = f"{b.kind}:{b.agent}"
-            diffs.setdefault(key, []).append(e.team_rewards.get(team, 0.0) - b.team_rewards.get(team, 0.0))
-    out["branches"] = {k: {"n": len(v), "mean_main_minus_branch": float(np.mean(v))} for k, v in sorted(diffs.items())}
-    return out
+    @staticmethod
+    def _shadow(job: _Job, tick: int) -> bool:
+        """A resample branch that drew the same action as an earlier sibling (its leader) from the same state is in
+        the same state after it, and stays in its leader's state while the leader's decisions replay recorded ones
+        (a replay depends only on the observation and the agent's count of decisions, which the two share): it
+        shadows the leader instead of playing the same steps. Return ``True`` while it shadows (this tick: the
+        leader replayed); when the leader ended, this job ends as a copy of it; when the leader's decision is a new
+        one (its sample depends on the job's key), this job takes over a clone of the leader's state and plays on by
+        itself from this decision. Jobs are gathered in order and a leader comes first, so at this point the
+        leader has gathered this tick's decision (the env not yet stepped)."""
+        leader = job.leader
+        if leader.finished:
+            RolloutEngine._take_over(job, leader)
+            job.env = leader.env            # the leader's env at the end: the same episode's team rewards, transcript
+            job.leader = None
+            job.finish()
+            return False
+        if leader.tick == tick and leader.replaying:
+            return True
+        RolloutEngine._take_over(job, leader)
+        job.env = leader.env.clone()
+        job.leader = None
+        return False
 
-
-def _build_policy(args, env_kwargs: dict[str, Any] | None = None) -> Policy:
-    if args.no_progress:  # also silence transformers' and the hub's loading bars
-        import os
-
-        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-        try:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-        except ImportError:
-            pass
-    if args.model == "random":
-        from baselines.policies.scripted import ScriptedPolicy
-        from marl_llm_envs.scripted import random_legal
-
-        return ScriptedPolicy(random_legal, seed=args.seed)
-    if args.model == "mlp":
-        from baselines.policies.mlp import MLPPolicy
-        from marl_llm_envs import make
-
-        return MLPPolicy.for_env(make(args.env, **(env_kwargs or {})), seed=args.seed, temperature=args.temperature)
-    from baselines.policies.hf import TransformersPolicy
-
-    return TransformersPolicy.from_name(args.model, device=args.device, mode=args.mode, temperature=args.temperature,
-                                        max_new_tokens=args.max_new_tokens)
-
-
-_EXAMPLES = """\
-examples:
-  # 16 episodes of think_solve with SmolLM2 choosing among the legal moves
-  python -m baselines.rollout --env think_solve-v0 --model smollm2-135m --mode choice \\
-      --env-kwargs '{"action_mode": "discrete"}' --episodes 16 --out episodes.jsonl
-  # random legal moves, 8 tasks x 4 samples, each turn also played without its agent (what loo needs)
-  python -m baselines.rollout --env think_solve-v0 --model random --episodes 32 --group-size 4 \\
-      --branches ablate:thinker,ablate:solver --out episodes.jsonl
-  # then: the advantages a credit method gives these episodes
-  python -m baselines.credit --episodes episodes.jsonl --method loo
-
-counterfactual branches (--branches), comma-separated:
-  ablate:AGENT        at each of AGENT's decisions, AGENT plays its null move instead (the thinker sends nothing,
-                      a voter abstains) and the episode is played out: what the team gets without it (loo, ccpo)
-  resample:AGENT:K    at each of AGENT's decisions, K new samples of its action, each played out to the end: what
-                      another choice would have got (coma)
-  In a branch the other agents reuse their recorded moves where they see exactly what they saw before.
-  AGENT is an agent name (thinker, voter_0) or a role (voter: every agent with that role).
-"""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m baselines.rollout",
-        description="Play batched episodes with a policy (an LLM, an untrained MLP or random moves) and write them "
-                    "as JSONL:\none header line, then one episode per line (see baselines.episode).",
-        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", required=True, help="env id, e.g. think_solve-v0 (see marl_llm_envs.list_envs())")
-    parser.add_argument("--model", default="tiny",
-                        help='"smollm2-135m" (SmolLM2-135M-Instruct, a real small model), "random" (uniformly '
-                             'random legal moves, no model), "mlp" (an untrained MLP on the numeric observation, '
-                             'initialised from the seed; discrete action_mode only; baselines.train trains one), a '
-                             'local model folder or a hub id. The default "tiny" is a randomly initialised '
-                             "0.08M-parameter model for smoke tests: its replies are gibberish (default: %(default)s)")
-    parser.add_argument("--episodes", type=int, default=64,
-                        help="total episodes, tasks x group size (default: %(default)s)")
-    parser.add_argument("--group-size", type=int, default=1,
-                        help="samples per task, a GRPO group: same seed, same problem (default: %(default)s)")
-    parser.add_argument("--mode", choices=("generate", "choice"), default="generate",
-                        help="generate: free text, parsed by the env (format errors are invalid moves); choice: score "
-                             "each legal move and sample one (no format errors; needs legal moves, e.g. discrete "
-                             "action_mode or the games) (default: %(default)s)")
-    parser.add_argument("--device", default="cpu", help='torch device, e.g. "cpu" or "cuda" (default: %(default)s)')
-    parser.add_argument("--max-new-tokens", type=int, default=32,
-                        help="generation length limit per turn (default: %(default)s)")
-    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
-    parser.add_argument("--branches", default="",
-                        help='counterfactual branches per episode: KIND:AGENT[:K], comma-separated, e.g. '
-                             '"ablate:thinker,resample:solver:4"; explained below (default: none)')
-    parser.add_argument("--env-kwargs", default="{}",
-                        help='JSON dict of env kwargs, e.g. \'{"action_mode": "discrete"}\' (default: {})')
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the first task; task i uses seed + i (default: %(default)s)")
-    parser.add_argument("--max-concurrent", type=int, default=None, help="envs played at once (default: all)")
-    parser.add_argument("--record-state", choices=("global", "observation"), default=None,
-                        help="record Turn.state for a learned critic: env.state() (mappo) or the agent's numeric "
-                             "observation (ippo) (default: none)")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress output (neither ours nor transformers' loading bars); a bar is shown "
-                             "only on a terminal, elsewhere one line when the rollout ends")
-    parser.add_argument("--out", required=True, help="output JSONL path")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-
-    if args.episodes < 1 or args.group_size < 1 or args.episodes % args.group_size:
-        parser.error(f"--episodes ({args.episodes}) must be a positive multiple of --group-size ({args.group_size})")
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-    except json.JSONDecodeError as e:
-        parser.error(f"--env-kwargs is not valid JSON: {e}")
-    if not isinstance(env_kwargs, dict):
-        parser.error("--env-kwargs must be a JSON object")
-    try:
-        branches = BranchSpec.parse(args.branches)
-    except ValueError as e:
-        parser.error(str(e))
-
-    try:
-        policy = _build_policy(args, env_kwargs)
-    except ValueError as e:
-        parser.error(str(e))
-    engine = RolloutEngine(policy, show_progress=not args.no_progress, max_concurrent=args.max_concurrent,
-                           record_state=args.record_state)
-    t0 = time.perf_counter()
-    try:
-        episodes = engine.run(args.env, num_tasks=args.episodes // args.group_size, group_size=args.group_size,
-                              seed=args.seed, env_kwargs=env_kwargs, branches=branches)
-    finally:
-        policy.close()
-    wall = time.perf_counter() - t0
-    write_jsonl(args.out, episodes)
-    summary = summarize(episodes, wall)
-    print(f"env {args.env} | model {args.model} ({args.mode}) | episodes {summary['episodes']} "
-          f"({args.episodes // args.group_size} tasks x {args.group_size})")
-    print("mean team reward: " + ", ".join(f"{k} {v:+.3f}" for k, v in summary["mean_team_reward"].items()))
-    print("mean reward per role: " + ", ".join(f"{k} {v:+.3f}" for k, v in summary["mean_reward_per_role"].items()))
-    print(f"invalid-move rate: {summary['invalid_rate']:.3f} ({summary['turns']} turns)")
-    print(f"tokens generated: main {summary['tokens_main']}, branches {summary['tokens_branches']}")
-    print(f"wall {wall:.2f} s | {summary['episodes_per_s']:.2f} episodes/s | {summary['tokens_per_s']:.1f} tokens/s")
-    for key, b in summary["branches"].items():
-        print(f"branch {key}: n={b['n']}, mean outcome difference (main - branch) {b['mean_main_minus_branch']:+.3f}")
-    print(f"wrote {len(episodes)} episodes to {args.out} (a header line, then one episode per line)")
-    return summary
-
-
-if __name__ == "__main__":
-    main()
+    @staticmethod
+    def _take_over(job: _Job, leader: _Job) -> None:
+        """Make ``job``'s record its leader's: its own first turn (the leader's reward on it), then copies of the
+        leader's later turns (all replays), its returns and counters."""
+        first = job.turns[0]
+        first.reward = leader.turns[0].reward
+        copies = [first] + [_replayed_turn(t, t.agent, t.role, t.team, t.invalid, t.invalid_reason, t.reward,
+                                           t.turn_index, t.step_index, t.obs_digest, t.legal_actions, t.state)
+                            for t in leader.turns[1:]]
+        mine = {id(t): c for t, c in zip(leader.turns, copies)}
+        job.turns = copies
+        job.last_turn = {a: mine[id(t)] for a, t in leader.last_turn.items()}
+        job.rewards = dict(leader.rewards)
+        job.before_first = dict(leader.before_first)
+        job.occurrence = Counter(leader.occurrence)
+        job.step_index = leader.step_index

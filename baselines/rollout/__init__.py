@@ -1,0 +1,17 @@
+"""The rollout layer: play episodes of the envs with policies, in batches, with counterfactual branches.
+
+- :mod:`baselines.rollout.engine`: :class:`RolloutEngine` (the batched loop, env reuse, branches and their replay),
+  :class:`BranchSpec`, :func:`training_seeds`;
+- :mod:`baselines.rollout.summary`: what a batch of episodes amounts to (:func:`episode_stats`, :func:`summarize`),
+  shared with the trainer's metrics;
+- :mod:`baselines.rollout.cli`: ``python -m baselines.rollout`` (:func:`main`).
+
+What the engine records (``Turn``, ``Branch``, ``Episode``, JSONL) is in :mod:`baselines.episode`.
+"""
+
+from baselines.rollout.cli import _build_policy, build_parser, main  # noqa: F401 (_build_policy: the CLI's tests)
+from baselines.rollout.engine import BranchSpec, RolloutEngine, _env_action, training_seeds  # noqa: F401 (validate)
+from baselines.rollout.summary import EpisodeStats, episode_stats, summarize
+
+__all__ = ["BranchSpec", "EpisodeStats", "RolloutEngine", "build_parser", "episode_stats", "main", "summarize",
+           "training_seeds"]

@@ -1,0 +1,5 @@
+"""``python -m baselines.rollout ...`` (see ``--help``)."""
+
+from baselines.rollout.cli import main
+
+main()
