@@ -554,7 +554,7 @@ class raw_env(TextEnv):
     # -------------------------------------------------------------- global state (centralized critics only)
     def state(self) -> np.ndarray:
         """The union of the private views: every hand's cards, then player_0's view of everything else."""
-        if self._seed is None:
+        if self.episode_seed is None:
             return super().state()      # raises the before-reset error
         own = np.zeros(self.vector_size, np.float32)
         self._vector(self.possible_agents[0], own)
