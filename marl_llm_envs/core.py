@@ -589,6 +589,8 @@ class TextEnv(AECEnv):
         finished episode: orchestrator-v0)."""
         self.agents = list(agents)
         self._members_of = None
+        for team in self._team_return:
+            self._team_return[team] = 0.0
         for agent in self.agents:
             self.rewards[agent] = 0.0
             self._cumulative_rewards[agent] = 0.0
@@ -597,8 +599,6 @@ class TextEnv(AECEnv):
             old = self.infos.get(agent) or {}
             self.infos[agent] = {**self._base_info(agent), "invalid_count": old.get("invalid_count", 0)}
             self._retries[agent] = 0
-        for team in self._team_return:
-            self._team_return[team] = 0.0
         self._error = {}
 
     def team_rewards(self) -> dict[str, float]:

@@ -182,7 +182,7 @@ def test_reopen_takes_a_finished_episode_back_before_any_reward_keeping_invalid_
     assert branch.team_rewards() == {"team": 0.0}
     for agent in branch.agents:
         assert branch.rewards[agent] == 0.0 and not branch.terminations[agent]
-        assert "answer" not in branch.infos[agent]
+        assert branch.infos[agent]["team_reward"] == 0.0 and "answer" not in branch.infos[agent]
     assert branch.infos["worker_0"]["invalid_count"] == 1
 
 
