@@ -49,9 +49,12 @@ One place for what all our text environments have in common (the games only writ
   ``_mutable`` (a shallow ``.copy()`` each); everything else is shared with the original. A game therefore lists in
   ``_mutable`` every container it changes in place during an episode, and keeps anything nested in them immutable
   (tuples, strings, numbers) or replaces it rather than changing it. ``tests/test_clone_contract.py`` holds every
-  registered env to that: it fails when playing or resetting an env changes anything its clone can reach, or the
-  other way round, and its positive controls (a game that forgets one container, one that changes a nested list in
-  place) show that it would.
+  registered env to that (both action modes, several seeds, clones and ablations taken at random points, invalid
+  moves included): it fails when playing on or resetting an env changes anything its copy can reach (nested
+  containers and objects too), or the other way round. Sharing by itself is no bug: static data is shared on
+  purpose, which keeps ``clone()`` at a few microseconds. Its positive controls: a game that forgets its one
+  container, one that changes a list nested in a listed container, one that refills a shared array at reset, and
+  (``-m slow``) every entry of every game's ``_mutable`` dropped in turn: each is caught and named.
 
 Writing a game (the hook list). A game subclasses :class:`TextEnv` (or :class:`TwoPlayerZeroSumEnv`), sets the class
 attributes ``env_id``, ``version``, ``family``, ``possible_agents``, ``roles``, ``teams``, ``vector_size``,
@@ -619,7 +622,8 @@ class TextEnv(AECEnv):
 
     # ------------------------------------------------------------------ counterfactuals
     def clone(self) -> "TextEnv":
-        """An independent copy of this env, RNG included; static data (spaces, rules, tasks) is shared."""
+        """An independent copy of this env, RNG included; static data (spaces, rules, tasks) is shared. Copies the
+        base's per-episode containers and the game's ``_mutable`` (see "Clone contract" in the module docstring)."""
         new = object.__new__(type(self))
         d = self.__dict__.copy()
         for name in ("agents", "rewards", "_cumulative_rewards", "terminations", "truncations", "infos",

@@ -141,7 +141,7 @@ class raw_env(TwoPlayerZeroSumEnv):
     version = 0
     vector_size = 16
     metadata = {"render_modes": ["human", "ansi"], "name": "simple_negotiation_v0", "is_parallelizable": False}
-    _mutable = ("_inv", "_events")
+    _mutable = ("_events",)  # _inv is replaced on every trade, never changed in place
 
     def __init__(self, *, max_turns: int = 10, max_offer: int = 5, inventories: Any = None, valuations: Any = None,
                  **kwargs: Any) -> None:
