@@ -171,6 +171,12 @@ The orchestrator's solo prompt (orchestrator ablated)::
 
     Give your final answer as \\boxed{...}, for example \\boxed{42}.
 
+For scripted seats (``marl_llm_envs.reference.orchestrator``): what each seat's prompt shows, as data:
+``spawned()`` (the workers, in order), ``subtask(worker)``, ``report(worker)`` (a label index or the boxed text;
+``None`` when none), ``assignee(part)`` (discrete: the worker given a part, ``None`` = the orchestrator) and
+``notes(agent, part=None)`` (discrete: the label an agent's private notes point to). ``part_answer_index(part)`` is
+privileged (the true label; in no observation), for tests and oracles only.
+
 Version history. v0: first version. ``current_part_view`` added later (default ``False`` keeps every episode,
 observation and reward as before, so no version bump).
 """
@@ -344,6 +350,34 @@ class raw_env(ProblemEnv):
         """Privileged: the label index of part ``part``'s true result in discrete mode (for tests and oracle
         baselines only; it is in no observation)."""
         return self._part_truth[part]
+
+    # -------------------------------------------------------------- what the seats know (for scripted seats)
+    def spawned(self) -> list[str]:
+        """The workers spawned so far, in order (the orchestrator's prompt lists them)."""
+        return list(self._workers)
+
+    def subtask(self, worker: str) -> str | None:
+        """The sub-task ``worker`` was given (its prompt shows it), or ``None`` if it was not spawned."""
+        return self._subtask.get(worker)
+
+    def report(self, worker: str) -> Any:
+        """``worker``'s report: a label index (discrete) or the content of its ``\\boxed{}`` (text); ``None`` when
+        there is none (not answered yet, spoiled or ablated). The orchestrator's prompt shows it."""
+        return self._reports.get(worker)
+
+    def assignee(self, part: int) -> str | None:
+        """Discrete mode: the worker given part ``part``, or ``None`` (the orchestrator's own, or not decided yet)."""
+        return self._delegate[part]
+
+    def notes(self, agent: str, part: int | None = None) -> int | None:
+        """Discrete mode: the label index that ``agent``'s private notes point to, as its prompt shows: the
+        orchestrator's notes on part ``part``, a worker's on its own part; ``None`` where there are no notes."""
+        if agent == ORCHESTRATOR:
+            return self._self_notes[part] if self._self_notes else None
+        own = self._part_of.get(agent)
+        if not self._slot_notes or own is None:
+            return None
+        return self._slot_notes[self._slot_of[agent]][own]
 
     @property
     def solo(self) -> bool:

@@ -179,9 +179,6 @@ class raw_env(TwoPlayerZeroSumEnv):
     def _offer_to(self, agent: str) -> bool:
         return self._offer is not None and self._offer[0] != agent
 
-    def _affordable(self, agent: str, give: int, a: int, get: int, b: int) -> bool:
-        return self._inv[agent][give] >= a and self._inv[self._other(agent)][get] >= b
-
     def _legal_ids(self, agent: str) -> list[int]:
         ids = [ACCEPT, DENY, PASS] if self._offer_to(agent) else [PASS]
         mine, theirs = self._inv[agent], self._inv[self._other(agent)]
