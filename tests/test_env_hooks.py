@@ -209,3 +209,34 @@ def test_null_turn_lets_an_ablated_orchestrator_skip_its_plan_but_give_its_own_f
     while not solo.done:
         solo.step(label)
     assert set(solo.infos["orchestrator"]["parts_correct"]) and solo.infos["orchestrator"]["spawned"] == []
+
+
+# ---------------------------------------------------------------------- the envs' users inside marl_llm_envs
+def private_reach(source: str, filename: str = "<module>") -> list[str]:
+    """Where ``source`` reads an underscore member of an object other than ``self``/``cls``/``super()``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+                continue
+            found.append(f"{filename}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+ENV_USERS = sorted([*(Path(core.__file__).parent / "reference").glob("*.py"),
+                    *(Path(core.__file__).parent / name for name in ("scripted.py", "demo.py", "wrappers.py",
+                                                                     "registry.py"))])
+
+
+def test_reference_policies_and_tools_read_envs_through_public_members_only():
+    assert len(ENV_USERS) > 5
+    assert [v for path in ENV_USERS for v in private_reach(path.read_text(), path.name)] == []
+
+
+def test_the_private_reach_check_catches_a_bot_that_reads_game_state():
+    bot = "def bot(env, agent, rng):\n    base = env.unwrapped\n    return base._slot_notes[base._slot_of[agent]]\n"
+    assert len(private_reach(bot)) == 2
+    assert private_reach("def bot(env, agent, rng):\n    return env.unwrapped.notes(agent)\n") == []
