@@ -211,7 +211,7 @@ def test_null_turn_lets_an_ablated_orchestrator_skip_its_plan_but_give_its_own_f
     assert set(solo.infos["orchestrator"]["parts_correct"]) and solo.infos["orchestrator"]["spawned"] == []
 
 
-# ---------------------------------------------------------------------- the envs' users inside marl_llm_envs
+# ---------------------------------------------------------------------- the rest of the package
 def private_reach(source: str, filename: str = "<module>") -> list[str]:
     """Where ``source`` reads an underscore member of an object other than ``self``/``cls``/``super()``."""
     found = []
@@ -226,13 +226,16 @@ def private_reach(source: str, filename: str = "<module>") -> list[str]:
     return found
 
 
-ENV_USERS = sorted([*(Path(core.__file__).parent / "reference").glob("*.py"),
-                    *(Path(core.__file__).parent / name for name in ("scripted.py", "demo.py", "wrappers.py",
-                                                                     "registry.py"))])
+PACKAGE = Path(core.__file__).parent
+# every module of the package but the base and the games (those meet through the hook list, checked above)
+ENV_USERS = sorted(p for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE / "envs" and p.name != "core.py")
 
 
-def test_reference_policies_and_tools_read_envs_through_public_members_only():
-    assert len(ENV_USERS) > 5
+def test_policies_tasks_and_tools_reach_other_objects_through_public_members_only():
+    """The reference and scripted policies, the task sources, the demo, the wrappers and the registry call each other
+    and the envs through public members only (a reference bot reads what its seat may know through the game's
+    public accessors)."""
+    assert {"scripted.py", "orchestrator.py", "composite.py", "registry.py"} <= {p.name for p in ENV_USERS}
     assert [v for path in ENV_USERS for v in private_reach(path.read_text(), path.name)] == []
 
 

@@ -323,7 +323,7 @@ def test_arithmetic_distractors_include_precedence_and_parenthesis_mistakes():
     assert arithmetic._eval_tree(tree) == 19
     assert arithmetic._eval_flat(toks, left_to_right=False) == -5
     src = ArithmeticTasks(2, num_distractors=8)
-    ds = src._distractors(np.random.default_rng(0), tree, toks, 19)
+    ds = src.expression_distractors(np.random.default_rng(0), tree, toks, 19)
     assert "-5" in ds and "19" not in ds and len(ds) == 8
 
 
