@@ -84,7 +84,8 @@ an env module overrides, reads or writes one).
 
 **Helpers a game calls** (never overrides or assigns):
 
-* ``_give(rewards)``: add step rewards; each team's return is the mean of the rewards of its members in ``agents``.
+* ``_give(rewards)``: add step rewards; a team's return grows by the mean of its members' rewards (its seats, or,
+  once agents have joined or left, its members in ``agents``).
 * ``_finish(rewards, **info)``: the last ``_give``, then every agent terminated, ``info`` added to every info.
 * ``_add_agent(agent)``: an agent of ``possible_agents`` joins the episode now, as ``reset`` brings in the first ones
   (zero rewards, live, a fresh info, no retry pending); its spaces are seeded from the episode seed and its seat.
@@ -184,6 +185,7 @@ class TextEnv(AECEnv):
         self._ablations: tuple = ()
         self._ablated: frozenset[str] = frozenset()
         self._steps = 0
+        self._present: dict[str, list[str]] | bool | None = None
         self._build_spaces()
 
     # ------------------------------------------------------------------ spaces
@@ -320,6 +322,7 @@ class TextEnv(AECEnv):
         self._ablations = ()
         self._ablated = frozenset()
         self._steps = 0
+        self._present = None    # the teams' members: every seat until agents join or leave (see _give)
         self._start()
 
     def _base_info(self, agent: str) -> dict[str, Any]:
@@ -518,17 +521,23 @@ class TextEnv(AECEnv):
     def _give(self, rewards: dict[str, float]) -> None:
         """Add step rewards and publish each team's return so far in ``infos[agent]["team_reward"]``.
 
-        A team's return is the mean of the rewards of its members in the episode (``agents``; team members are
-        always given equal rewards). A team with no member in the episode keeps its return."""
+        A team's return is the mean of its members' rewards (team members are always given equal rewards): every seat
+        of the team, or, once agents have joined or left the episode (``_add_agent``, ``_remove_agent``,
+        ``_reopen``), its members in ``agents``. A team with no member there keeps its return."""
         step_rewards = self.rewards
         for agent, r in rewards.items():
             step_rewards[agent] += r
-        # team -> its members in the episode, in seat order: built once (when agents join or leave: again)
-        members_of = self.__dict__.get("_members_of")
-        if members_of is None or members_of[0] is not self.teams:
-            members_of = self._members_of = (self.teams, {
-                team: [a for a in self.agents if self.teams[a] == team] for team in self._team_return})
-        team_return, members_of = self._team_return, members_of[1]
+        members_of = self._present
+        if members_of is None:     # the seats did not change: team -> its seats in seat order (static; built once)
+            members_of = self.__dict__.get("_members_of")
+            if members_of is None or members_of[0] is not self.teams:
+                members_of = self._members_of = (self.teams, {
+                    team: [a for a in self.possible_agents if self.teams[a] == team] for team in self._team_return})
+            members_of = members_of[1]
+        elif members_of is False:  # agents joined or left: team -> its members in agents, until they change again
+            members_of = self._present = {team: [a for a in self.agents if self.teams[a] == team]
+                                          for team in self._team_return}
+        team_return = self._team_return
         for team in team_return:
             members = members_of[team]
             if members:
@@ -571,7 +580,7 @@ class TextEnv(AECEnv):
         self.truncations[agent] = False
         self.infos[agent] = self._base_info(agent)
         self._retries[agent] = 0
-        self._members_of = None
+        self._present = False
         seed = (self._seed + self.possible_agents.index(agent)) % 2**32
         self._action_spaces[agent].seed(seed)
         self._observation_spaces[agent].seed(seed)
@@ -583,7 +592,7 @@ class TextEnv(AECEnv):
         for table in (self.rewards, self._cumulative_rewards, self.terminations, self.truncations, self.infos,
                       self._retries, self._error):
             table.pop(agent, None)
-        self._members_of = None
+        self._present = False
 
     def _reopen(self, agents: list[str]) -> None:
         """Take the episode back to before any reward was handed out, with ``agents`` (in that order) live: zero
@@ -591,7 +600,7 @@ class TextEnv(AECEnv):
         pending. The game then sets its own state and ``agent_selection`` (an ablation that replays the end of a
         finished episode: orchestrator-v0)."""
         self.agents = list(agents)
-        self._members_of = None
+        self._present = False
         for team in self._team_return:
             self._team_return[team] = 0.0
         for agent in self.agents:
