@@ -211,6 +211,18 @@ def test_null_turn_lets_an_ablated_orchestrator_skip_its_plan_but_give_its_own_f
     assert set(solo.infos["orchestrator"]["parts_correct"]) and solo.infos["orchestrator"]["spawned"] == []
 
 
+def test_episode_seed_and_ablated_are_read_only_views_of_the_episode():
+    env = make("orchestrator-v0", action_mode="discrete")
+    assert env.episode_seed is None and env.ablated == frozenset()
+    env.reset(seed=7)
+    assert env.episode_seed == 7
+    branch = env.ablate("worker_1").ablate("orchestrator")
+    assert branch.ablated == frozenset({"worker_1", "orchestrator"}) and env.ablated == frozenset()
+    assert branch.episode_seed == 7 and branch.solo and not env.solo
+    with pytest.raises(AttributeError):
+        env.episode_seed = 3
+
+
 # ---------------------------------------------------------------------- the rest of the package
 def private_reach(source: str, filename: str = "<module>") -> list[str]:
     """Where ``source`` reads an underscore member of an object other than ``self``/``cls``/``super()``."""
