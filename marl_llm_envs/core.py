@@ -45,6 +45,66 @@ One place for what all our text environments have in common (the games only writ
   (its future turns are played by the env with that null action, and the game may also undo its past contribution
   where its manual says so); ``transcript()`` is a JSON record (env id and version, kwargs, seed, every ``step`` input
   and every ablation) and :func:`marl_llm_envs.replay` (in :mod:`marl_llm_envs.registry`) rebuilds the same episode, observation for observation and reward for reward.
+* **Clone contract.** ``clone()`` copies the base's per-episode containers and every attribute a game names in
+  ``_mutable`` (a shallow ``.copy()`` each); everything else is shared with the original. A game therefore lists in
+  ``_mutable`` every container it changes in place during an episode, and keeps anything nested in them immutable
+  (tuples, strings, numbers) or replaces it rather than changing it. ``tests/test_clone_contract.py`` holds every
+  registered env to that (both action modes, several seeds, clones and ablations taken at random points, invalid
+  moves included): it fails when playing on or resetting an env changes anything its copy can reach (nested
+  containers and objects too), or the other way round. Sharing by itself is no bug: static data is shared on
+  purpose, which keeps ``clone()`` at a few microseconds. Its positive controls: a game that forgets its one
+  container, one that changes a list nested in a listed container, one that refills a shared array at reset, and
+  (``-m slow``) every entry of every game's ``_mutable`` dropped in turn: each is caught and named.
+
+Writing a game (the hook list). A game subclasses :class:`TextEnv` (or :class:`TwoPlayerZeroSumEnv`), sets the class
+attributes ``env_id``, ``version``, ``family``, ``possible_agents``, ``roles``, ``teams``, ``vector_size``,
+``reward_range`` and ``_mutable`` (above), and talks to the base only through the members named in the two lists
+below; every other underscore member of the base is private to this module (``tests/test_env_hooks.py`` fails when
+an env module overrides, reads or writes one).
+
+**Hooks a game writes** (the first eight always; the others where the game needs them):
+
+* ``_start()``: deal / set up a new episode from ``self.np_random``; set ``agent_selection``.
+* ``action_names(agent)``: the fixed action list (discrete indices; text moves are ``[name]``); ``[]`` = free text.
+* ``_legal_ids(agent)``: the legal indices now.
+* ``_apply(agent, move)``: play a legal move (an index, or the parsed value of a free-text turn).
+* ``_text(agent)``: the prompt.
+* ``_vector(agent, out)``: fill the numeric observation (``out`` is a zeroed float32 array of ``vector_size``).
+* ``_null_move(agent)``: the move an ablated agent plays (documented in the game's manual).
+* ``_penalize(agent)``: the invalid-move penalty.
+* ``_parse_free(agent, text)``: ``(move, None)`` or ``(None, reason)`` for a free-text turn.
+* ``_interpret(agent, action)``: ``(move, None)`` or ``(None, reason)`` for any step input (the default reads an
+  index or one bracketed move name; a game with its own text grammar extends it).
+* ``_illegal(agent, name)``: the reason given for a well-formed move that is not legal now.
+* ``_index_to_move(agent, index)``: the move a legal index stands for (default: the index itself).
+* ``_on_ablate(agent)``: undo the agent's past contribution where the game's manual says so (default: nothing).
+* ``_null_turn(agent)``: whether the ablated ``agent``'s turn now is played by the env with ``_null_move`` (default:
+  every turn; orchestrator-v0's ablated orchestrator still gives its final answer itself).
+* ``_render()``: the text of ``render()`` (default: the prompt of the agent to move).
+
+**Helpers a game calls** (never overrides or assigns):
+
+* ``_give(rewards)``: add step rewards; a team's return grows by the mean of its members' rewards (its seats, or,
+  once agents have joined or left, its members in ``agents``).
+* ``_finish(rewards, **info)``: the last ``_give``, then every agent terminated, ``info`` added to every info.
+* ``_add_agent(agent)``: an agent of ``possible_agents`` joins the episode now, as ``reset`` brings in the first ones
+  (zero rewards, live, a fresh info, no retry pending); its spaces are seeded from the episode seed and its seat.
+* ``_remove_agent(agent)``: the agent leaves the episode (``agents`` and every per-agent table); ``_start`` uses it for
+  the agents that are not there from the start.
+* ``_reopen(agents)``: take the episode back to before any reward was handed out, with ``agents`` live (zero rewards
+  and team returns, fresh infos keeping ``invalid_count``, no retry or error pending); the game then sets its own
+  state and ``agent_selection``. For an ablation that replays the end of an episode.
+* ``_set_team_return(team, value)``: overwrite a team's return so far (and ``team_reward`` in its members' infos), for
+  an ablation that rescores a finished episode.
+* ``ablated`` (the ablated agents, a frozenset), ``episode_seed`` (``None`` before the first ``reset``) and
+  ``np_random``: read-only.
+* ``_action_index``: agent -> {action name in lower case: index}, built from ``action_names``; read-only.
+* ``_to_move()``: the last words of a render ("to move: player_1" or "game over").
+* ``_begin_step(action)`` and ``_read_text(agent, action)``: the opening of ``step``, for a game that writes its own
+  ``step`` (the TextArena bridge): log the input and take a dead agent's step; cut a text action to
+  ``TEXT_MAX_LENGTH``.
+* ``_other(agent)`` and ``_turn_text(agent, example)``: :class:`TwoPlayerZeroSumEnv` only: the opponent, and the
+  closing lines of a prompt.
 """
 
 from __future__ import annotations
@@ -68,18 +128,8 @@ INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
 class TextEnv(AECEnv):
     """Base class of every marl_llm_envs environment (a PettingZoo ``AECEnv``).
 
-    A game subclass sets ``env_id``, ``version``, ``family``, ``possible_agents``, ``roles``, ``teams`` and
-    ``vector_size``, lists its per-episode mutable containers in ``_mutable`` (copied by ``clone``), and implements:
-
-    ``_start()``                 deal / set up a new episode from ``self.np_random``; set ``agent_selection``.
-    ``action_names(agent)``      the fixed action list (discrete indices; text moves are ``[name]``); ``[]`` = free text.
-    ``_legal_ids(agent)``        legal indices now.
-    ``_apply(agent, move)``      play a legal move (an index, or the parsed value for free-text turns).
-    ``_text(agent)``             the prompt.
-    ``_vector(agent, out)``      fill the numeric observation (``out`` is zeroed float32 of ``vector_size``).
-    ``_null_move(agent)``        the move an ablated agent plays (documented in the game's manual).
-    ``_penalize(agent)``         the invalid-move penalty.
-    Optional: ``_parse_free(agent, text)`` for free-text turns, ``_on_ablate(agent)``, ``_render()``.
+    A game subclass sets its class attributes and writes the hooks of the module docstring's hook list ("Writing a
+    game"); it reaches the base only through the hooks and helpers named there.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["human", "ansi"], "name": "text_env", "is_parallelizable": False}
@@ -135,6 +185,7 @@ class TextEnv(AECEnv):
         self._ablations: tuple = ()
         self._ablated: frozenset[str] = frozenset()
         self._steps = 0
+        self._present: dict[str, list[str]] | bool | None = None
         self._build_spaces()
 
     # ------------------------------------------------------------------ spaces
@@ -192,6 +243,10 @@ class TextEnv(AECEnv):
     def _on_ablate(self, agent: str) -> None:
         """Undo the agent's past contribution where the game's manual says so (default: nothing to undo)."""
 
+    def _null_turn(self, agent: str) -> bool:
+        """Whether the ablated ``agent``'s turn now is played by the env with ``_null_move`` (default: every turn)."""
+        return True
+
     def _render(self) -> str:
         return self._text(self.agent_selection)
 
@@ -200,6 +255,16 @@ class TextEnv(AECEnv):
         return "game over" if self.done else f"to move: {self.agent_selection}"
 
     # ------------------------------------------------------------------ public API
+    @property
+    def ablated(self) -> frozenset[str]:
+        """The agents ablated in this env (empty unless it was made by :meth:`ablate`)."""
+        return self._ablated
+
+    @property
+    def episode_seed(self) -> int | None:
+        """The seed of the current episode (``None`` before the first ``reset``)."""
+        return self._seed
+
     @property
     def np_random(self) -> np.random.Generator:
         """The env's own RNG: ``numpy.random.default_rng(seed)`` after ``reset(seed)``, built on first use; a clone
@@ -257,6 +322,7 @@ class TextEnv(AECEnv):
         self._ablations = ()
         self._ablated = frozenset()
         self._steps = 0
+        self._present = None    # the teams' members: every seat until agents join or leave (see _give)
         self._start()
 
     def _base_info(self, agent: str) -> dict[str, Any]:
@@ -447,7 +513,7 @@ class TextEnv(AECEnv):
     def _play_ablated(self) -> None:
         while self._ablated and self.agent_selection in self._ablated and self.agents:
             agent = self.agent_selection
-            if self.terminations[agent] or self.truncations[agent]:
+            if self.terminations[agent] or self.truncations[agent] or not self._null_turn(agent):
                 return
             self._apply(agent, self._null_move(agent))
 
@@ -455,18 +521,27 @@ class TextEnv(AECEnv):
     def _give(self, rewards: dict[str, float]) -> None:
         """Add step rewards and publish each team's return so far in ``infos[agent]["team_reward"]``.
 
-        A team's return is the mean of its members' rewards (team members are always given equal rewards)."""
+        A team's return is the mean of its members' rewards (team members are always given equal rewards): every seat
+        of the team, or, once agents have joined or left the episode (``_add_agent``, ``_remove_agent``,
+        ``_reopen``), its members in ``agents``. A team with no member there keeps its return."""
         step_rewards = self.rewards
         for agent, r in rewards.items():
             step_rewards[agent] += r
-        members_of = self.__dict__.get("_members_of")   # team -> its members in seat order (static; built once)
-        if members_of is None or members_of[0] is not self.teams:
-            members_of = self._members_of = (self.teams, {
-                team: [a for a in self.possible_agents if self.teams[a] == team] for team in self._team_return})
-        team_return, members_of = self._team_return, members_of[1]
+        members_of = self._present
+        if members_of is None:     # the seats did not change: team -> its seats in seat order (static; built once)
+            members_of = self.__dict__.get("_members_of")
+            if members_of is None or members_of[0] is not self.teams:
+                members_of = self._members_of = (self.teams, {
+                    team: [a for a in self.possible_agents if self.teams[a] == team] for team in self._team_return})
+            members_of = members_of[1]
+        elif members_of is False:  # agents joined or left: team -> its members in agents, until they change again
+            members_of = self._present = {team: [a for a in self.agents if self.teams[a] == team]
+                                          for team in self._team_return}
+        team_return = self._team_return
         for team in team_return:
             members = members_of[team]
-            team_return[team] += sum([rewards.get(a, 0.0) for a in members]) / len(members)
+            if members:
+                team_return[team] += sum([rewards.get(a, 0.0) for a in members]) / len(members)
         infos, teams = self.infos, self.teams
         for agent in self.agents:
             infos[agent] = {**infos[agent], "team_reward": team_return[teams[agent]]}
@@ -478,6 +553,65 @@ class TextEnv(AECEnv):
             self.terminations[agent] = True
             if extra_info:
                 self.infos[agent] = {**self.infos[agent], **extra_info}
+
+    def _set_team_return(self, team: str, value: float) -> None:
+        """Overwrite ``team``'s return so far, and ``team_reward`` in its members' infos (for an ablation that rescores
+        a finished episode)."""
+        self._team_return[team] = value
+        infos, teams = self.infos, self.teams
+        for agent in self.agents:
+            if teams[agent] == team:
+                infos[agent] = {**infos[agent], "team_reward": value}
+
+    # ------------------------------------------------------------------ agents that join or leave mid-episode
+    def _add_agent(self, agent: str) -> None:
+        """``agent`` (one of ``possible_agents``) joins the episode now, as ``reset`` brings in the first agents: it
+        is appended to ``agents`` with zero rewards, live, a fresh info and no retry pending. Its spaces are seeded
+        with ``(episode seed + its index in possible_agents) % 2**32``: an agent that appears after ``reset`` misses
+        the seeding that PettingZoo's ``seed_test`` gives the agents present, so sampling from its spaces is
+        reproducible too."""
+        if agent not in self.possible_agents or agent in self.agents:
+            raise ValueError(f"{agent!r} cannot join: it is not one of {self.possible_agents} or is already in "
+                             f"the episode ({self.agents})")
+        self.agents.append(agent)
+        self.rewards[agent] = 0.0
+        self._cumulative_rewards[agent] = 0.0
+        self.terminations[agent] = False
+        self.truncations[agent] = False
+        self.infos[agent] = self._base_info(agent)
+        self._retries[agent] = 0
+        self._present = False
+        seed = (self._seed + self.possible_agents.index(agent)) % 2**32
+        self._action_spaces[agent].seed(seed)
+        self._observation_spaces[agent].seed(seed)
+
+    def _remove_agent(self, agent: str) -> None:
+        """``agent`` leaves the episode: out of ``agents`` and of every per-agent table (no reward reaches it)."""
+        if agent in self.agents:
+            self.agents.remove(agent)
+        for table in (self.rewards, self._cumulative_rewards, self.terminations, self.truncations, self.infos,
+                      self._retries, self._error):
+            table.pop(agent, None)
+        self._present = False
+
+    def _reopen(self, agents: list[str]) -> None:
+        """Take the episode back to before any reward was handed out, with ``agents`` (in that order) live: zero
+        rewards, every team's return 0, fresh infos that keep each agent's ``invalid_count``, no retry or error
+        pending. The game then sets its own state and ``agent_selection`` (an ablation that replays the end of a
+        finished episode: orchestrator-v0)."""
+        self.agents = list(agents)
+        self._present = False
+        for team in self._team_return:
+            self._team_return[team] = 0.0
+        for agent in self.agents:
+            self.rewards[agent] = 0.0
+            self._cumulative_rewards[agent] = 0.0
+            self.terminations[agent] = False
+            self.truncations[agent] = False
+            old = self.infos.get(agent) or {}
+            self.infos[agent] = {**self._base_info(agent), "invalid_count": old.get("invalid_count", 0)}
+            self._retries[agent] = 0
+        self._error = {}
 
     def team_rewards(self) -> dict[str, float]:
         """Each team's return so far in this episode (final once ``done``; still there after the dead steps have
@@ -497,7 +631,8 @@ class TextEnv(AECEnv):
 
     # ------------------------------------------------------------------ counterfactuals
     def clone(self) -> "TextEnv":
-        """An independent copy of this env, RNG included; static data (spaces, rules, tasks) is shared."""
+        """An independent copy of this env, RNG included; static data (spaces, rules, tasks) is shared. Copies the
+        base's per-episode containers and the game's ``_mutable`` (see "Clone contract" in the module docstring)."""
         new = object.__new__(type(self))
         d = self.__dict__.copy()
         for name in ("agents", "rewards", "_cumulative_rewards", "terminations", "truncations", "infos",

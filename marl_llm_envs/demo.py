@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import Any
 
 import numpy as np
 
@@ -52,19 +53,23 @@ def _box(text: str) -> str:
     return textwrap.indent(text, "  | ", predicate=lambda line: True)
 
 
+def _seats(env_id: str) -> tuple[Any, str]:
+    """The policies the demo plays ``env_id`` with, and how it says so."""
+    bots = reference_policies(env_id)
+    if env_id == "think_solve-v0":
+        return {"thinker": oracle_thinker, "solver": follower_solver}, "oracle thinker, follower solver"
+    if bots:
+        name, bot = next(iter(bots.items()))
+        return bot, f"reference policy {name} in every seat"
+    return random_legal, "uniformly random legal moves"
+
+
 def run_episode(env_id: str, mode: str, seed: int, prompts: str, one_line_moves: bool) -> None:
     """Play and print one episode. ``prompts``: "none", "first" (one prompt), "agents" (each agent's first) or
     "all"; ``one_line_moves``: one line per move instead of a wrapped list."""
     env = make(env_id, action_mode=mode, render_mode="ansi")
     s = spec(env_id)
-    bots = reference_policies(env_id)
-    if env_id == "think_solve-v0":
-        policies, who = {"thinker": oracle_thinker, "solver": follower_solver}, "oracle thinker, follower solver"
-    elif bots:
-        name, bot = next(iter(bots.items()))
-        policies, who = bot, f"reference policy {name} in every seat"
-    else:
-        policies, who = random_legal, "uniformly random legal moves"
+    policies, who = _seats(env_id)
     print(f"\n=== {env_id} ({s.family}, {mode} mode, seed {seed}) agents: {', '.join(s.agents)}; {who} ===")
     seen: set[str] = set()
     moves: list[str] = []
@@ -92,19 +97,9 @@ def run_episode(env_id: str, mode: str, seed: int, prompts: str, one_line_moves:
           "agents); replaying it gives the same team rewards")
     if env_id == "think_solve-v0":
         n = 200
-        with_thinker = solo = 0.0
-        for k in range(n):
-            rng = np.random.default_rng([seed, k, 1])  # a stream of its own, not the env seed's
-            e = make(env_id, action_mode=mode)
-            e.reset(seed=seed + k)
-            branch = e.ablate("thinker")  # the solver-solo counterfactual, from the same start
-            while not branch.done:
-                branch.step(follower_solver(branch, branch.agent_selection, rng))
-            solo += branch.team_rewards()["team"]
-            play(e, policies, seed + k, rng=rng)
-            with_thinker += e.team_rewards()["team"]
-        print(f"  thinker's credit over {n} problems: team reward {with_thinker / n:.2f} with the thinker, "
-              f"{solo / n:.2f} with the thinker ablated")
+        with_thinker, solo = _with_and_without(env_id, mode, seed, policies, "thinker", follower_solver, n)
+        print(f"  thinker's credit over {n} problems: team reward {with_thinker:.2f} with the thinker, "
+              f"{solo:.2f} with the thinker ablated")
         print("  (why the modes differ: alone, the solver guesses one of 4 candidates in discrete mode, any number in "
               "text mode)")
     if env_id == "orchestrator-v0":
@@ -115,20 +110,29 @@ def run_episode(env_id: str, mode: str, seed: int, prompts: str, one_line_moves:
         if mode == "text":  # the scripted seats compute exactly in text mode: skills are modelled in discrete mode
             return
         print(f"  team reward without each worker's report: {info['team_reward_without']}")
-        n, bot = 200, bots["delegator"]
-        with_workers = alone = 0.0
-        for k in range(n):
-            rng = np.random.default_rng([seed, k, 1])
-            e = make(env_id, action_mode=mode)
-            e.reset(seed=seed + k)
-            branch = e.ablate("orchestrator")  # the solo counterfactual, from the same start
-            while not branch.done:
-                branch.step(bot(branch, branch.agent_selection, rng))
-            alone += branch.team_rewards()["team"]
-            play(e, policies, seed + k, rng=rng)
-            with_workers += e.team_rewards()["team"]
-        print(f"  the workers' credit over {n} problems: team reward {with_workers / n:.2f} with them, "
-              f"{alone / n:.2f} with the orchestrator alone")
+        n = 200
+        with_workers, alone = _with_and_without(env_id, mode, seed, policies, "orchestrator",
+                                                reference_policies(env_id)["delegator"], n)
+        print(f"  the workers' credit over {n} problems: team reward {with_workers:.2f} with them, "
+              f"{alone:.2f} with the orchestrator alone")
+
+
+def _with_and_without(env_id: str, mode: str, seed: int, policies: Any, agent: str, branch_policy: Any,
+                      n: int) -> tuple[float, float]:
+    """The mean team reward over ``n`` problems played by ``policies``, and from the same starts with ``agent``
+    ablated (the branch played by ``branch_policy``): the agent's credit, the Wonderful-Life way."""
+    with_agent = without = 0.0
+    for k in range(n):
+        rng = np.random.default_rng([seed, k, 1])  # a stream of its own, not the env seed's
+        e = make(env_id, action_mode=mode)
+        e.reset(seed=seed + k)
+        branch = e.ablate(agent)  # the counterfactual without the agent, from the same start
+        while not branch.done:
+            branch.step(branch_policy(branch, branch.agent_selection, rng))
+        without += branch.team_rewards()["team"]
+        play(e, policies, seed + k, rng=rng)
+        with_agent += e.team_rewards()["team"]
+    return with_agent / n, without / n
 
 
 def main(argv: list[str] | None = None) -> None:

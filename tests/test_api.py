@@ -48,7 +48,7 @@ def test_render_ansi_returns_a_string():
         assert isinstance(env.render(), str) and env.render()
 
 
-def test_list_envs_lists_the_core_envs_and_filters_by_family():
+def test_list_envs_includes_the_core_games_and_filters_by_family():
     assert {"think_solve-v0", "voting-v0", "kuhn_poker-v0", "tic_tac_toe-v0"} <= set(list_envs())
     assert set(list_envs("zero_sum")) >= {"kuhn_poker-v0", "tic_tac_toe-v0"}
     assert set(list_envs("orchestration")) >= {"think_solve-v0", "voting-v0"}

@@ -48,7 +48,7 @@ def test_hostile_reply_is_a_recorded_invalid_move(env_id, pattern):
     assert env.infos[agent]["invalid_count"] == 1
 
 
-def test_unclosed_boxed_repro_of_issue_10_is_an_invalid_answer():
+def test_thousands_of_unclosed_boxed_openers_are_an_invalid_answer():
     env = _at_parsed_turn("think_solve-v0")
     env.step("\\boxed{" * 8000)
     assert env.infos["solver"]["invalid_action"]["reason"].startswith("no \\boxed{...} answer found")

@@ -1,4 +1,4 @@
-"""The manuals name what a user can pass (issue 10, item 9)."""
+"""The manuals name what a user can pass: think_solve-v0's lists every task source the registry knows."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from marl_llm_envs import tasks as tasks_mod
+from marl_llm_envs.tasks import arithmetic
 from marl_llm_envs.tasks import (
     ArithmeticTasks,
     CountdownTasks,
@@ -315,14 +316,14 @@ def test_arithmetic_difficulty_raises_operations_and_operand_size():
 def test_arithmetic_distractors_include_precedence_and_parenthesis_mistakes():
     # a hand-built expression: (12 - 7) * 3 + 4 = 19; ignoring parens: 12 - 21 + 4 = -5;
     # left to right without parens: ((12 - 7) * 3) + 4 = 19 (same), so -5 must show up.
-    tree = tasks_mod._BinOp("+", tasks_mod._BinOp("*", tasks_mod._BinOp(
-        "-", tasks_mod._Num(12), tasks_mod._Num(7)), tasks_mod._Num(3)), tasks_mod._Num(4))
-    toks = tasks_mod._tokens(tree)
-    assert tasks_mod._render(toks) == "(12 - 7) * 3 + 4"
-    assert tasks_mod._eval_tree(tree) == 19
-    assert tasks_mod._eval_flat(toks, left_to_right=False) == -5
+    tree = arithmetic._BinOp("+", arithmetic._BinOp("*", arithmetic._BinOp(
+        "-", arithmetic._Num(12), arithmetic._Num(7)), arithmetic._Num(3)), arithmetic._Num(4))
+    toks = arithmetic._tokens(tree)
+    assert arithmetic._render(toks) == "(12 - 7) * 3 + 4"
+    assert arithmetic._eval_tree(tree) == 19
+    assert arithmetic._eval_flat(toks, left_to_right=False) == -5
     src = ArithmeticTasks(2, num_distractors=8)
-    ds = src._distractors(np.random.default_rng(0), tree, toks, 19)
+    ds = src.expression_distractors(np.random.default_rng(0), tree, toks, 19)
     assert "-5" in ds and "19" not in ds and len(ds) == 8
 
 

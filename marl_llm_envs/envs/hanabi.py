@@ -336,62 +336,15 @@ class raw_env(TextEnv):
 
     def _apply(self, agent: str, move: int) -> None:
         p = self._cur
-        P, R = self.players, self.ranks
         if self._pos >= len(self._deck):
             self._turns_left -= 1
         before = self.score()
         kind, a, b = self._table[move]
         if kind == DISCARD or kind == PLAY:
-            hand, know = self._hands[p], self._know[p]
-            card = hand[a]
-            hand = hand[:a] + hand[a + 1:]
-            know = know[:a] + know[a + 1:]
-            scored = token = False
-            if kind == DISCARD:
-                if self._info < self.max_information_tokens:
-                    self._info += 1
-                    token = True
-                self._discards.append(card)
-            else:
-                c, r = divmod(card, R)
-                if self._fireworks[c] == r:
-                    self._fireworks[c] = r + 1
-                    scored = True
-                    if r + 1 == R and self._info < self.max_information_tokens:
-                        self._info += 1
-                        token = True
-                else:
-                    self._lives -= 1
-                    self._discards.append(card)
-            if self._pos < len(self._deck):
-                hand = hand + (self._deck[self._pos],)
-                know = know + (self._fresh,)
-                self._pos += 1
-            self._hands[p], self._know[p] = hand, know
-            self._moves.append((p, kind, a, -1, card // R, card % R, card, scored, token, 0))
+            self._play_or_discard(p, kind, a)
         else:
-            t = (p + a) % P
-            self._info -= 1
-            hand, know = self._hands[t], list(self._know[t])
-            reveal = 0
-            for i, card in enumerate(hand):
-                cm, rm, kc, kr = know[i]
-                if kind == HINT_COLOR:
-                    if card // R == b:
-                        know[i] = (1 << b, rm, b, kr)
-                        reveal |= 1 << i
-                    else:
-                        know[i] = (cm & ~(1 << b), rm, kc, kr)
-                else:
-                    if card % R == b:
-                        know[i] = (cm, 1 << b, kc, b)
-                        reveal |= 1 << i
-                    else:
-                        know[i] = (cm, rm & ~(1 << b), kc, kr)
-            self._know[t] = tuple(know)
-            self._moves.append((p, kind, -1, t, b if kind == HINT_COLOR else -1, b if kind == HINT_RANK else -1,
-                                -1, False, False, reveal))
-        self._cur = (p + 1) % P
+            self._hint(p, kind, a, b)
+        self._cur = (p + 1) % self.players
         self.agent_selection = self.possible_agents[self._cur]
         after = self.score()
         rewards = {x: float(after - before) for x in self.possible_agents}
@@ -403,6 +356,62 @@ class raw_env(TextEnv):
             self._finish(rewards, score=after, lives_left=self._lives, outcome="deck exhausted")
         else:
             self._give(rewards)
+
+    def _play_or_discard(self, p: int, kind: int, a: int) -> None:
+        """Player ``p`` plays or discards its card in slot ``a``, then draws (while the deck lasts)."""
+        R = self.ranks
+        hand, know = self._hands[p], self._know[p]
+        card = hand[a]
+        hand = hand[:a] + hand[a + 1:]
+        know = know[:a] + know[a + 1:]
+        scored = token = False
+        if kind == DISCARD:
+            if self._info < self.max_information_tokens:
+                self._info += 1
+                token = True
+            self._discards.append(card)
+        else:
+            c, r = divmod(card, R)
+            if self._fireworks[c] == r:
+                self._fireworks[c] = r + 1
+                scored = True
+                if r + 1 == R and self._info < self.max_information_tokens:
+                    self._info += 1
+                    token = True
+            else:
+                self._lives -= 1
+                self._discards.append(card)
+        if self._pos < len(self._deck):
+            hand = hand + (self._deck[self._pos],)
+            know = know + (self._fresh,)
+            self._pos += 1
+        self._hands[p], self._know[p] = hand, know
+        self._moves.append((p, kind, a, -1, card // R, card % R, card, scored, token, 0))
+
+    def _hint(self, p: int, kind: int, a: int, b: int) -> None:
+        """Player ``p`` hints colour or rank ``b`` to the player ``a`` seats after it (one information token)."""
+        R = self.ranks
+        t = (p + a) % self.players
+        self._info -= 1
+        hand, know = self._hands[t], list(self._know[t])
+        reveal = 0
+        for i, card in enumerate(hand):
+            cm, rm, kc, kr = know[i]
+            if kind == HINT_COLOR:
+                if card // R == b:
+                    know[i] = (1 << b, rm, b, kr)
+                    reveal |= 1 << i
+                else:
+                    know[i] = (cm & ~(1 << b), rm, kc, kr)
+            else:
+                if card % R == b:
+                    know[i] = (cm, 1 << b, kc, b)
+                    reveal |= 1 << i
+                else:
+                    know[i] = (cm, rm & ~(1 << b), kc, kr)
+        self._know[t] = tuple(know)
+        self._moves.append((p, kind, -1, t, b if kind == HINT_COLOR else -1, b if kind == HINT_RANK else -1,
+                            -1, False, False, reveal))
 
     def _penalize(self, agent: str) -> None:
         r = -float(self.score()) + self.invalid_penalty
@@ -554,7 +563,7 @@ class raw_env(TextEnv):
     # -------------------------------------------------------------- global state (centralized critics only)
     def state(self) -> np.ndarray:
         """The union of the private views: every hand's cards, then player_0's view of everything else."""
-        if self._seed is None:
+        if self.episode_seed is None:
             return super().state()      # raises the before-reset error
         own = np.zeros(self.vector_size, np.float32)
         self._vector(self.possible_agents[0], own)
@@ -605,28 +614,40 @@ class raw_env(TextEnv):
                     s = o["discards"] + self._discard_start[card]
                     out[s:s + n] = 1.0
         if self._moves:
-            q, kind, slot, t, c, r, card, scored, token, reveal = self._moves[-1]
-            ones.append(o["la_player"] + (q - p) % P)
-            ones.append(o["la_type"] + (1, 0, 2, 3)[kind])   # HLE's order: play, discard, reveal colour, rank
-            if t >= 0:
-                ones.append(o["la_target"] + (t - p) % P)
-            if kind >= HINT_COLOR:
-                if c >= 0:
-                    ones.append(o["la_color"] + c)
-                if r >= 0:
-                    ones.append(o["la_rank"] + r)
-                for i in range(H):
-                    if reveal >> i & 1:
-                        ones.append(o["la_reveal"] + i)
-            else:
-                ones.append(o["la_slot"] + slot)
-                ones.append(o["la_card"] + card)
-                if scored:
-                    ones.append(o["la_scored"])
-                # HLE's encoder: "information token gained" only for a play that completed a firework (a discard
-                # also returns a token, but HLE leaves this bit unset for it).
-                if token and kind == PLAY:
-                    ones.append(o["la_token"])
+            self._last_action_bits(p, ones)
+        self._knowledge_bits(p, ones)
+        out[ones] = 1.0
+
+    def _last_action_bits(self, p: int, ones: list[int]) -> None:
+        """HLE's last-action section, seen by player ``p``: the indices of its 1-bits, appended to ``ones``."""
+        P, H, o = self.players, self.hand_size, self._off
+        q, kind, slot, t, c, r, card, scored, token, reveal = self._moves[-1]
+        ones.append(o["la_player"] + (q - p) % P)
+        ones.append(o["la_type"] + (1, 0, 2, 3)[kind])   # HLE's order: play, discard, reveal colour, rank
+        if t >= 0:
+            ones.append(o["la_target"] + (t - p) % P)
+        if kind >= HINT_COLOR:
+            if c >= 0:
+                ones.append(o["la_color"] + c)
+            if r >= 0:
+                ones.append(o["la_rank"] + r)
+            for i in range(H):
+                if reveal >> i & 1:
+                    ones.append(o["la_reveal"] + i)
+        else:
+            ones.append(o["la_slot"] + slot)
+            ones.append(o["la_card"] + card)
+            if scored:
+                ones.append(o["la_scored"])
+            # HLE's encoder: "information token gained" only for a play that completed a firework (a discard
+            # also returns a token, but HLE leaves this bit unset for it).
+            if token and kind == PLAY:
+                ones.append(o["la_token"])
+
+    def _knowledge_bits(self, p: int, ones: list[int]) -> None:
+        """HLE's card-knowledge section, seen by player ``p`` (every hand, its own first): 1-bit indices into ``ones``."""
+        P, C, R, H, o = self.players, self.colors, self.ranks, self.hand_size, self._off
+        CR = C * R
         per = CR + C + R
         cells = self._plausible_cells
         for k in range(P):
@@ -642,7 +663,6 @@ class raw_env(TextEnv):
                     ones.append(s + CR + kc)
                 if kr >= 0:
                     ones.append(s + CR + C + kr)
-        out[ones] = 1.0
 
     def _render(self) -> str:
         hands = " | ".join(f"player_{q}: {' '.join(self._card(c) for c in h)}" for q, h in enumerate(self._hands))

@@ -48,6 +48,9 @@ The prompt (player_0, first hand, before any action)::
     Your legal moves: [check], [bet]
     Reply with exactly one move in square brackets, for example [check].
 
+For scripted players: ``env.info_state(agent)`` is what the agent's prompt shows as data: its card (0 = J, 1 = Q,
+2 = K) and the current hand's moves (indices into the action list).
+
 Version history. v0: first version.
 """
 
@@ -94,6 +97,11 @@ class raw_env(PokerMatchEnv):
 
     def _facing_bet(self) -> bool:
         return bool(self._history) and self._history[-1][1] == BET
+
+    def info_state(self, agent: str) -> tuple[int, tuple[int, ...]]:
+        """``agent``'s information state in the current hand, as its prompt shows it: its card (0 = J, 1 = Q, 2 = K)
+        and the hand's moves so far (indices into ``ACTIONS``, in order)."""
+        return self._cards[agent], tuple(move for _, move in self._history)
 
     def _legal_ids(self, agent: str) -> list[int]:
         return [CALL, FOLD] if self._facing_bet() else [CHECK, BET]

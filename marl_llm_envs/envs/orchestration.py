@@ -34,14 +34,15 @@ class ProblemEnv(TextEnv):
     """Base of the envs in which a team answers one problem drawn from a :class:`~marl_llm_envs.tasks.TaskSource`."""
 
     family = "orchestration"
+    reward_schemes: dict[str, tuple[float, float]] = REWARD_SCHEMES  # scheme -> (fail, success); a game may add its own
 
     def __init__(self, *, tasks: Any = "arithmetic", split: str = "train", reward_scheme: str = "binary",
                  num_candidates: int = 4, **kwargs: Any) -> None:
         source = make_task_source(tasks)
         if split not in ("train", "test"):
             raise ValueError(f"split={split!r} is not one of ['train', 'test']")
-        if reward_scheme not in REWARD_SCHEMES:
-            raise ValueError(f"reward_scheme={reward_scheme!r} is not one of {list(REWARD_SCHEMES)}")
+        if reward_scheme not in self.reward_schemes:
+            raise ValueError(f"reward_scheme={reward_scheme!r} is not one of {list(self.reward_schemes)}")
         if isinstance(num_candidates, bool) or not isinstance(num_candidates, int) or not 2 <= num_candidates <= len(LABELS):
             raise ValueError(f"num_candidates must be an int in 2..{len(LABELS)}, got {num_candidates!r}")
         if kwargs.get("invalid_move") == "random" and kwargs.get("action_mode", "text") == "text":
@@ -52,7 +53,7 @@ class ProblemEnv(TextEnv):
         self.reward_scheme = reward_scheme
         self.num_candidates = num_candidates
         self.labels = list(LABELS[:num_candidates])
-        self._fail, self._success = REWARD_SCHEMES[reward_scheme]
+        self._fail, self._success = self.reward_schemes[reward_scheme]
         self.problem_size = source.feature_size + num_candidates
         self.vector_size = self._vector_size(source.feature_size, num_candidates)
         super().__init__(tasks=source.spec(), split=split, reward_scheme=reward_scheme,

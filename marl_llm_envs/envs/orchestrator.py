@@ -171,6 +171,12 @@ The orchestrator's solo prompt (orchestrator ablated)::
 
     Give your final answer as \\boxed{...}, for example \\boxed{42}.
 
+For scripted seats (``marl_llm_envs.reference.orchestrator``): what each seat's prompt shows, as data:
+``spawned()`` (the workers, in order), ``subtask(worker)``, ``report(worker)`` (a label index or the boxed text;
+``None`` when none), ``assignee(part)`` (discrete: the worker given a part, ``None`` = the orchestrator) and
+``notes(agent, part=None)`` (discrete: the label an agent's private notes point to). ``part_answer_index(part)`` is
+privileged (the true label; in no observation), for tests and oracles only.
+
 Version history. v0: first version. ``current_part_view`` added later (default ``False`` keeps every episode,
 observation and reward as before, so no version bump).
 """
@@ -284,11 +290,8 @@ class raw_env(ProblemEnv):
 
     # -------------------------------------------------------------- episode set-up
     def _start(self) -> None:
-        self.agents = [ORCHESTRATOR]  # workers join as they are spawned
-        for table in (self.rewards, self._cumulative_rewards, self.terminations, self.truncations, self.infos,
-                      self._retries):
-            for worker in self.workers:
-                del table[worker]
+        for worker in self.workers:  # workers join as they are spawned
+            self._remove_agent(worker)
         self.task = self.task_source.sample(self.np_random, self.split)
         parts = self.task.parts
         if not parts:
@@ -348,9 +351,37 @@ class raw_env(ProblemEnv):
         baselines only; it is in no observation)."""
         return self._part_truth[part]
 
+    # -------------------------------------------------------------- what the seats know (for scripted seats)
+    def spawned(self) -> list[str]:
+        """The workers spawned so far, in order (the orchestrator's prompt lists them)."""
+        return list(self._workers)
+
+    def subtask(self, worker: str) -> str | None:
+        """The sub-task ``worker`` was given (its prompt shows it), or ``None`` if it was not spawned."""
+        return self._subtask.get(worker)
+
+    def report(self, worker: str) -> Any:
+        """``worker``'s report: a label index (discrete) or the content of its ``\\boxed{}`` (text); ``None`` when
+        there is none (not answered yet, spoiled or ablated). The orchestrator's prompt shows it."""
+        return self._reports.get(worker)
+
+    def assignee(self, part: int) -> str | None:
+        """Discrete mode: the worker given part ``part``, or ``None`` (the orchestrator's own, or not decided yet)."""
+        return self._delegate[part]
+
+    def notes(self, agent: str, part: int | None = None) -> int | None:
+        """Discrete mode: the label index that ``agent``'s private notes point to, as its prompt shows: the
+        orchestrator's notes on part ``part``, a worker's on its own part; ``None`` where there are no notes."""
+        if agent == ORCHESTRATOR:
+            return self._self_notes[part] if self._self_notes else None
+        own = self._part_of.get(agent)
+        if not self._slot_notes or own is None:
+            return None
+        return self._slot_notes[self._slot_of[agent]][own]
+
     @property
     def solo(self) -> bool:
-        return ORCHESTRATOR in self._ablated
+        return ORCHESTRATOR in self.ablated
 
     @property
     def phase(self) -> str:
@@ -385,15 +416,12 @@ class raw_env(ProblemEnv):
             return 0 if self.action_mode == "discrete" else (None, [])
         return None
 
-    def _play_ablated(self) -> None:
-        while self.agents and self.agent_selection in self._ablated and not self.done:
-            if self.agent_selection == ORCHESTRATOR and self._phase != "plan":
-                return
-            self._apply(self.agent_selection, self._null_move(self.agent_selection))
+    def _null_turn(self, agent: str) -> bool:
+        return agent != ORCHESTRATOR or self._phase == "plan"  # an ablated orchestrator still gives its final answer
 
     def _apply(self, agent: str, move: Any) -> None:
         if agent != ORCHESTRATOR:
-            self._reports[agent] = None if agent in self._ablated else move
+            self._reports[agent] = None if agent in self.ablated else move
             self._next_worker()
         elif self._phase == "plan":
             self._apply_plan(move)
@@ -433,17 +461,7 @@ class raw_env(ProblemEnv):
         self._slot_of[worker] = slot
         self._part_of[worker] = part
         self._subtask[worker] = subtask
-        self.agents.append(worker)
-        self.rewards[worker] = 0.0
-        self._cumulative_rewards[worker] = 0.0
-        self.terminations[worker] = False
-        self.truncations[worker] = False
-        self.infos[worker] = self._base_info(worker)
-        self._retries[worker] = 0
-        # a worker appears after reset, where PettingZoo's seed_test seeds the spaces of the agents present: seed its
-        # spaces from the episode seed, so that sampling from them is reproducible too
-        self._action_spaces[worker].seed((self._seed + slot) % 2**32)
-        self._observation_spaces[worker].seed((self._seed + slot) % 2**32)
+        self._add_agent(worker)
 
     def _next_worker(self) -> None:
         for worker in self._workers:
@@ -464,14 +482,6 @@ class raw_env(ProblemEnv):
         self._next_worker()
 
     # -------------------------------------------------------------- the outcome
-    def _give(self, rewards: dict[str, float]) -> None:
-        """Like the base, with the team's members being the agents of this episode (workers appear at run time)."""
-        for agent, r in rewards.items():
-            self.rewards[agent] += r
-        self._team_return["team"] += sum(rewards.get(a, 0.0) for a in self.agents) / len(self.agents)
-        for agent in self.agents:
-            self.infos[agent] = {**self.infos[agent], "team_reward": self._team_return["team"]}
-
     def _label_value(self, part: int, label: int | None) -> str | None:
         return None if label is None else self._part_candidates[part][label]
 
@@ -566,9 +576,7 @@ class raw_env(ProblemEnv):
     def _on_ablate(self, agent: str) -> None:
         if agent == ORCHESTRATOR:
             for worker in self._workers:
-                for table in (self.rewards, self._cumulative_rewards, self.terminations, self.truncations,
-                              self.infos, self._retries):
-                    table.pop(worker, None)
+                self._remove_agent(worker)
             self._workers, self._slot_of, self._part_of, self._subtask = [], {}, {}, {}
             self._reports, self._spoiled, self._plan = {}, set(), None
             self._delegate = [None] * len(self.task.parts)
@@ -584,18 +592,7 @@ class raw_env(ProblemEnv):
 
     def _reopen_final(self) -> None:
         """Go back to the start of the orchestrator's final turn (no reward is handed out before it)."""
-        keep = [ORCHESTRATOR, *self._workers]
-        self.agents = keep
-        for agent in keep:
-            self.rewards[agent] = 0.0
-            self._cumulative_rewards[agent] = 0.0
-            self.terminations[agent] = False
-            self.truncations[agent] = False
-            old = self.infos.get(agent) or {}
-            self.infos[agent] = {**self._base_info(agent), "invalid_count": old.get("invalid_count", 0)}
-            self._retries[agent] = 0
-        self._team_return["team"] = 0.0
-        self._error = {}
+        self._reopen([ORCHESTRATOR, *self._workers])
         self._phase = "final"
         self._part_i = 0
         self._choice = [None] * len(self.task.parts)

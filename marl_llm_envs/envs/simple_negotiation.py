@@ -141,7 +141,7 @@ class raw_env(TwoPlayerZeroSumEnv):
     version = 0
     vector_size = 16
     metadata = {"render_modes": ["human", "ansi"], "name": "simple_negotiation_v0", "is_parallelizable": False}
-    _mutable = ("_inv", "_events")
+    _mutable = ("_events",)  # _inv is replaced on every trade, never changed in place
 
     def __init__(self, *, max_turns: int = 10, max_offer: int = 5, inventories: Any = None, valuations: Any = None,
                  **kwargs: Any) -> None:
@@ -178,9 +178,6 @@ class raw_env(TwoPlayerZeroSumEnv):
 
     def _offer_to(self, agent: str) -> bool:
         return self._offer is not None and self._offer[0] != agent
-
-    def _affordable(self, agent: str, give: int, a: int, get: int, b: int) -> bool:
-        return self._inv[agent][give] >= a and self._inv[self._other(agent)][get] >= b
 
     def _legal_ids(self, agent: str) -> list[int]:
         ids = [ACCEPT, DENY, PASS] if self._offer_to(agent) else [PASS]

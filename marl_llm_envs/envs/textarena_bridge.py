@@ -283,9 +283,9 @@ class TextArenaEnv(TextEnv):
 
     def _start(self) -> None:
         ta = _textarena()
-        self._py_state, self._np_state = _seeded_states(self._seed)
+        self._py_state, self._np_state = _seeded_states(self.episode_seed)
         self._ta = self._call(ta.make, self.ta_id)
-        self._call(self._ta.reset, num_players=self.num_players, seed=self._seed)
+        self._call(self._ta.reset, num_players=self.num_players, seed=self.episode_seed)
         self._texts = {}
         self._attempts = {a: 0 for a in self.possible_agents}
         self._raw = {}

@@ -244,7 +244,7 @@ class raw_env(ProblemEnv):
 
     def _apply(self, agent: str, move: Any) -> None:
         if agent == "thinker":
-            if move is None or "thinker" in self._ablated:
+            if move is None or "thinker" in self.ablated:
                 self.thought = None
             elif self.action_mode == "discrete":
                 self.thought = self.action_names("thinker")[move]
@@ -282,7 +282,7 @@ class raw_env(ProblemEnv):
 
     # -------------------------------------------------------------- observations
     def _text(self, agent: str) -> str:
-        solo = "thinker" in self._ablated
+        solo = "thinker" in self.ablated
         if agent == "thinker":
             if self.action_mode == "discrete":
                 moves = ", ".join(f"[{label}] (\"I think the answer is ({label})\")" for label in self.labels)
@@ -349,7 +349,7 @@ class raw_env(ProblemEnv):
         if self._thought_sent and self.action_mode == "discrete" and self.thought is not None:
             out[k + self.action_names("thinker").index(self.thought)] = 1.0
         k += 1 + self.num_candidates
-        out[k] = 0.0 if "thinker" in self._ablated else 1.0
+        out[k] = 0.0 if "thinker" in self.ablated else 1.0
         out[k + 1] = 1.0 if agent == "solver" else 0.0
         out[k + 2] = 1.0 if self._thought_sent else 0.0
         if agent == "thinker" and self._hidden_problem:

@@ -110,7 +110,7 @@ from typing import Any, Sequence
 import numpy as np
 from pettingzoo.utils.conversions import aec_to_parallel_wrapper
 
-from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv
+from marl_llm_envs.envs.orchestration import BOXED_HINT, REWARD_SCHEMES, ProblemEnv
 from marl_llm_envs.fast_rng import first_uniform
 from marl_llm_envs.tasks import answer_key
 from marl_llm_envs.text import find_boxed, printable
@@ -125,6 +125,8 @@ class raw_env(ProblemEnv):
     version = 0
     metadata = {"render_modes": ["human", "ansi"], "name": "voting_v0", "is_parallelizable": True}
     _mutable = ("_ballots",)
+    # scored 1/0, per aggregate ("plurality", a synonym of "binary") or per ballot ("fraction", a fraction of 1)
+    reward_schemes = {**REWARD_SCHEMES, **{scheme: REWARD_SCHEMES["binary"] for scheme in VOTING_SCHEMES}}
 
     def __init__(self, *, n_voters: int = 3, tie_break: str = "random",
                  clue_accuracy: float | Sequence[float] | str | None = "auto", **kwargs: Any) -> None:
@@ -138,17 +140,10 @@ class raw_env(ProblemEnv):
         self.roles = {a: "voter" for a in self.possible_agents}
         self.teams = {a: "team" for a in self.possible_agents}
         self.clue_accuracy = _clues(clue_accuracy, n_voters, kwargs.get("action_mode", "text"))
-        scheme = kwargs.get("reward_scheme", "binary")
-        if scheme not in ("binary", "signed", *VOTING_SCHEMES):
-            raise ValueError(f"reward_scheme={scheme!r} is not one of ['binary', 'signed', 'plurality', 'fraction']")
-        if scheme in VOTING_SCHEMES:  # scored 1/0 per ballot or aggregate; the base class knows them as "binary"
-            kwargs["reward_scheme"] = "binary"
         super().__init__(n_voters=n_voters, tie_break=tie_break,
                          clue_accuracy=clue_accuracy if isinstance(clue_accuracy, (str, type(None), float, int))
                          else list(clue_accuracy), **kwargs)
-        if scheme in VOTING_SCHEMES:
-            self.reward_scheme = self._kwargs["reward_scheme"] = scheme
-        self.fraction = scheme == "fraction"
+        self.fraction = self.reward_scheme == "fraction"
         self.reward_range = (self._fail + n_voters * min(0.0, self.invalid_penalty), self._success)
 
     def _vector_size(self, feature_size: int, num_candidates: int) -> int:
@@ -193,7 +188,7 @@ class raw_env(ProblemEnv):
         return None
 
     def _apply(self, agent: str, move: Any) -> None:
-        self._ballots[agent] = None if agent in self._ablated else move
+        self._ballots[agent] = None if agent in self.ablated else move
         self._next_voter(agent)
 
     def _penalize(self, agent: str) -> None:
@@ -314,10 +309,10 @@ class raw_env(ProblemEnv):
         self._spoiled = self._spoiled - {agent}  # an abstaining voter spoils nothing
         if self._result is not None:  # finished: recount without this voter's ballot
             r = self._result = self._count()
-            self._team_return["team"] = r["team_reward"]
+            self._set_team_return("team", r["team_reward"])
             for voter in self.agents:
-                self.infos[voter] = {**self.infos[voter], "team_reward": r["team_reward"], "aggregate": r["aggregate"],
-                                     "correct": r["correct"], "team_reward_without": r["team_reward_without"]}
+                self.infos[voter] = {**self.infos[voter], "aggregate": r["aggregate"], "correct": r["correct"],
+                                     "team_reward_without": r["team_reward_without"]}
 
     # -------------------------------------------------------------- observations
     def _text(self, agent: str) -> str:

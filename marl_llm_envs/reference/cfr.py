@@ -49,10 +49,15 @@ class Tree:
     """The game tree of ``game``, enumerated once (breadth first) into flat arrays."""
 
     def __init__(self, game: Any) -> None:
-        parent, depth, player, iset, edge, chance_p, util = [], [], [], [], [], [], []
         self.infosets: dict[str, int] = {}
         self.iset_player: list[int] = []
         self.iset_actions: list[list[Any]] = []
+        self._index(*self._enumerate(game))
+
+    def _enumerate(self, game: Any) -> tuple[list, ...]:
+        """Every state breadth first: per node its parent, depth, player, info set, in-edge, chance probability and
+        utility (lists); fills the info-set tables on the way."""
+        parent, depth, player, iset, edge, chance_p, util = [], [], [], [], [], [], []
         frontier = [(game.initial_state(), -1, 0, -1, 1.0)]
         while frontier:
             nxt = []
@@ -87,6 +92,11 @@ class Tree:
                     for a_index, action in enumerate(actions):
                         nxt.append((game.next_state(state, action), n, d + 1, (i, a_index), 1.0))
             frontier = nxt
+        return parent, depth, player, iset, edge, chance_p, util
+
+    def _index(self, parent: list, depth: list, player: list, iset: list, edge: list, chance_p: list,
+               util: list) -> None:
+        """The flat NumPy arrays the passes run on (levels, edges, each level's children by kind of parent)."""
         self.n = len(parent)
         sizes = np.array([len(a) for a in self.iset_actions], np.int64)
         self.iset_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)

@@ -94,9 +94,9 @@ def kuhn_infoset(env, agent: str) -> str:
     from marl_llm_envs.envs.kuhn_poker import BET as ENV_BET
     from marl_llm_envs.envs.kuhn_poker import CALL as ENV_CALL
 
-    base = env.unwrapped
-    history = "".join(BET if move in (ENV_BET, ENV_CALL) else PASS for _, move in base._history)
-    return f"{CARDS[base._cards[agent]]}:{history}"
+    card, moves = env.unwrapped.info_state(agent)
+    history = "".join(BET if move in (ENV_BET, ENV_CALL) else PASS for move in moves)
+    return f"{CARDS[card]}:{history}"
 
 
 def kuhn_nash(env, agent: str, rng: np.random.Generator, alpha: float = 0.0) -> Any:
@@ -110,6 +110,7 @@ def kuhn_nash(env, agent: str, rng: np.random.Generator, alpha: float = 0.0) -> 
         raise ValueError(f"kuhn_nash: it is not {agent}'s turn")
     p_bet = kuhn_nash_strategy(alpha)[kuhn_infoset(base, agent)][1]
     bets = rng.random() < p_bet
-    facing = base._facing_bet()
+    moves = base.info_state(agent)[1]
+    facing = bool(moves) and moves[-1] == ENV_BET
     move = (CALL if bets else FOLD) if facing else (ENV_BET if bets else CHECK)
     return move if base.action_mode == "discrete" else f"[{ACTIONS[move]}]"

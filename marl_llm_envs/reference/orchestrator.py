@@ -39,11 +39,9 @@ def _compute(question: str) -> str | None:
 
 def _worker(base, agent: str, rng: np.random.Generator) -> Any:
     if base.action_mode == "discrete":
-        part = base._part_of[agent]
-        if base._slot_notes and part is not None:
-            return base._slot_notes[base._slot_of[agent]][part]
-        return int(rng.integers(base.num_candidates))
-    return f"\\boxed{{{_compute(base._subtask[agent]) or 0}}}"
+        notes = base.notes(agent)
+        return notes if notes is not None else int(rng.integers(base.num_candidates))
+    return f"\\boxed{{{_compute(base.subtask(agent)) or 0}}}"
 
 
 def _final_text(base, results: list[str | None]) -> str:
@@ -57,19 +55,20 @@ def _orchestrate(base, rng: np.random.Generator, delegate: bool) -> Any:
     if base.action_mode == "discrete":
         i = base.current_part
         if base.phase == "plan":
-            if delegate and i < base.max_workers and base.workers[i] not in base._slot_of:
+            if delegate and i < base.max_workers and base.workers[i] not in base.spawned():
                 return 1 + i
             return 0
-        worker = base._delegate[i]
-        report = None if worker is None else base._reports.get(worker)
+        worker = base.assignee(i)
+        report = None if worker is None else base.report(worker)
         if report is None:
-            report = base._self_notes[i] if base._self_notes else int(rng.integers(base.num_candidates))
+            notes = base.notes(ORCHESTRATOR, i)
+            report = notes if notes is not None else int(rng.integers(base.num_candidates))
         return 1 + base.max_workers + report
     if base.phase == "plan":
         if not delegate:
             return "I will solve every part myself."
         return "\n".join(f"[spawn: {p.question}]" for p in parts[: base.max_workers])
-    reports = {base._subtask[w]: base._reports.get(w) for w in base._workers}
+    reports = {base.subtask(w): base.report(w) for w in base.spawned()}
     return _final_text(base, [reports.get(p.question) for p in parts])
 
 

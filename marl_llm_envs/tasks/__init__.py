@@ -84,15 +84,7 @@ import difflib
 import inspect
 from typing import Any, Callable, Optional
 
-from marl_llm_envs.tasks.arithmetic import (  # noqa: F401  (the tree helpers are used by the tests)
-    ArithmeticTasks,
-    _BinOp,
-    _eval_flat,
-    _eval_tree,
-    _Num,
-    _render,
-    _tokens,
-)
+from marl_llm_envs.tasks.arithmetic import ArithmeticTasks
 from marl_llm_envs.tasks.base import SPLITS, Task, TaskSource, split_of
 from marl_llm_envs.tasks.composite import CompositeTasks, combine_parts
 from marl_llm_envs.tasks.countdown import CountdownTasks

@@ -175,7 +175,11 @@ class ArithmeticTasks(TaskSource):
         right = self._random_tree(rng, n_ops - 1 - n_left)
         return _BinOp(op, left, right)
 
-    def _draw(self, rng: np.random.Generator):
+    # One expression, its distractors and its features: what sample() is made of, public for a source that composes
+    # arithmetic expressions into bigger problems (CompositeTasks).
+    def draw_expression(self, rng: np.random.Generator):
+        """``(tree, tokens, text, value)`` of a random expression of this source's difficulty (never a problem whose
+        value is one of its operands)."""
         for _ in range(_MAX_RESAMPLE):
             tree = self._random_tree(rng, self.n_ops)
             toks = _tokens(tree)
@@ -187,7 +191,9 @@ class ArithmeticTasks(TaskSource):
             return tree, toks, expr, answer
         raise RuntimeError("could not draw an arithmetic problem")  # pragma: no cover
 
-    def _distractors(self, rng: np.random.Generator, tree, toks, answer: int) -> tuple[str, ...]:
+    def expression_distractors(self, rng: np.random.Generator, tree, toks, answer: int) -> tuple[str, ...]:
+        """``num_distractors`` wrong values: structural mistakes (precedence, parentheses, a wrong operator or
+        operand) first, then near misses, each group in random order."""
         structural = [_eval_flat(toks, left_to_right=True), _eval_flat(toks, left_to_right=False)]
         structural += [_eval_tree(t) for t in _op_variants(tree)]
         structural += [_eval_tree(t) for t in _leaf_variants(tree, uniform_choice(rng, (-1, 1)))]
@@ -203,7 +209,8 @@ class ArithmeticTasks(TaskSource):
                     out.append(v)
         return tuple(str(v) for v in out[: self.num_distractors])
 
-    def _features(self, toks: Sequence[tuple[str, int]]) -> tuple[float, ...]:
+    def expression_features(self, toks: Sequence[tuple[str, int]]) -> tuple[float, ...]:
+        """The tokens one-hot per slot (number with its scaled value, operator, parenthesis), flattened."""
         feats = np.zeros((self.max_tokens, self._SLOT), dtype=np.float64)
         for i, (kind, val) in enumerate(toks[: self.max_tokens]):
             if kind == "num":
@@ -220,7 +227,7 @@ class ArithmeticTasks(TaskSource):
     def sample(self, rng: np.random.Generator, split: str = "train") -> Task:
         _check_split(split)
         for _ in range(_MAX_RESAMPLE):
-            tree, toks, expr, answer = self._draw(rng)
+            tree, toks, expr, answer = self.draw_expression(rng)
             question = f"Compute the value of {expr}."
             if split_of(question, self.test_fraction) != split:
                 continue
@@ -229,8 +236,8 @@ class ArithmeticTasks(TaskSource):
                 question=question,
                 answer=str(answer),
                 source=self.name,
-                distractors=self._distractors(rng, tree, toks, answer),
-                features=self._features(toks),
+                distractors=self.expression_distractors(rng, tree, toks, answer),
+                features=self.expression_features(toks),
             )
         raise RuntimeError(f"could not draw a {split} arithmetic problem")  # pragma: no cover
 

@@ -258,7 +258,7 @@ class CompositeTasks(TaskSource):
             formula_tokens = _tokens(tree)
             formula = "".join(PART_NAMES[v] if k == "num" else f" {v} " if k == "op" else k
                               for k, v in formula_tokens)
-            drawn = [arithmetic._draw(rng) for _ in range(self.parts)]
+            drawn = [arithmetic.draw_expression(rng) for _ in range(self.parts)]
             lines = [f"Compute {formula}, where"]
             lines += [f"  {PART_NAMES[i]} = {expr}" for i, (_, _, expr, _) in enumerate(drawn)]
             question = "\n".join(lines)
@@ -272,8 +272,8 @@ class CompositeTasks(TaskSource):
                     question=part_question,
                     answer=str(value),
                     source=arithmetic.name,
-                    distractors=arithmetic._distractors(rng, ptree, ptoks, value),
-                    features=arithmetic._features(ptoks),
+                    distractors=arithmetic.expression_distractors(rng, ptree, ptoks, value),
+                    features=arithmetic.expression_features(ptoks),
                 ))
             answer = int(evaluate_formula(formula, {PART_NAMES[i]: Fraction(v) for i, (*_, v) in enumerate(drawn)}))
             return Task(

@@ -186,30 +186,40 @@ class DatasetTasks(TaskSource):
                                  f"{'one' if composite else 'none'}; either every record has parts or none does")
             if composite:
                 self._parts.append(self._read_parts(rec, where))
-            for field in (self.question_field, self.answer_field):
-                if field not in rec or rec[field] is None:
-                    raise ValueError(f"{where}: missing field {field!r}")
-            question = to_printable_ascii(str(rec[self.question_field])).strip()
-            if not question:
-                raise ValueError(f"{where}: empty question")
-            answer = to_printable_ascii(extract_dataset_answer(rec[self.answer_field])).strip()
-            if not answer:
-                raise ValueError(f"{where}: empty answer after extraction")
-            if split_field is not None:
-                if split_field not in rec:
-                    raise ValueError(f"{where}: missing split field {split_field!r}")
-                value = str(rec[split_field]).strip().lower()
-                if value in _TEST_NAMES:
-                    split = "test"
-                elif value in _TRAIN_NAMES:
-                    split = "train"
-                else:
-                    raise ValueError(f"{where}: unknown split value {rec[split_field]!r}")
-            else:
-                split = split_of(question, self.test_fraction)
-            self._by_split[split].append(len(self._items))
+            question, answer = self._read_item(rec, where)
+            self._by_split[self._split(rec, question, where)].append(len(self._items))
             self._items.append((question, answer))
+        self._check_answers(composite)
 
+    def _read_item(self, rec: dict, where: str) -> tuple[str, str]:
+        """A record's question and extracted answer (both printable ASCII, non-empty)."""
+        for field in (self.question_field, self.answer_field):
+            if field not in rec or rec[field] is None:
+                raise ValueError(f"{where}: missing field {field!r}")
+        question = to_printable_ascii(str(rec[self.question_field])).strip()
+        if not question:
+            raise ValueError(f"{where}: empty question")
+        answer = to_printable_ascii(extract_dataset_answer(rec[self.answer_field])).strip()
+        if not answer:
+            raise ValueError(f"{where}: empty answer after extraction")
+        return question, answer
+
+    def _split(self, rec: dict, question: str, where: str) -> str:
+        """``"train"`` or ``"test"``: the record's ``split_field`` when there is one, else the question's hash."""
+        split_field = self.split_field
+        if split_field is None:
+            return split_of(question, self.test_fraction)
+        if split_field not in rec:
+            raise ValueError(f"{where}: missing split field {split_field!r}")
+        value = str(rec[split_field]).strip().lower()
+        if value in _TEST_NAMES:
+            return "test"
+        if value in _TRAIN_NAMES:
+            return "train"
+        raise ValueError(f"{where}: unknown split value {rec[split_field]!r}")
+
+    def _check_answers(self, composite: bool) -> None:
+        """Enough distinct answers (and part answers) to draw every task's distractors from; sets the parts' sizes."""
         keys = {answer_key(a) for _, a in self._items}
         if len(keys) < self.num_distractors + 1:
             raise ValueError(
