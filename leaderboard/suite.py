@@ -92,8 +92,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from leaderboard.protocol import EVAL_SEED_START, PROTOCOL_DIR, ProtocolError, _get, _parse_train, _unknown, \
-    canonical_sha256
+from leaderboard.protocol import PROTOCOL_DIR, Header, ProtocolError, canonical_sha256, get_field, parse_env, \
+    parse_header, parse_play, parse_seed_range, parse_train_budget, read_anchor, reject_unknown
 
 SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
@@ -131,21 +131,11 @@ class Family:
 
 
 @dataclass(frozen=True)
-class Suite:
-    id: str
-    version: int
-    track: str
-    tier: str
-    description: str
-    action_mode: str
+class Suite(Header):
     train: dict[str, Any]
     score: dict[str, Any]
     families: tuple[Family, ...]
     sha256: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.id}@{self.version}"
 
     @property
     def settings(self) -> list[Setting]:
@@ -192,102 +182,70 @@ _OVERRIDE = {"steps", "tasks_per_step", "group_size"}
 
 
 def parse_suite(raw: Any, where: str = "suite") -> Suite:
-    from marl_llm_envs import spec
-
-    if not isinstance(raw, dict):
-        raise ProtocolError(f"{where}: a suite is a JSON object")
-    _unknown(raw, _TOP, where)
-    if raw.get("schema") != SUITE_SCHEMA:
-        raise ProtocolError(f"{where}.schema: expected {SUITE_SCHEMA!r}, got {raw.get('schema')!r}")
-    sid = _get(raw, "id", str, where)
-    version = _get(raw, "version", int, where)
-    track = _get(raw, "track", str, where)
-    if track != "credit":
-        raise ProtocolError(f"{where}.track: a suite is a credit-track benchmark, got {track!r}")
-    tier = _get(raw, "tier", str, where)
-    if tier not in ("micro", "small", "gpu"):
-        raise ProtocolError(f"{where}.tier: one of ['micro', 'small', 'gpu'], got {tier!r}")
-    action_mode = _get(raw, "action_mode", str, where)
-    if action_mode not in ("discrete", "text"):
-        raise ProtocolError(f"{where}.action_mode: one of ['discrete', 'text'], got {action_mode!r}")
-    train = _parse_train(_get(raw, "train", dict, where), f"{where}.train")
-    sc = _get(raw, "score", dict, where)
-    _unknown(sc, _SCORE, f"{where}.score")
-    frac = _get(sc, "last_fraction", (int, float), f"{where}.score")
-    if not 0 < frac <= 1:
-        raise ProtocolError(f"{where}.score.last_fraction: in (0, 1], got {frac!r}")
-    ev = _get(sc, "eval_seeds", dict, f"{where}.score")
-    _unknown(ev, {"start", "count"}, f"{where}.score.eval_seeds")
-    start = _get(ev, "start", int, f"{where}.score.eval_seeds")
-    count = _get(ev, "count", int, f"{where}.score.eval_seeds")
-    if start < EVAL_SEED_START or count < 1:
-        raise ProtocolError(f"{where}.score.eval_seeds: start >= 2**40 and count >= 1, got {start}, {count}")
-    anchor_episodes = _get(sc, "anchor_episodes", int, f"{where}.score")
-    if anchor_episodes < 1:
-        raise ProtocolError(f"{where}.score.anchor_episodes: >= 1, got {anchor_episodes}")
-    score = {"last_fraction": float(frac), "eval_start": start, "eval_count": count, "anchor_episodes": anchor_episodes}
+    """Check a suite's parsed JSON against the schema and this package (the header as a protocol's,
+    :func:`leaderboard.protocol.parse_header`); errors name the field."""
+    head = parse_header(raw, where, SUITE_SCHEMA, "suite", _TOP, tracks=("credit",))
+    train = parse_train_budget(get_field(raw, "train", dict, where), f"{where}.train")
+    score = _parse_score(get_field(raw, "score", dict, where), f"{where}.score")
     families = []
     seen: set[str] = set()
-    for i, f in enumerate(_get(raw, "families", list, where)):
-        fw = f"{where}.families[{i}]"
-        if not isinstance(f, dict):
-            raise ProtocolError(f"{fw}: a family is a JSON object")
-        _unknown(f, _FAMILY, fw)
-        fname = _get(f, "name", str, fw)
-        settings = []
-        for j, s in enumerate(_get(f, "settings", list, fw)):
-            setting = _parse_setting(s, f"{fw}.settings[{j}]", fname, spec)
-            if setting.name in seen:
-                raise ProtocolError(f"{fw}.settings[{j}].name: {setting.name!r} is used twice")
-            seen.add(setting.name)
-            settings.append(setting)
-        if not settings:
-            raise ProtocolError(f"{fw}.settings: a family has at least one setting")
-        families.append(Family(fname, _get(f, "title", str, fw), _get(f, "knob", str, fw, optional=True),
-                               tuple(settings)))
+    for i, f in enumerate(get_field(raw, "families", list, where)):
+        families.append(_parse_family(f, f"{where}.families[{i}]", seen))
     if not families:
         raise ProtocolError(f"{where}.families: a suite has at least one family")
-    return Suite(sid, version, track, tier, _get(raw, "description", str, where), action_mode, train, score,
-                 tuple(families), canonical_sha256(raw))
+    return Suite(**vars(head), train=train, score=score, families=tuple(families), sha256=canonical_sha256(raw))
 
 
-def _parse_setting(s: Any, where: str, family: str, spec) -> Setting:
+def _parse_score(sc: dict, where: str) -> dict[str, Any]:
+    reject_unknown(sc, _SCORE, where)
+    frac = get_field(sc, "last_fraction", (int, float), where)
+    if not 0 < frac <= 1:
+        raise ProtocolError(f"{where}.last_fraction: in (0, 1], got {frac!r}")
+    start, count = parse_seed_range(get_field(sc, "eval_seeds", dict, where), f"{where}.eval_seeds")
+    anchor_episodes = get_field(sc, "anchor_episodes", int, where)
+    if anchor_episodes < 1:
+        raise ProtocolError(f"{where}.anchor_episodes: >= 1, got {anchor_episodes}")
+    return {"last_fraction": float(frac), "eval_start": start, "eval_count": count, "anchor_episodes": anchor_episodes}
+
+
+def _parse_family(f: Any, where: str, seen: set[str]) -> Family:
+    """One family; ``seen``: the setting names of the families before it (a name is used once in a suite)."""
+    if not isinstance(f, dict):
+        raise ProtocolError(f"{where}: a family is a JSON object")
+    reject_unknown(f, _FAMILY, where)
+    name = get_field(f, "name", str, where)
+    settings = []
+    for j, s in enumerate(get_field(f, "settings", list, where)):
+        setting = _parse_setting(s, f"{where}.settings[{j}]", name)
+        if setting.name in seen:
+            raise ProtocolError(f"{where}.settings[{j}].name: {setting.name!r} is used twice")
+        seen.add(setting.name)
+        settings.append(setting)
+    if not settings:
+        raise ProtocolError(f"{where}.settings: a family has at least one setting")
+    return Family(name, get_field(f, "title", str, where), get_field(f, "knob", str, where, optional=True),
+                  tuple(settings))
+
+
+def _parse_setting(s: Any, where: str, family: str) -> Setting:
     if not isinstance(s, dict):
         raise ProtocolError(f"{where}: a setting is a JSON object")
-    _unknown(s, _SETTING, where)
-    env_id = _get(s, "env_id", str, where)
-    try:
-        env_spec = spec(env_id)
-    except KeyError as e:
-        raise ProtocolError(f"{where}.env_id: {e.args[0]}") from None
-    version = _get(s, "env_version", int, where)
-    if version != env_spec.version:
-        raise ProtocolError(f"{where}.env_version: the suite is for {env_id} version {version}, this package has "
-                            f"{env_spec.version}")
-    kwargs = _get(s, "env_kwargs", dict, where)
-    bad = sorted(k for k in kwargs if k not in env_spec.accepted_kwargs() or k == "action_mode")
-    if bad:
-        raise ProtocolError(f"{where}.env_kwargs: {env_id} does not take {bad} here; accepted: "
-                            f"{[k for k in env_spec.accepted_kwargs() if k != 'action_mode']}")
-    play = _get(s, "play", str, where)
-    if play not in ("self", "versus"):
-        raise ProtocolError(f"{where}.play: 'self' or 'versus', got {play!r}")
-    opponent = _get(s, "opponent", str, where, optional=True)
-    if (play == "versus") != (opponent is not None):
-        raise ProtocolError(f"{where}.opponent: a 'versus' setting names its opponent, a 'self' setting has none")
-    normalize = _get(s, "normalize", dict, where)
-    _unknown(normalize, {"zero", "one"}, f"{where}.normalize")
+    reject_unknown(s, _SETTING, where)
+    env_id, env_spec, version, kwargs = parse_env(s, where, "suite")
+    play, opponent = parse_play(s, where, env_spec, "setting")
+    normalize = get_field(s, "normalize", dict, where)
+    reject_unknown(normalize, {"zero", "one"}, f"{where}.normalize")
     for k in ("zero", "one"):
-        _get(normalize, k, (str, int, float), f"{where}.normalize")
-    override = _get(s, "train", dict, where, optional=True) or {}
-    _unknown(override, _OVERRIDE, f"{where}.train")
+        get_field(normalize, k, (str, int, float), f"{where}.normalize")
+    override = get_field(s, "train", dict, where, optional=True) or {}
+    reject_unknown(override, _OVERRIDE, f"{where}.train")
     for k, v in override.items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ProtocolError(f"{where}.train.{k}: a positive int, got {v!r}")
-    eval_count = _get(s, "eval_count", int, where, optional=True)
+    eval_count = get_field(s, "eval_count", int, where, optional=True)
     if eval_count is not None and (eval_count < 1 or play != "versus"):
         raise ProtocolError(f"{where}.eval_count: a positive int, for 'versus' settings; got {eval_count!r}")
-    evaluate = _get(s, "evaluate", str, where, optional=True) or "sampled"
+    evaluate = get_field(s, "evaluate", str, where, optional=True) or "sampled"
     if evaluate not in EVALUATE:
         raise ProtocolError(f"{where}.evaluate: one of {list(EVALUATE)}, got {evaluate!r}")
     if evaluate != "sampled":
@@ -307,9 +265,9 @@ def _parse_setting(s: Any, where: str, family: str, spec) -> Setting:
             if isinstance(normalize[k], str) and normalize[k] not in ("random", reference):
                 raise ProtocolError(f"{where}.normalize.{k}: exact evaluation knows 'random' and {reference!r}, "
                                     f"not {normalize[k]!r}")
-    return Setting(_get(s, "name", str, where), family, env_id, version, dict(kwargs), s.get("knob"), play, opponent,
-                   dict(normalize), _get(s, "partners", str, where, optional=True) or "", dict(override), eval_count,
-                   evaluate)
+    return Setting(get_field(s, "name", str, where), family, env_id, version, dict(kwargs), s.get("knob"), play,
+                   opponent, dict(normalize), get_field(s, "partners", str, where, optional=True) or "",
+                   dict(override), eval_count, evaluate)
 
 
 # ---------------------------------------------------------------------- anchors
@@ -344,11 +302,10 @@ def anchor_value(suite: Suite, setting: Setting, which: str) -> float:
         table = exact.random_strategy(setting.env_id) if name == "random" else exact.reference_strategy(setting.env_id)
         return exact.raw_score(setting.env_id, table, setting.evaluate)
     if setting.play == "versus":
-        from leaderboard.protocol import _anchor_value
         from marl_llm_envs import spec
 
-        return _anchor_value(spec(setting.env_id), "versus", setting.opponent, name,
-                             f"{suite.key}:{setting.name}.normalize.{which}")
+        return read_anchor(spec(setting.env_id), "versus", setting.opponent, name,
+                           f"{suite.key}:{setting.name}.normalize.{which}")
     return _measured(setting.env_id, json.dumps(setting.env_kwargs, sort_keys=True), suite.action_mode, name,
                      suite.score["eval_start"], suite.score["anchor_episodes"])
 
