@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
+from leaderboard.suite import complete_run, safe_name
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
@@ -40,15 +41,10 @@ BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "
 __all__ = ["BASELINES", "benchmark_credit"]
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-
-
 def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[str] | str:
     """Train (or reuse) the method's runs; returns their folders in (env, seed) order, or why it cannot train."""
     from baselines.credit import make_credit
     from baselines.train import TrainConfig, train
-    from leaderboard.suite import complete_run
 
     t = protocol.train
     env_ids = sorted({task.env_id for task in protocol.tasks})
@@ -60,7 +56,7 @@ def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, p
     runs = []
     for env_id in env_ids:
         for seed in t["seeds"]:
-            run = out / _safe(method) / env_id / f"seed{seed}"
+            run = out / safe_name(method) / env_id / f"seed{seed}"
             runs.append(str(run))
             if complete_run(run, t["steps"]):
                 continue
@@ -126,7 +122,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
         if isinstance(runs, str):
             skipped[m] = runs
             continue
-        sub = out / _safe(m) / "submission"
+        sub = out / safe_name(m) / "submission"
         if sub.exists():                    # evaluation is cheap next to training: always from the runs as they are
             import shutil
 
@@ -136,7 +132,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
             by_env.setdefault(Path(run).parent.name, []).append(f"checkpoint:{run}")
         if progress:
             print(f"evaluate {m} on {protocol.key}", file=sys.stderr)
-        evaluate(protocol, by_env, sub, method=_safe(m), progress=False,
+        evaluate(protocol, by_env, sub, method=safe_name(m), progress=False,
                  note=f"python -m leaderboard benchmark-credit {method} on {protocol.key}")
         folders[m] = sub
         v = validate(sub, protocol=protocol)
@@ -147,7 +143,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
             submit(sub, submit_to, protocol=protocol)
     board = build_board(entries)
     context = PageContext(
-        title=f"benchmark-credit {method} on {protocol.key} ({protocol.tier} tier)", under_test=_safe(method),
+        title=f"benchmark-credit {method} on {protocol.key} ({protocol.tier} tier)", under_test=safe_name(method),
         facts=[("protocol", protocol.description),
                ("budget per run", f"{protocol.train['steps']} steps x {protocol.train['tasks_per_step']} tasks x "
                                   f"{protocol.train['group_size']} samples, model {model or protocol.train['model']}"),

@@ -311,7 +311,9 @@ def anchor_value(suite: Suite, setting: Setting, which: str) -> float:
 
 
 # ---------------------------------------------------------------------- runs
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """``name`` as one path component: every character but letters, digits and ``._-`` becomes ``_`` (a method
+    ``package.module:Class`` or a setting ``voting/plurality/n2`` names one run folder)."""
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
@@ -346,7 +348,7 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[di
                               "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
                               "eval_start": suite.score["eval_start"],
                               "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
-                              "out": str(out / _safe(m) / _safe(s.name) / f"seed{seed}")})
+                              "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
     return specs, skipped
 
 
@@ -1120,23 +1122,12 @@ def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[d
 
 
 def add_entry(e: dict[str, Any], store: str | Path) -> None:
-    """Add a suite entry to the store (its index and ``<suite>/<method>--<hash>.json``); a duplicate is an error."""
-    from leaderboard.store import INDEX, _locked, _write_atomic, read_index
-    from leaderboard.validate import SubmissionError
+    """Add a suite entry to the store (its index and ``<suite>/<method>--<hash>.json``,
+    :func:`leaderboard.store.write_entry`); a duplicate is an error."""
+    from leaderboard.store import write_entry
 
-    store = Path(store)
     sha = e["manifest"]["results_sha256"]
-    rel = f"{e['protocol']}/{e['method']}--{sha[:12]}.json"
-    with _locked(store):
-        index = read_index(store)
-        if any(row["episodes_sha256"] == sha for row in index) or (store / rel).exists():
-            raise SubmissionError(f"duplicate: {rel} is in the store already")
-        _write_atomic(store / rel, e)
-        index.append({"id": e["id"], "file": rel, "protocol": e["protocol"], "method": e["method"],
-                      "label": e["label"], "submitted": e["submitted"], "episodes_sha256": sha,
-                      "content_sha256": sha, "self_reported": True})
-        index.sort(key=lambda r: (r["protocol"], r["method"], r["submitted"], r["id"]))
-        _write_atomic(store / INDEX, {"schema": "marl_llm_entries_index", "entries": index})
+    write_entry(e, store, episodes_sha256=sha, content_sha256=sha)
 
 
 # ---------------------------------------------------------------------- the benchmark
