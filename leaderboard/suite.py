@@ -873,11 +873,15 @@ def _scaling_axes(ax, fam: Family, scored: dict[str, Any], palette) -> dict[str,
         ax.minorticks_off()
     ax.axhline(0, color="grey", lw=0.8, ls=":")
     ax.axhline(1, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel(f"{fam.knob} (the env's kwarg; log scale)" if ax.get_xscale() == "log" else
-                  f"{fam.knob} (the env's kwarg)")
-    ax.set_ylabel("normalized score\n(random = 0, optimum = 1)")
-    ax.grid(alpha=0.3)
     return colours
+
+
+SCORE_AXIS = "normalized score\n(random = 0, optimum = 1)"      # the y label of every scaling panel
+
+
+def _knob_axis(ax, fam: Family) -> str:
+    """The x label of a scaling panel, once :func:`_scaling_axes` has chosen its scale."""
+    return f"{fam.knob} (the env's kwarg; log scale)" if ax.get_xscale() == "log" else f"{fam.knob} (the env's kwarg)"
 
 
 def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: str):
@@ -885,7 +889,7 @@ def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: 
     import numpy as np
     from matplotlib.colors import to_hex
 
-    from leaderboard.render import Figure, figure_png, legend_below, mpl_text, pyplot
+    from leaderboard.render import Figure, finish_figure, mpl_text, pyplot
 
     plt = pyplot()
     angles = np.linspace(0, 2 * np.pi, len(fams), endpoint=False).tolist()
@@ -901,13 +905,11 @@ def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: 
     ax.set_xticks(angles, [f.replace("_", "\n") for f in fams], fontsize=9)
     ax.set_ylim(0, 1)
     ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=7, color="#555")
-    ax.set_title("family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])", fontsize=9)
-    legend_below(fig, ax)
-    f = Figure("radar", f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, normalized "
-                        f"so that random play = 0 and the optimum = 1, clipped to [0, 1]; the CIs are in the table.",
-               figure_png(fig), colours)
-    plt.close(fig)
-    return f
+    png = finish_figure(plt, fig, ax, "family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])",
+                        "", grid=None)      # a polar axes keeps its own grid
+    return Figure("radar", f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, "
+                           f"normalized so that random play = 0 and the optimum = 1, clipped to [0, 1]; the CIs are in "
+                           f"the table.", png, colours)
 
 
 def board_figures(board, entries: list[dict], palette) -> list:
@@ -930,59 +932,62 @@ def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
     """The page's figures (:class:`leaderboard.render.Figure`, one colour per method from ``palette``): the radar of
     the family means (bsuite's summary), one scaling figure per family that sweeps a knob over several settings
     (mean with a 95% t band over seeds), and training tokens against the aggregate."""
-    from matplotlib.colors import to_hex
-
-    from leaderboard.render import Figure, figure_png, legend_below, mpl_text, pyplot
-
-    plt = pyplot()
     out = []
     fams = [f for f in suite.families if any(f.name in v["families"] for v in scored["methods"].values())]
-    seeds = sorted({len(v["seeds"]) for v in scored["methods"].values()})
-    n = "/".join(map(str, seeds))
+    seeds = "/".join(map(str, sorted({len(v["seeds"]) for v in scored["methods"].values()})))
     if fams:
         means = {m: {f: x["ci"][0] for f, x in v["families"].items()} for m, v in scored["methods"].items()}
-        out.append(_radar([f.name for f in fams], means, palette, n))
-    for fam in suite.families:
-        if not fam.knob or len(fam.settings) < 2 or fam not in fams:
-            continue
-        fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
-        colours = _scaling_axes(ax, fam, scored, palette)
-        ax.set_title(f"{fam.title}: score against {fam.knob}", fontsize=9)
-        legend_below(fig, ax, ncol=2 if len(_variants(fam)) > 1 else 3)
-        out.append(Figure(f"scaling-{fam.name}", f"{fam.title}: the normalized score against {fam.knob}, the mean "
-                                                 f"over {n} training seeds with a 95% t band.", figure_png(fig),
-                          colours))
-        plt.close(fig)
+        out.append(_radar([f.name for f in fams], means, palette, seeds))
+    out += [_scaling_figure(fam, scored, palette, seeds) for fam in fams if fam.knob and len(fam.settings) >= 2]
     costed = {m: v for m, v in scored["methods"].items() if _tokens(v)[0] > 0}
     if costed:
-        fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
-        colours = {}
-        for m, v in costed.items():
-            c, colour = v["aggregate"]["ci"], palette.colour(m)
-            line = ax.errorbar(_tokens(v)[0], c[0], yerr=[[c[0] - c[1]], [c[2] - c[0]]], fmt="o", ms=7,
-                               color=colour, ecolor=colour, elinewidth=2, capsize=0, label=mpl_text(m))
-            colours[m] = to_hex(line.lines[0].get_color())
-        from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
-
-        totals = [_tokens(v)[0] for v in costed.values()]
-        log = max(totals) / min(totals) >= 10          # within a decade a log axis would show no tick at all
-        if log:
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        else:
-            ax.xaxis.set_major_locator(MaxNLocator(4))
-            ax.margins(x=0.25)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x >= 1000 else f"{x:g}"))
-        ax.set_xlabel(f"training tokens, all runs{' (log scale)' if log else ''},\ncounterfactual branches included")
-        ax.set_ylabel("aggregate normalized score\n(95% t CI)")
-        ax.set_title("cost against score", fontsize=9)
-        ax.grid(alpha=0.3)
-        legend_below(fig, ax)
-        out.append(Figure("cost", "Training cost against score: every token generated in training (main rollouts and "
-                                  "counterfactual branches, all runs of the suite) against the aggregate with its 95% "
-                                  "CI.", figure_png(fig), colours))
-        plt.close(fig)
+        out.append(_cost_figure(costed, palette))
     return out
+
+
+def _scaling_figure(fam: Family, scored: dict[str, Any], palette, seeds: str):
+    """One family's score against its knob (:func:`_scaling_axes`) as a figure of its own."""
+    from leaderboard.render import Figure, finish_figure, pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
+    colours = _scaling_axes(ax, fam, scored, palette)
+    png = finish_figure(plt, fig, ax, f"{fam.title}: score against {fam.knob}", _knob_axis(ax, fam), SCORE_AXIS,
+                        ncol=2 if len(_variants(fam)) > 1 else 3)
+    return Figure(f"scaling-{fam.name}", f"{fam.title}: the normalized score against {fam.knob}, the mean over "
+                                         f"{seeds} training seeds with a 95% t band.", png, colours)
+
+
+def _cost_figure(costed: dict[str, Any], palette):
+    """Training tokens (main and counterfactual, all runs) against the aggregate score with its CI, per method."""
+    from matplotlib.colors import to_hex
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
+    from leaderboard.render import Figure, finish_figure, mpl_text, pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
+    colours = {}
+    for m, v in costed.items():
+        c, colour = v["aggregate"]["ci"], palette.colour(m)
+        line = ax.errorbar(_tokens(v)[0], c[0], yerr=[[c[0] - c[1]], [c[2] - c[0]]], fmt="o", ms=7,
+                           color=colour, ecolor=colour, elinewidth=2, capsize=0, label=mpl_text(m))
+        colours[m] = to_hex(line.lines[0].get_color())
+    totals = [_tokens(v)[0] for v in costed.values()]
+    log = max(totals) / min(totals) >= 10          # within a decade a log axis would show no tick at all
+    if log:
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.margins(x=0.25)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x >= 1000 else f"{x:g}"))
+    png = finish_figure(plt, fig, ax, "cost against score",
+                        f"training tokens, all runs{' (log scale)' if log else ''},\ncounterfactual branches included",
+                        "aggregate normalized score\n(95% t CI)")
+    return Figure("cost", "Training cost against score: every token generated in training (main rollouts and "
+                          "counterfactual branches, all runs of the suite) against the aggregate with its 95% CI.",
+                  png, colours)
 
 
 def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None, palette=None,
@@ -992,7 +997,7 @@ def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None,
     panel side by side."""
     import base64
 
-    from leaderboard.render import Palette, figure_png, legend_below, pyplot
+    from leaderboard.render import Palette, figure_png, label_axes, legend_below, pyplot
 
     palette = palette or Palette(scored["methods"])
     pngs = {f.key: f.png for f in (figs if figs is not None else suite_figures(suite, scored, palette))}
@@ -1003,7 +1008,7 @@ def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None,
                                  layout="constrained")
         for ax, fam in zip(axes[0], knobbed):
             _scaling_axes(ax, fam, scored, palette)
-            ax.set_title(fam.title, fontsize=9)
+            label_axes(ax, fam.title, _knob_axis(ax, fam), SCORE_AXIS)
         legend_below(fig, axes[0][-1], ncol=6)
         pngs["scaling"] = figure_png(fig)
         plt.close(fig)
@@ -1027,7 +1032,34 @@ def page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[
     palette = Palette(scored["methods"])
     figs = suite_figures(suite, scored, palette) if figs is None else figs
     key = html_text(suite.key)
-    parts = page_head(context.title) + context_html(context)
+    table = functools.partial(_html_table, key=key, palette=palette, under_test=context.under_test)
+    parts = page_head(context.title) + context_html(context) + _page_summary(suite, scored, context, skipped, key)
+    cols, rows = _family_rows(suite, scored)
+    titles = [None, "mean over families"] + \
+             [f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families] + \
+             ["training seeds x settings", "every token generated in training, all runs",
+              "tokens spent on counterfactual branches"]
+    parts.append("<h2>Per family: mean [95% CI] over training seeds</h2>")
+    parts.append(table("families", [c if c in ("method", "runs", "train tokens", "counterfactual tokens")
+                                    else f"{c} [95% CI]" for c in cols], rows, 0, titles))
+    parts.append("<div class='figs'>" + "".join(figure_html(f) for f in figs) + "</div>")
+    cols, rows = _setting_rows(suite, scored)
+    if rows:
+        parts.append("<h2>Per setting</h2><p class='covers'>zero and one: the raw values of the anchors (random play, "
+                     "and the optimum or reference policy), measured with the setting's kwargs; each method's cell is "
+                     "its normalized score, mean [95% CI] over training seeds.</p>")
+        parts.append(table("settings", cols, rows, None))
+    parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
+                 "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _page_summary(suite: Suite, scored: dict[str, Any], context, skipped, key: str) -> list[str]:
+    """The page's words above its tables: applicability notes, the verdict, what the numbers cover, the suite."""
+    from leaderboard.render import html_text
+
+    parts = []
     notes = _skip_notes(skipped)
     if notes:
         parts.append("<p><strong>Applicability</strong> (a method that cannot train on a setting's env is not run "
@@ -1038,47 +1070,35 @@ def page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[
                  "</ul></div>")
     parts += [f"<p class='covers'>{html_text(c, 600)}</p>" for c in coverage(suite, scored)]
     parts.append(f"<p class='covers'>The suite: {html_text(suite.description, 2000)}</p>")
+    return parts
 
-    def html_table(tid: str, cols: list[str], rows: list[list[str]], method_col: int | None, titles=None) -> str:
-        head = ""
-        for i, c in enumerate(cols):
-            tip = f" title='{html_text(titles[i], 300)}'" if titles and titles[i] else ""
-            head += f"<th onclick='sortTable(this)'{tip}>{html_text(c, 200)}</th>"
-        body = []
-        for r in rows:
-            tds = []
-            for i, c in enumerate(r):
-                if i == method_col:
-                    colour = palette.colour(c)
-                    tds.append(f"<td data-colour='{colour}'><span class='swatch' style='background:{colour}'></span>"
-                               f"{html_text(c)}</td>")
-                else:
-                    tds.append(f"<td>{html_text(c)}</td>")
-            mine = method_col is not None and r[method_col] == context.under_test
-            attr = f" data-method='{html_text(r[method_col])}'" if method_col is not None else ""
-            body.append(f"<tr{' class=under-test' if mine else ''}{attr}>" + "".join(tds) + "</tr>")
-        return (f"<div class='scroll'><table class='board' id='{tid}-{key}'><thead><tr>{head}</tr></thead><tbody>" +
-                "".join(body) + "</tbody></table></div>")
 
-    cols, rows = _family_rows(suite, scored)
-    titles = [None, "mean over families"] + \
-             [f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families] + \
-             ["training seeds x settings", "every token generated in training, all runs",
-              "tokens spent on counterfactual branches"]
-    parts.append("<h2>Per family: mean [95% CI] over training seeds</h2>")
-    parts.append(html_table("families", [c if c in ("method", "runs", "train tokens", "counterfactual tokens")
-                                         else f"{c} [95% CI]" for c in cols], rows, 0, titles))
-    parts.append("<div class='figs'>" + "".join(figure_html(f) for f in figs) + "</div>")
-    cols, rows = _setting_rows(suite, scored)
-    if rows:
-        parts.append("<h2>Per setting</h2><p class='covers'>zero and one: the raw values of the anchors (random play, "
-                     "and the optimum or reference policy), measured with the setting's kwargs; each method's cell is "
-                     "its normalized score, mean [95% CI] over training seeds.</p>")
-        parts.append(html_table("settings", cols, rows, None))
-    parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
-                 "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+def _html_table(tid: str, cols: list[str], rows: list[list[str]], method_col: int | None, titles=None, *,
+                key: str, palette, under_test: str | None) -> str:
+    """A sortable HTML table (``<tid>-<key>``) in a scrollable wrapper; ``titles``: a tooltip per column. Where
+    ``method_col`` names a method column, its cells carry the method's colour swatch and the row of ``under_test``
+    is highlighted."""
+    from leaderboard.render import html_text
+
+    head = ""
+    for i, c in enumerate(cols):
+        tip = f" title='{html_text(titles[i], 300)}'" if titles and titles[i] else ""
+        head += f"<th onclick='sortTable(this)'{tip}>{html_text(c, 200)}</th>"
+    body = []
+    for r in rows:
+        tds = []
+        for i, c in enumerate(r):
+            if i == method_col:
+                colour = palette.colour(c)
+                tds.append(f"<td data-colour='{colour}'><span class='swatch' style='background:{colour}'></span>"
+                           f"{html_text(c)}</td>")
+            else:
+                tds.append(f"<td>{html_text(c)}</td>")
+        mine = method_col is not None and r[method_col] == under_test
+        attr = f" data-method='{html_text(r[method_col])}'" if method_col is not None else ""
+        body.append(f"<tr{' class=under-test' if mine else ''}{attr}>" + "".join(tds) + "</tr>")
+    return (f"<div class='scroll'><table class='board' id='{tid}-{key}'><thead><tr>{head}</tr></thead><tbody>" +
+            "".join(body) + "</tbody></table></div>")
 
 
 # ---------------------------------------------------------------------- the leaderboard entry
