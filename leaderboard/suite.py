@@ -1,4 +1,4 @@
-"""The credit-assignment suite (issue 16): families of small cooperative and zero-sum tasks, each sweeping one
+"""The credit-assignment suite: families of small cooperative and zero-sum tasks, each sweeping one
 difficulty knob, with every setting scored on a scale where uniform-random play = 0 and the optimum (or the env's
 reference policy) = 1, in the style of bsuite (Osband et al. 2020, "Behaviour Suite for Reinforcement Learning").
 
@@ -60,7 +60,7 @@ methods in a family = non-overlapping 95% CIs. The leaderboard entry (:func:`ent
 scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
 family and an IQM aggregate like every other board.
 
-Output (issue 21's standard, in the leaderboard page's style: :mod:`leaderboard.render`):
+Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 
 * :func:`verdicts`: the method under test against every baseline, on the aggregate and per family, "X above Y on
   FAMILY: CIs separated (...)" or "X vs Y on FAMILY: no difference at 95% (...)", then the control check the suite
@@ -98,9 +98,10 @@ from leaderboard.protocol import PROTOCOL_DIR, Header, ProtocolError, canonical_
 SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
 
-__all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "latest_suite", "list_suites", "load_suite", "plan", "run_one", "execute",
-           "score", "table", "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page",
-           "page_context", "board_columns", "board_figures", "entry", "benchmark_suite"]
+__all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "latest_suite", "list_suites", "load_suite", "parse_suite",
+           "anchor_value", "safe_name", "plan", "complete_run", "run_one", "execute", "mean_ci", "score", "table",
+           "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page", "page_context",
+           "board_columns", "board_figures", "entry", "add_entry", "benchmark_suite"]
 
 
 @dataclass(frozen=True)
@@ -463,7 +464,8 @@ def _exact_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, floa
     env = make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
     player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
     table = exact.strategy_of(spec["env_id"], exact.policy_decider(player.policies), spec["env_kwargs"])
-    both = {"versus": exact.versus(spec["env_id"], table), "exploitability": exact.exploitability(spec["env_id"], table)}
+    both = {"versus": exact.versus(spec["env_id"], table),
+            "exploitability": exact.exploitability(spec["env_id"], table)}
     return exact.raw_score(spec["env_id"], table, spec["evaluate"]), both
 
 
