@@ -22,6 +22,10 @@ evaluation seeds; Kuhn's payoffs are noisy next to the random-to-Nash gap), ``"e
 the default, ``"exact"`` or ``"exploitability"``; below) and ``"train"`` (a few budget fields that override the
 suite's, e.g. ``{"steps": 200}``).
 
+A suite file is checked field by field as a protocol is, with the protocol's own parsers (:mod:`leaderboard.protocol`:
+the header, the training budget, the evaluation seed range, each setting's env and its play and opponent); every
+error is a :class:`~leaderboard.protocol.ProtocolError` naming the field.
+
 Runs. One trainer run (:func:`baselines.train.train`) per method x setting x training seed, into
 ``OUT/<method>/<setting>/seed<s>`` (a complete run found there is reused). A method that cannot train on a setting's
 env (``make_credit(m).branches(env_id)`` raises) is not applicable there. Every run is independent and deterministic
