@@ -1,4 +1,4 @@
-"""The credit-assignment suite (issue 16): its files, its scoring by hand, runs that give identical results in one
+"""The credit-assignment suite: its files, its scoring by hand, runs that give identical results in one
 process, in several and over Ray, and the benchmark's outputs (table, figures, leaderboard entries)."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def tiny(steps: int = 1, seeds=(0, 1)) -> dict:
                      "eval_count": 6}]}]}
 
 
-def test_every_shipped_suite_loads_and_covers_the_issue_families():
+def test_every_shipped_suite_loads_with_its_families_knobs_and_exact_settings():
     assert {"credit-micro@2", "credit-micro@3", "credit-micro-quick@3", "credit-small@2"} <= set(list_suites())
     full = load_suite("credit-micro@3")
     assert full.key == "credit-micro@3" and full.train["seeds"] == [0, 1, 2, 3, 4]
