@@ -16,10 +16,10 @@ submission to the store; ``--export marl-eval`` also writes ``OUT/marl_eval.json
 Protocols: ``credit-<tier>``; ``--quick`` uses ``credit-<tier>-quick`` (a smaller budget, for a first look and the
 README demo; its entries rank only against other quick entries).
 
-The suite (issue 16). Where the tier has a credit-assignment suite (``leaderboard/protocols/suite/``:
-the newest version of ``credit-micro``, ``credit-micro-quick`` with ``--quick``, ``credit-small``), that is what the tier runs, through
+The suite. Where the tier has a credit-assignment suite (``leaderboard/protocols/suite/``: the newest version of
+``credit-micro``, ``credit-micro-quick`` with ``--quick``, ``credit-small``), that is what the tier runs, through
 :func:`leaderboard.suite.benchmark_suite`: every family and setting, per-family scores with CIs, a radar chart and
-scaling curves. ``--protocol credit-micro`` (or any classic protocol) still runs the version 1 benchmark above.
+scaling curves. ``--protocol credit-micro`` (or any classic protocol) runs the classic benchmark above.
 ``jobs`` (``--jobs N``) plays the suite's independent runs in N processes and ``ray`` (``--ray auto|ADDRESS``) over
 Ray; the results are the same as with one process.
 """
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
+from leaderboard.suite import complete_run, safe_name
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
@@ -40,15 +41,10 @@ BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "
 __all__ = ["BASELINES", "benchmark_credit"]
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-
-
 def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[str] | str:
     """Train (or reuse) the method's runs; returns their folders in (env, seed) order, or why it cannot train."""
     from baselines.credit import make_credit
     from baselines.train import TrainConfig, train
-    from leaderboard.suite import complete_run
 
     t = protocol.train
     env_ids = sorted({task.env_id for task in protocol.tasks})
@@ -60,7 +56,7 @@ def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, p
     runs = []
     for env_id in env_ids:
         for seed in t["seeds"]:
-            run = out / _safe(method) / env_id / f"seed{seed}"
+            run = out / safe_name(method) / env_id / f"seed{seed}"
             runs.append(str(run))
             if complete_run(run, t["steps"]):
                 continue
@@ -85,16 +81,12 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     """Run the benchmark (see the module docstring); returns ``{"board": Board, "skipped": {method: why},
     "submissions": {method: folder}, "markdown": str}`` (a suite: :func:`leaderboard.suite.benchmark_suite`'s
     result, with ``"suite": True``)."""
-    # ---- the suite (issue 16): the tier's default where it has one
-    from leaderboard.suite import benchmark_suite, latest_suite, list_suites
-
-    suite = None
-    if protocol is None:
-        suite = latest_suite(f"credit-{tier}-quick" if quick else f"credit-{tier}")
-    elif str(protocol) in list_suites() or (str(protocol).endswith(".json") and Path(protocol).is_file()
-                                            and '"marl_llm_suite"' in Path(protocol).read_text()):
-        suite = str(protocol)
+    if export not in (None, "marl-eval"):
+        raise ValueError(f"--export {export!r}: the one format is 'marl-eval'")
+    suite = _suite_of(tier, quick, protocol)
     if suite is not None:
+        from leaderboard.suite import benchmark_suite
+
         if export is not None:
             raise ValueError("--export is for the classic (version 1) protocols; a suite writes results.json")
         result = benchmark_suite(method, suite, baselines, out, jobs=jobs, ray=ray, progress=progress,
@@ -103,57 +95,91 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     if jobs != 1 or ray is not None:
         raise ValueError("--jobs and --ray run a suite's runs (credit-<tier>@N); the classic protocols run in one "
                          "process")
-    from leaderboard.board import build_board
-    from leaderboard.evaluate import evaluate
-    from leaderboard.render import PageContext, comparison_markdown
-    from leaderboard.store import entry_from, submit
-    from leaderboard.validate import validate
-
     protocol = load_protocol(protocol or (f"credit-{tier}-quick" if quick else f"credit-{tier}"))
     if protocol.track != "credit":
         raise ValueError(f"{protocol.key} is not a credit-track protocol")
     if protocol.train["model"] == "submitter" and not model:
         raise ValueError(f"{protocol.key} trains a model the submitter names: give --model")
     out = Path(out) / protocol.key
-    methods = [method] + [b for b in baselines if b != method]
+    t0 = time.perf_counter()
     skipped: dict[str, str] = {}
     folders: dict[str, Path] = {}
-    entries = []
     validated = {}
-    t0 = time.perf_counter()
-    for m in methods:
+    for m in [method] + [b for b in baselines if b != method]:
         runs = _train_runs(protocol, m, out, model, progress)
         if isinstance(runs, str):
             skipped[m] = runs
             continue
-        sub = out / _safe(m) / "submission"
-        if sub.exists():                    # evaluation is cheap next to training: always from the runs as they are
-            import shutil
+        folders[m] = out / safe_name(m) / "submission"
+        validated[m] = _evaluate_runs(protocol, m, runs, folders[m], f"python -m leaderboard benchmark-credit "
+                                                                     f"{method} on {protocol.key}", progress, submit_to)
+    context = _context(method, protocol, model, skipped, time.perf_counter() - t0)
+    board, text = _write_comparison(out, validated, context, export)
+    return {"board": board, "skipped": skipped, "submissions": folders, "markdown": text, "out": out}
 
-            shutil.rmtree(sub)
-        by_env: dict[str, list[str]] = {}
-        for run in runs:
-            by_env.setdefault(Path(run).parent.name, []).append(f"checkpoint:{run}")
-        if progress:
-            print(f"evaluate {m} on {protocol.key}", file=sys.stderr)
-        evaluate(protocol, by_env, sub, method=_safe(m), progress=False,
-                 note=f"python -m leaderboard benchmark-credit {method} on {protocol.key}")
-        folders[m] = sub
-        v = validate(sub, protocol=protocol)
-        validated[m] = v
-        entry = entry_from(v)
-        entries.append(entry)
-        if submit_to is not None:
-            submit(sub, submit_to, protocol=protocol)
-    board = build_board(entries)
-    context = PageContext(
-        title=f"benchmark-credit {method} on {protocol.key} ({protocol.tier} tier)", under_test=_safe(method),
+
+def _suite_of(tier: str, quick: bool, protocol: str | Path | None) -> str | None:
+    """The credit suite to run: the tier's newest suite when no protocol is named, the named one when it is a suite
+    (a key or a ``marl_llm_suite`` file), else ``None`` (a classic protocol)."""
+    from leaderboard.suite import latest_suite, list_suites
+
+    if protocol is None:
+        return latest_suite(f"credit-{tier}-quick" if quick else f"credit-{tier}")
+    if str(protocol) in list_suites() or (str(protocol).endswith(".json") and Path(protocol).is_file()
+                                          and '"marl_llm_suite"' in Path(protocol).read_text()):
+        return str(protocol)
+    return None
+
+
+def _evaluate_runs(protocol: Protocol, m: str, runs: list[str], sub: Path, note: str, progress: bool,
+                   submit_to: str | Path | None):
+    """Evaluate method ``m``'s trained runs into the submission folder ``sub`` (afresh: evaluation is cheap next to
+    training), validate it like any submission, and submit it where asked; returns the validation."""
+    from leaderboard.evaluate import evaluate
+    from leaderboard.store import submit
+    from leaderboard.validate import validate
+
+    if sub.exists():
+        import shutil
+
+        shutil.rmtree(sub)
+    by_env: dict[str, list[str]] = {}
+    for run in runs:
+        by_env.setdefault(Path(run).parent.name, []).append(f"checkpoint:{run}")
+    if progress:
+        print(f"evaluate {m} on {protocol.key}", file=sys.stderr)
+    evaluate(protocol, by_env, sub, method=safe_name(m), progress=False, note=note)
+    v = validate(sub, protocol=protocol)
+    if submit_to is not None:
+        submit(sub, submit_to, protocol=protocol)
+    return v
+
+
+def _context(method: str, protocol: Protocol, model: str | None, skipped: dict[str, str], wall_s: float):
+    """The comparison's :class:`leaderboard.render.PageContext`: the title, the budget, the seeds, the wall time and
+    the methods that could not train."""
+    from leaderboard.render import PageContext
+
+    t = protocol.train
+    return PageContext(
+        title=f"benchmark-credit {method} on {protocol.key} ({protocol.tier} tier)", under_test=safe_name(method),
         facts=[("protocol", protocol.description),
-               ("budget per run", f"{protocol.train['steps']} steps x {protocol.train['tasks_per_step']} tasks x "
-                                  f"{protocol.train['group_size']} samples, model {model or protocol.train['model']}"),
-               ("seeds", f"training seeds {protocol.train['seeds']}; {protocol.seed_count} evaluation seeds per task"),
-               ("wall time", f"{time.perf_counter() - t0:.0f} s")],
+               ("budget per run", f"{t['steps']} steps x {t['tasks_per_step']} tasks x {t['group_size']} samples, "
+                                  f"model {model or t['model']}"),
+               ("seeds", f"training seeds {t['seeds']}; {protocol.seed_count} evaluation seeds per task"),
+               ("wall time", f"{wall_s:.0f} s")],
         notes=[f"{m}: not applicable here ({why})" for m, why in skipped.items()])
+
+
+def _write_comparison(out: Path, validated: dict[str, Any], context, export: str | None):
+    """Rank the validated submissions together and write ``comparison.md``, ``index.html`` (when anything was
+    ranked) and, with ``export="marl-eval"``, ``marl_eval.json``; returns the board and the Markdown."""
+    from leaderboard.board import build_board
+    from leaderboard.render import comparison_markdown, page
+    from leaderboard.store import entry_from
+
+    entries = [entry_from(v) for v in validated.values()]
+    board = build_board(entries)
     if board is not None:
         text = comparison_markdown(board, context)
     else:
@@ -161,14 +187,10 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     out.mkdir(parents=True, exist_ok=True)
     (out / "comparison.md").write_text(text)
     if board is not None:
-        from leaderboard.render import page
-
         (out / "index.html").write_text(page([(board, entries)], context), encoding="utf-8")
     if export == "marl-eval":
         (out / "marl_eval.json").write_text(json.dumps(marl_eval(validated), indent=1))
-    elif export is not None:
-        raise ValueError(f"--export {export!r}: the one format is 'marl-eval'")
-    return {"board": board, "skipped": skipped, "submissions": folders, "markdown": text, "out": out}
+    return board, text
 
 
 def marl_eval(validated: dict[str, Any]) -> dict[str, Any]:

@@ -71,7 +71,8 @@ def _leduc() -> _Game:
 
     def table(tree):
         stored = load_strategy()["strategy"]
-        return {key: [stored[key][a] for a in tree.iset_actions[i]] for key, i in tree.infosets.items() if key in stored}
+        return {key: [stored[key][a] for a in tree.iset_actions[i]] for key, i in tree.infosets.items()
+                if key in stored}
 
     return _Game("leduc_cfr", LeducGame, infoset, onto, table)
 

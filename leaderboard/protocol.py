@@ -55,7 +55,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 SCHEMA = "marl_llm_protocol"
 EVAL_SEED_START = 2**40
@@ -66,8 +66,9 @@ PLAYS = ("self", "versus")
 ACTION_MODES = ("discrete", "text")
 PROTOCOL_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
-__all__ = ["EVAL_SEED_START", "PROTOCOL_ID", "Protocol", "ProtocolError", "Task", "list_protocols", "load_protocol",
-           "registered_protocol"]
+__all__ = ["EVAL_SEED_START", "PROTOCOL_ID", "Header", "Protocol", "ProtocolError", "Task", "get_field",
+           "list_protocols", "load_protocol", "parse_env", "parse_header", "parse_play", "parse_protocol",
+           "parse_seed_range", "parse_train_budget", "read_anchor", "registered_protocol", "reject_unknown"]
 
 
 class ProtocolError(ValueError):
@@ -100,13 +101,24 @@ class Task:
 
 
 @dataclass(frozen=True)
-class Protocol:
+class Header:
+    """The fields a benchmark file opens with, a protocol's or a suite's (:func:`parse_header`)."""
+
     id: str
     version: int
     track: str
-    tier: str | None
+    tier: str | None                 # credit track: "micro", "small" or "gpu"; policy track: None
     description: str
     action_mode: str
+
+    @property
+    def key(self) -> str:
+        """``id@version``: what entries are grouped by."""
+        return f"{self.id}@{self.version}"
+
+
+@dataclass(frozen=True)
+class Protocol(Header):
     seed_start: int
     seed_count: int
     tasks: tuple[Task, ...]
@@ -124,11 +136,6 @@ class Protocol:
         """How many runs a submission has: one per training seed on the credit track (each a trained policy), one
         on the policy track (the player as it is)."""
         return len(self.train["seeds"]) if self.track == "credit" else 1
-
-    @property
-    def key(self) -> str:
-        """``id@version``: what entries are grouped by."""
-        return f"{self.id}@{self.version}"
 
     def task(self, name: str) -> Task:
         for t in self.tasks:
@@ -210,7 +217,9 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not allowed (JSON has no NaN or Infinity)")
 
 
-def _get(d: dict, key: str, kind: type | tuple, where: str, optional: bool = False) -> Any:
+def get_field(d: dict, key: str, kind: type | tuple, where: str, optional: bool = False) -> Any:
+    """``d[key]`` checked to be of ``kind`` (a bool is never an int or a number here); a missing field or a wrong
+    type is a :class:`ProtocolError` naming ``where.key``. ``optional``: a missing field or ``null`` gives ``None``."""
     if key not in d:
         if optional:
             return None
@@ -231,7 +240,8 @@ def _kind_name(kind) -> str:
                         bool: "a boolean"}.get(k, k.__name__) for k in kinds)
 
 
-def _unknown(d: dict, allowed: set[str], where: str) -> None:
+def reject_unknown(d: dict, allowed: set[str], where: str) -> None:
+    """A field of ``d`` outside ``allowed`` is a :class:`ProtocolError` listing the allowed ones."""
     extra = sorted(set(d) - allowed)
     if extra:
         raise ProtocolError(f"{where}: unknown field(s) {extra}; allowed: {sorted(allowed)}")
@@ -243,130 +253,162 @@ _TASK = {"name", "env_id", "env_version", "env_kwargs", "play", "opponent", "nor
 _TRAIN = {"model", "mode", "steps", "tasks_per_step", "group_size", "seeds", "max_tokens"}
 
 
-def parse_protocol(raw: Any, where: str = "protocol") -> Protocol:
-    """Check a protocol's parsed JSON against the schema and this package; resolve its anchors."""
-    from marl_llm_envs import spec
-
+def parse_header(raw: Any, where: str, schema: str, noun: str, allowed: set[str],
+                 tracks: Sequence[str] = TRACKS) -> Header:
+    """Check the opening of a benchmark file's parsed JSON (``noun``: ``"protocol"`` or ``"suite"``, for the
+    messages): an object with no field outside ``allowed``, the ``schema`` name, an id matching :data:`PROTOCOL_ID`, a
+    version >= 1, a track of ``tracks``, a tier exactly on the credit track, a description and an action mode."""
     if not isinstance(raw, dict):
-        raise ProtocolError(f"{where}: a protocol is a JSON object")
-    _unknown(raw, _TOP, where)
-    if raw.get("schema") != SCHEMA:
-        raise ProtocolError(f"{where}.schema: expected {SCHEMA!r}, got {raw.get('schema')!r}")
-    pid = _get(raw, "id", str, where)
+        raise ProtocolError(f"{where}: a {noun} is a JSON object")
+    reject_unknown(raw, allowed, where)
+    if raw.get("schema") != schema:
+        raise ProtocolError(f"{where}.schema: expected {schema!r}, got {raw.get('schema')!r}")
+    pid = get_field(raw, "id", str, where)
     if not PROTOCOL_ID.fullmatch(pid) or len(pid) > 64:
         raise ProtocolError(f"{where}.id: {pid[:80]!r} must match ^[a-z0-9][a-z0-9_-]*$ (at most 64 characters)")
-    version = _get(raw, "version", int, where)
+    version = get_field(raw, "version", int, where)
     if version < 1:
         raise ProtocolError(f"{where}.version: must be >= 1, got {version}")
-    track = _get(raw, "track", str, where)
-    if track not in TRACKS:
-        raise ProtocolError(f"{where}.track: {track!r} is not one of {list(TRACKS)}")
-    tier = _get(raw, "tier", str, where, optional=True)
+    track = get_field(raw, "track", str, where)
+    if track not in tracks:
+        raise ProtocolError(f"{where}.track: {track!r} is not one of {list(tracks)}")
+    tier = get_field(raw, "tier", str, where, optional=True)
     if track == "credit" and tier not in TIERS:
-        raise ProtocolError(f"{where}.tier: a credit-track protocol names a tier, one of {list(TIERS)}; got {tier!r}")
+        raise ProtocolError(f"{where}.tier: a credit-track {noun} names a tier, one of {list(TIERS)}; got {tier!r}")
     if track == "policy" and tier is not None:
         raise ProtocolError(f"{where}.tier: only credit-track protocols have a tier")
-    description = _get(raw, "description", str, where)
-    action_mode = _get(raw, "action_mode", str, where)
+    description = get_field(raw, "description", str, where)
+    action_mode = get_field(raw, "action_mode", str, where)
     if action_mode not in ACTION_MODES:
         raise ProtocolError(f"{where}.action_mode: {action_mode!r} is not one of {list(ACTION_MODES)}")
-    seeds = _get(raw, "seeds", dict, where)
-    _unknown(seeds, {"start", "count"}, f"{where}.seeds")
-    start = _get(seeds, "start", int, f"{where}.seeds")
-    count = _get(seeds, "count", int, f"{where}.seeds")
+    return Header(pid, version, track, tier, description, action_mode)
+
+
+def parse_seed_range(d: dict, where: str) -> tuple[int, int]:
+    """``(start, count)`` of an evaluation seed range ``{"start", "count"}``: the seeds start at
+    :data:`EVAL_SEED_START` or above, so they never meet a training seed, and there is at least one."""
+    reject_unknown(d, {"start", "count"}, where)
+    start = get_field(d, "start", int, where)
+    count = get_field(d, "count", int, where)
     if start < EVAL_SEED_START:
-        raise ProtocolError(f"{where}.seeds.start: evaluation seeds start at 2**40 = {EVAL_SEED_START} or above, "
+        raise ProtocolError(f"{where}.start: evaluation seeds start at 2**40 = {EVAL_SEED_START} or above, "
                             f"so they never meet training seeds (training_seeds gives small ints); got {start}")
     if count < 1:
-        raise ProtocolError(f"{where}.seeds.count: must be >= 1, got {count}")
-    train = _get(raw, "train", dict, where, optional=True)
-    if track == "credit":
+        raise ProtocolError(f"{where}.count: must be >= 1, got {count}")
+    return start, count
+
+
+def parse_protocol(raw: Any, where: str = "protocol") -> Protocol:
+    """Check a protocol's parsed JSON against the schema and this package; resolve its anchors."""
+    head = parse_header(raw, where, SCHEMA, "protocol", _TOP)
+    start, count = parse_seed_range(get_field(raw, "seeds", dict, where), f"{where}.seeds")
+    train = get_field(raw, "train", dict, where, optional=True)
+    if head.track == "credit":
         if train is None:
             raise ProtocolError(f"{where}.train: a credit-track protocol fixes the training budget")
-        train = _parse_train(train, f"{where}.train")
+        train = parse_train_budget(train, f"{where}.train")
     elif train is not None:
         raise ProtocolError(f"{where}.train: only credit-track protocols have a training budget")
-    seeded_moves = _get(raw, "seeded_moves", bool, where, optional=True) or False
-    raw_tasks = _get(raw, "tasks", list, where)
+    seeded_moves = get_field(raw, "seeded_moves", bool, where, optional=True) or False
+    raw_tasks = get_field(raw, "tasks", list, where)
     if not raw_tasks:
         raise ProtocolError(f"{where}.tasks: a protocol has at least one task")
-    tasks = []
-    for i, t in enumerate(raw_tasks):
-        tasks.append(_parse_task(t, f"{where}.tasks[{i}]", spec))
+    tasks = [_parse_task(t, f"{where}.tasks[{i}]") for i, t in enumerate(raw_tasks)]
     names = [t.name for t in tasks]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ProtocolError(f"{where}.tasks: task names must be unique; repeated: {dup}")
-    return Protocol(pid, version, track, tier, description, action_mode, start, count, tuple(tasks), train,
-                    seeded_moves, canonical_sha256(raw), where)
+    return Protocol(**vars(head), seed_start=start, seed_count=count, tasks=tuple(tasks), train=train,
+                    seeded_moves=seeded_moves, sha256=canonical_sha256(raw), path=where)
 
 
-def _parse_train(d: dict, where: str) -> dict[str, Any]:
-    _unknown(d, _TRAIN, where)
-    out = {"model": _get(d, "model", str, where), "mode": _get(d, "mode", str, where)}
+def parse_train_budget(d: dict, where: str) -> dict[str, Any]:
+    """A credit-track training budget ``{"model", "mode", "steps", "tasks_per_step", "group_size", "seeds",
+    "max_tokens"}``, checked (positive sizes; distinct run seeds below 2**40)."""
+    reject_unknown(d, _TRAIN, where)
+    out = {"model": get_field(d, "model", str, where), "mode": get_field(d, "mode", str, where)}
     for key in ("steps", "tasks_per_step", "group_size"):
-        out[key] = _get(d, key, int, where)
+        out[key] = get_field(d, key, int, where)
         if out[key] < 1:
             raise ProtocolError(f"{where}.{key}: must be >= 1, got {out[key]}")
-    seeds = _get(d, "seeds", list, where)
+    seeds = get_field(d, "seeds", list, where)
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < EVAL_SEED_START
                             for s in seeds) or len(set(seeds)) != len(seeds):
         raise ProtocolError(f"{where}.seeds: distinct non-negative integer run seeds below 2**40, got {seeds!r}")
     out["seeds"] = list(seeds)
-    out["max_tokens"] = _get(d, "max_tokens", int, where, optional=True)
+    out["max_tokens"] = get_field(d, "max_tokens", int, where, optional=True)
     return out
 
 
-def _parse_task(t: Any, where: str, spec) -> Task:
-    if not isinstance(t, dict):
-        raise ProtocolError(f"{where}: a task is a JSON object")
-    _unknown(t, _TASK, where)
-    name = _get(t, "name", str, where)
-    env_id = _get(t, "env_id", str, where)
+def parse_env(d: dict, where: str, noun: str) -> tuple[str, Any, int, dict[str, Any]]:
+    """``(env_id, spec, env_version, env_kwargs)`` of a task or setting (``noun``: who is speaking in the messages,
+    ``"protocol"`` or ``"suite"``): a registered env at this package's version, with kwargs it accepts (the action
+    mode is the file's, not a kwarg)."""
+    from marl_llm_envs import spec
+
+    env_id = get_field(d, "env_id", str, where)
     try:
         env_spec = spec(env_id)
     except KeyError as e:
         raise ProtocolError(f"{where}.env_id: {e.args[0]}") from None
-    env_version = _get(t, "env_version", int, where)
+    env_version = get_field(d, "env_version", int, where)
     if env_version != env_spec.version:
-        raise ProtocolError(f"{where}.env_version: the protocol is for {env_id} version {env_version}, but this "
-                            f"package has version {env_spec.version}; the protocol needs a new version")
-    env_kwargs = _get(t, "env_kwargs", dict, where)
+        raise ProtocolError(f"{where}.env_version: the {noun} is for {env_id} version {env_version}, but this "
+                            f"package has version {env_spec.version}; the {noun} needs a new version")
+    env_kwargs = get_field(d, "env_kwargs", dict, where)
     if "action_mode" in env_kwargs:
-        raise ProtocolError(f"{where}.env_kwargs: the action mode is the protocol's action_mode, not a task kwarg")
-    accepted = env_spec.accepted_kwargs()
+        raise ProtocolError(f"{where}.env_kwargs: the action mode is the {noun}'s action_mode, not a kwarg here")
+    accepted = [k for k in env_spec.accepted_kwargs() if k != "action_mode"]
     bad = sorted(k for k in env_kwargs if k not in accepted)
     if bad:
         raise ProtocolError(f"{where}.env_kwargs: {env_id} does not accept {bad}; accepted: {accepted}")
-    play = _get(t, "play", str, where)
+    return env_id, env_spec, env_version, env_kwargs
+
+
+def parse_play(d: dict, where: str, env_spec, item: str) -> tuple[str, str | None]:
+    """``(play, opponent)`` of a task or setting (``item``, for the messages): ``"self"``, or ``"versus"`` in a
+    two-player zero-sum env against a policy of that env (``"random"`` or a reference policy)."""
+    play = get_field(d, "play", str, where)
     if play not in PLAYS:
         raise ProtocolError(f"{where}.play: {play!r} is not one of {list(PLAYS)}")
-    opponent = _get(t, "opponent", str, where, optional=True)
+    opponent = get_field(d, "opponent", str, where, optional=True)
     if play == "versus":
         if env_spec.family != "zero_sum" or len(env_spec.agents) != 2:
-            raise ProtocolError(f"{where}.play: 'versus' is for two-player zero-sum envs; {env_id} is "
+            raise ProtocolError(f"{where}.play: 'versus' is for two-player zero-sum envs; {env_spec.id} is "
                                 f"{env_spec.family} with {len(env_spec.agents)} agents")
         if opponent is None:
-            raise ProtocolError(f"{where}.opponent: a 'versus' task names its opponent")
+            raise ProtocolError(f"{where}.opponent: a 'versus' {item} names its opponent")
         from marl_llm_envs.reference import reference_policies
 
-        known = ["random", *reference_policies(env_id)]
+        known = ["random", *reference_policies(env_spec.id)]
         if opponent not in known:
-            raise ProtocolError(f"{where}.opponent: {opponent!r} is not a policy of {env_id}; known: {known}")
+            raise ProtocolError(f"{where}.opponent: {opponent!r} is not a policy of {env_spec.id}; known: {known}")
     elif opponent is not None:
-        raise ProtocolError(f"{where}.opponent: only 'versus' tasks have an opponent")
-    normalize = _get(t, "normalize", dict, where)
-    _unknown(normalize, {"zero", "one"}, f"{where}.normalize")
-    names = {k: _get(normalize, k, str, f"{where}.normalize") for k in ("zero", "one")}
-    zero = _anchor_value(env_spec, play, opponent, names["zero"], f"{where}.normalize.zero")
-    one = _anchor_value(env_spec, play, opponent, names["one"], f"{where}.normalize.one")
+        raise ProtocolError(f"{where}.opponent: only 'versus' {item}s have an opponent")
+    return play, opponent
+
+
+def _parse_task(t: Any, where: str) -> Task:
+    if not isinstance(t, dict):
+        raise ProtocolError(f"{where}: a task is a JSON object")
+    reject_unknown(t, _TASK, where)
+    name = get_field(t, "name", str, where)
+    env_id, env_spec, env_version, env_kwargs = parse_env(t, where, "protocol")
+    play, opponent = parse_play(t, where, env_spec, "task")
+    normalize = get_field(t, "normalize", dict, where)
+    reject_unknown(normalize, {"zero", "one"}, f"{where}.normalize")
+    names = {k: get_field(normalize, k, str, f"{where}.normalize") for k in ("zero", "one")}
+    zero = read_anchor(env_spec, play, opponent, names["zero"], f"{where}.normalize.zero")
+    one = read_anchor(env_spec, play, opponent, names["one"], f"{where}.normalize.one")
     if not one > zero:
         raise ProtocolError(f"{where}.normalize: the 'one' anchor ({names['one']} = {one:.4f}) must score above the "
                             f"'zero' anchor ({names['zero']} = {zero:.4f})")
     return Task(name, env_id, env_version, dict(env_kwargs), play, opponent, names, zero, one)
 
 
-def _anchor_value(env_spec, play: str, opponent: str | None, name: str, where: str) -> float:
+def read_anchor(env_spec, play: str, opponent: str | None, name: str, where: str) -> float:
+    """``value(name)`` of the module docstring's Normalization, read from ``env_spec.anchors``: the anchor's mean
+    team reward for ``self``; for ``versus`` the payoff of ``name`` against ``opponent`` averaged over the seats."""
     anchors = env_spec.anchors
     if play == "self":
         entry = anchors.get(name)

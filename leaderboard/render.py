@@ -47,8 +47,8 @@ from leaderboard.store import load_entries, read_index
 
 __all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "boards", "clean",
            "comparison_markdown", "context_html", "figure_html", "figure_png", "finish_figure", "html_text",
-           "legend_below", "markdown", "md_cell", "mpl_text", "page", "page_head", "pyplot", "render", "show",
-           "show_text"]
+           "label_axes", "legend_below", "markdown", "md_cell", "mpl_text", "page", "page_head", "pyplot", "render",
+           "show", "show_text"]
 
 SHOW_WIDTH = 120
 
@@ -303,7 +303,8 @@ def figure_png(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend with the page's style (10 pt text, no top or right spine)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -319,28 +320,36 @@ def _hex(colour) -> str:
     return to_hex(colour)
 
 
-def _legend_below(fig, ax, ncol: int = 3) -> None:
+def legend_below(fig, ax, ncol: int = 3) -> None:
+    """``ax``'s legend under the figure, in ``ncol`` columns, without a frame (none where nothing is labelled)."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=9)
 
 
-def finish_figure(plt, fig, ax, title: str, xlabel: str, ylabel: str = "", grid: str = "both") -> str:
-    """Label the axes, title them, grid them (``grid``: "x", "y" or "both"), put the legend below, and return the
-    figure as base64 PNG (:func:`figure_png`); the figure is closed."""
+def label_axes(ax, title: str, xlabel: str, ylabel: str = "", grid: str | None = "both") -> None:
+    """Title ``ax`` (9 pt), label its axes and grid it (``grid``: "x", "y", "both", or ``None`` for the axes' own)."""
     ax.set_xlabel(xlabel)
     if ylabel:
         ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
-    ax.grid(axis=grid, alpha=0.3)
-    _legend_below(fig, ax)
+    if grid is not None:
+        ax.grid(axis=grid, alpha=0.3)
+
+
+def finish_figure(plt, fig, ax, title: str, xlabel: str, ylabel: str = "", grid: str | None = "both",
+                  ncol: int = 3) -> str:
+    """:func:`label_axes`, the legend below in ``ncol`` columns (:func:`legend_below`), and the figure as base64 PNG
+    (:func:`figure_png`); the figure is closed."""
+    label_axes(ax, title, xlabel, ylabel, grid)
+    legend_below(fig, ax, ncol)
     png = figure_png(fig)
     plt.close(fig)
     return png
 
 
 def _score_figure(board: Board, palette: Palette) -> Figure:
-    plt = _pyplot()
+    plt = pyplot()
     rows = board.rows
     fig, ax = plt.subplots(figsize=(4.6, 0.32 * len(rows) + 1.6), layout="constrained")
     colours = {}
@@ -359,7 +368,7 @@ def _score_figure(board: Board, palette: Palette) -> Figure:
 
 
 def _profile_figure(board: Board, palette: Palette, seed: int = 0) -> Figure:
-    plt = _pyplot()
+    plt = pyplot()
     rows = board.rows
     cells = [cell_matrix(r.scores).ravel() for r in rows]
     lo = min(float(c.min()) for c in cells)
@@ -386,7 +395,7 @@ def _profile_figure(board: Board, palette: Palette, seed: int = 0) -> Figure:
 def _curve_figures(board: Board, entries: list[dict], palette: Palette, seed: int = 0) -> list[Figure]:
     """Learning curves of credit-track entries (the trainer's logged team reward per step, as submitted, not
     validated): one figure per env, the mean over runs with a 95% bootstrap band over runs."""
-    plt = _pyplot()
+    plt = pyplot()
     short = {r.label: r.short for r in board.rows}
     by_env: dict[str, dict[str, list[dict]]] = {}
     for e in entries:
@@ -433,7 +442,7 @@ def _cost_figure(board: Board, palette: Palette) -> Figure | None:
     rows = [r for r in board.rows if r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0) > 0]
     if not rows:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
     colours = {}
     for r in rows:
@@ -612,10 +621,6 @@ def context_html(context: PageContext) -> list[str]:
         parts.append("<ul class='notes'>" + "".join(f"<li>{html_text(n, 600)}</li>" for n in context.notes) +
                      "</ul>")
     return parts
-
-
-pyplot = _pyplot                      # public names for other pages' figures (the credit suite's)
-legend_below = _legend_below
 
 
 def _suite_columns(board: Board) -> list[tuple[str, Callable[[Row], str]]]:

@@ -27,7 +27,7 @@ ENTRY_VERSION = 1
 DEFAULT_STORE = Path(__file__).with_name("entries")
 INDEX = "index.json"
 
-__all__ = ["DEFAULT_STORE", "add_entry", "entry_from", "load_entries", "submit"]
+__all__ = ["DEFAULT_STORE", "add_entry", "entry_from", "load_entries", "read_index", "submit", "write_entry"]
 
 
 def _write_atomic(path: Path, data: Any) -> None:
@@ -108,27 +108,35 @@ def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None,
 
 def add_entry(validated: Validated, store: str | Path = DEFAULT_STORE, seeds: str = "public") -> dict[str, Any]:
     """Add a validated submission to ``store`` (duplicates refused, paths kept inside the store)."""
-    store = Path(store)
     entry = entry_from(validated, seeds=seeds)
-    raw_sha = validated.manifest["episodes"]["sha256"]
-    content = validated.content_sha256
-    rel = f"{validated.protocol.key}/{entry['method']}--{content[:12]}.json"
+    write_entry(entry, store, validated.manifest["episodes"]["sha256"], validated.content_sha256)
+    return entry
+
+
+def write_entry(entry: dict[str, Any], store: str | Path, episodes_sha256: str, content_sha256: str) -> str:
+    """Write ``entry`` (a submission's, or a suite's: :func:`leaderboard.suite.add_entry`) into ``store`` as
+    ``<protocol>/<method>--<first 12 hex of content_sha256>.json`` and list it in the index, atomically and under the
+    store's lock; returns that path. Episodes already in the store (by either hash) or an existing file are refused
+    with a :class:`SubmissionError`, and nothing is written."""
+    store = Path(store)
+    rel = f"{entry['protocol']}/{entry['method']}--{content_sha256[:12]}.json"
     target = _inside(store, rel)
     with _locked(store):
         index = read_index(store)
         for row in index:
-            if content == row.get("content_sha256") or row.get("episodes_sha256") in (raw_sha, content):
+            if content_sha256 == row.get("content_sha256") or row.get("episodes_sha256") in (episodes_sha256,
+                                                                                            content_sha256):
                 raise SubmissionError(f"duplicate: these episodes were submitted already as {row['id']} "
                                       f"({row['file']}); every submission is kept, the same one is not added twice")
         if target.exists():
             raise SubmissionError(f"duplicate: {target} exists already")
         _write_atomic(target, entry)
         index.append({"id": entry["id"], "file": rel, "protocol": entry["protocol"], "method": entry["method"],
-                      "label": entry["label"], "submitted": entry["submitted"], "episodes_sha256": raw_sha,
-                      "content_sha256": content, "self_reported": entry["self_reported"]})
+                      "label": entry["label"], "submitted": entry["submitted"], "episodes_sha256": episodes_sha256,
+                      "content_sha256": content_sha256, "self_reported": entry["self_reported"]})
         index.sort(key=lambda r: (r["protocol"], r["method"], r["submitted"], r["id"]))
         _write_atomic(store / INDEX, {"schema": "marl_llm_entries_index", "entries": index})
-    return entry
+    return rel
 
 
 def load_entries(store: str | Path = DEFAULT_STORE, protocol: str | None = None) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The credit-assignment suite (issue 16): families of small cooperative and zero-sum tasks, each sweeping one
+"""The credit-assignment suite: families of small cooperative and zero-sum tasks, each sweeping one
 difficulty knob, with every setting scored on a scale where uniform-random play = 0 and the optimum (or the env's
 reference policy) = 1, in the style of bsuite (Osband et al. 2020, "Behaviour Suite for Reinforcement Learning").
 
@@ -21,6 +21,10 @@ A setting may also name ``"partners"`` (the trainer's ``--partners``, e.g. ``"th
 evaluation seeds; Kuhn's payoffs are noisy next to the random-to-Nash gap), ``"evaluate"`` (versus: ``"sampled"``,
 the default, ``"exact"`` or ``"exploitability"``; below) and ``"train"`` (a few budget fields that override the
 suite's, e.g. ``{"steps": 200}``).
+
+A suite file is checked field by field as a protocol is, with the protocol's own parsers (:mod:`leaderboard.protocol`:
+the header, the training budget, the evaluation seed range, each setting's env and its play and opponent); every
+error is a :class:`~leaderboard.protocol.ProtocolError` naming the field.
 
 Runs. One trainer run (:func:`baselines.train.train`) per method x setting x training seed, into
 ``OUT/<method>/<setting>/seed<s>`` (a complete run found there is reused). A method that cannot train on a setting's
@@ -60,7 +64,7 @@ methods in a family = non-overlapping 95% CIs. The leaderboard entry (:func:`ent
 scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
 family and an IQM aggregate like every other board.
 
-Output (issue 21's standard, in the leaderboard page's style: :mod:`leaderboard.render`):
+Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 
 * :func:`verdicts`: the method under test against every baseline, on the aggregate and per family, "X above Y on
   FAMILY: CIs separated (...)" or "X vs Y on FAMILY: no difference at 95% (...)", then the control check the suite
@@ -92,15 +96,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from leaderboard.protocol import EVAL_SEED_START, PROTOCOL_DIR, ProtocolError, _get, _parse_train, _unknown, \
-    canonical_sha256
+from leaderboard.protocol import PROTOCOL_DIR, Header, ProtocolError, canonical_sha256, get_field, parse_env, \
+    parse_header, parse_play, parse_seed_range, parse_train_budget, read_anchor, reject_unknown
 
 SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
 
-__all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "latest_suite", "list_suites", "load_suite", "plan", "run_one", "execute",
-           "score", "table", "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page",
-           "page_context", "board_columns", "board_figures", "entry", "benchmark_suite"]
+__all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "latest_suite", "list_suites", "load_suite", "parse_suite",
+           "anchor_value", "safe_name", "plan", "complete_run", "run_one", "execute", "mean_ci", "score", "table",
+           "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page", "page_context",
+           "board_columns", "board_figures", "entry", "add_entry", "benchmark_suite"]
 
 
 @dataclass(frozen=True)
@@ -131,21 +136,11 @@ class Family:
 
 
 @dataclass(frozen=True)
-class Suite:
-    id: str
-    version: int
-    track: str
-    tier: str
-    description: str
-    action_mode: str
+class Suite(Header):
     train: dict[str, Any]
     score: dict[str, Any]
     families: tuple[Family, ...]
     sha256: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.id}@{self.version}"
 
     @property
     def settings(self) -> list[Setting]:
@@ -192,102 +187,70 @@ _OVERRIDE = {"steps", "tasks_per_step", "group_size"}
 
 
 def parse_suite(raw: Any, where: str = "suite") -> Suite:
-    from marl_llm_envs import spec
-
-    if not isinstance(raw, dict):
-        raise ProtocolError(f"{where}: a suite is a JSON object")
-    _unknown(raw, _TOP, where)
-    if raw.get("schema") != SUITE_SCHEMA:
-        raise ProtocolError(f"{where}.schema: expected {SUITE_SCHEMA!r}, got {raw.get('schema')!r}")
-    sid = _get(raw, "id", str, where)
-    version = _get(raw, "version", int, where)
-    track = _get(raw, "track", str, where)
-    if track != "credit":
-        raise ProtocolError(f"{where}.track: a suite is a credit-track benchmark, got {track!r}")
-    tier = _get(raw, "tier", str, where)
-    if tier not in ("micro", "small", "gpu"):
-        raise ProtocolError(f"{where}.tier: one of ['micro', 'small', 'gpu'], got {tier!r}")
-    action_mode = _get(raw, "action_mode", str, where)
-    if action_mode not in ("discrete", "text"):
-        raise ProtocolError(f"{where}.action_mode: one of ['discrete', 'text'], got {action_mode!r}")
-    train = _parse_train(_get(raw, "train", dict, where), f"{where}.train")
-    sc = _get(raw, "score", dict, where)
-    _unknown(sc, _SCORE, f"{where}.score")
-    frac = _get(sc, "last_fraction", (int, float), f"{where}.score")
-    if not 0 < frac <= 1:
-        raise ProtocolError(f"{where}.score.last_fraction: in (0, 1], got {frac!r}")
-    ev = _get(sc, "eval_seeds", dict, f"{where}.score")
-    _unknown(ev, {"start", "count"}, f"{where}.score.eval_seeds")
-    start = _get(ev, "start", int, f"{where}.score.eval_seeds")
-    count = _get(ev, "count", int, f"{where}.score.eval_seeds")
-    if start < EVAL_SEED_START or count < 1:
-        raise ProtocolError(f"{where}.score.eval_seeds: start >= 2**40 and count >= 1, got {start}, {count}")
-    anchor_episodes = _get(sc, "anchor_episodes", int, f"{where}.score")
-    if anchor_episodes < 1:
-        raise ProtocolError(f"{where}.score.anchor_episodes: >= 1, got {anchor_episodes}")
-    score = {"last_fraction": float(frac), "eval_start": start, "eval_count": count, "anchor_episodes": anchor_episodes}
+    """Check a suite's parsed JSON against the schema and this package (the header as a protocol's,
+    :func:`leaderboard.protocol.parse_header`); errors name the field."""
+    head = parse_header(raw, where, SUITE_SCHEMA, "suite", _TOP, tracks=("credit",))
+    train = parse_train_budget(get_field(raw, "train", dict, where), f"{where}.train")
+    score = _parse_score(get_field(raw, "score", dict, where), f"{where}.score")
     families = []
     seen: set[str] = set()
-    for i, f in enumerate(_get(raw, "families", list, where)):
-        fw = f"{where}.families[{i}]"
-        if not isinstance(f, dict):
-            raise ProtocolError(f"{fw}: a family is a JSON object")
-        _unknown(f, _FAMILY, fw)
-        fname = _get(f, "name", str, fw)
-        settings = []
-        for j, s in enumerate(_get(f, "settings", list, fw)):
-            setting = _parse_setting(s, f"{fw}.settings[{j}]", fname, spec)
-            if setting.name in seen:
-                raise ProtocolError(f"{fw}.settings[{j}].name: {setting.name!r} is used twice")
-            seen.add(setting.name)
-            settings.append(setting)
-        if not settings:
-            raise ProtocolError(f"{fw}.settings: a family has at least one setting")
-        families.append(Family(fname, _get(f, "title", str, fw), _get(f, "knob", str, fw, optional=True),
-                               tuple(settings)))
+    for i, f in enumerate(get_field(raw, "families", list, where)):
+        families.append(_parse_family(f, f"{where}.families[{i}]", seen))
     if not families:
         raise ProtocolError(f"{where}.families: a suite has at least one family")
-    return Suite(sid, version, track, tier, _get(raw, "description", str, where), action_mode, train, score,
-                 tuple(families), canonical_sha256(raw))
+    return Suite(**vars(head), train=train, score=score, families=tuple(families), sha256=canonical_sha256(raw))
 
 
-def _parse_setting(s: Any, where: str, family: str, spec) -> Setting:
+def _parse_score(sc: dict, where: str) -> dict[str, Any]:
+    reject_unknown(sc, _SCORE, where)
+    frac = get_field(sc, "last_fraction", (int, float), where)
+    if not 0 < frac <= 1:
+        raise ProtocolError(f"{where}.last_fraction: in (0, 1], got {frac!r}")
+    start, count = parse_seed_range(get_field(sc, "eval_seeds", dict, where), f"{where}.eval_seeds")
+    anchor_episodes = get_field(sc, "anchor_episodes", int, where)
+    if anchor_episodes < 1:
+        raise ProtocolError(f"{where}.anchor_episodes: >= 1, got {anchor_episodes}")
+    return {"last_fraction": float(frac), "eval_start": start, "eval_count": count, "anchor_episodes": anchor_episodes}
+
+
+def _parse_family(f: Any, where: str, seen: set[str]) -> Family:
+    """One family; ``seen``: the setting names of the families before it (a name is used once in a suite)."""
+    if not isinstance(f, dict):
+        raise ProtocolError(f"{where}: a family is a JSON object")
+    reject_unknown(f, _FAMILY, where)
+    name = get_field(f, "name", str, where)
+    settings = []
+    for j, s in enumerate(get_field(f, "settings", list, where)):
+        setting = _parse_setting(s, f"{where}.settings[{j}]", name)
+        if setting.name in seen:
+            raise ProtocolError(f"{where}.settings[{j}].name: {setting.name!r} is used twice")
+        seen.add(setting.name)
+        settings.append(setting)
+    if not settings:
+        raise ProtocolError(f"{where}.settings: a family has at least one setting")
+    return Family(name, get_field(f, "title", str, where), get_field(f, "knob", str, where, optional=True),
+                  tuple(settings))
+
+
+def _parse_setting(s: Any, where: str, family: str) -> Setting:
     if not isinstance(s, dict):
         raise ProtocolError(f"{where}: a setting is a JSON object")
-    _unknown(s, _SETTING, where)
-    env_id = _get(s, "env_id", str, where)
-    try:
-        env_spec = spec(env_id)
-    except KeyError as e:
-        raise ProtocolError(f"{where}.env_id: {e.args[0]}") from None
-    version = _get(s, "env_version", int, where)
-    if version != env_spec.version:
-        raise ProtocolError(f"{where}.env_version: the suite is for {env_id} version {version}, this package has "
-                            f"{env_spec.version}")
-    kwargs = _get(s, "env_kwargs", dict, where)
-    bad = sorted(k for k in kwargs if k not in env_spec.accepted_kwargs() or k == "action_mode")
-    if bad:
-        raise ProtocolError(f"{where}.env_kwargs: {env_id} does not take {bad} here; accepted: "
-                            f"{[k for k in env_spec.accepted_kwargs() if k != 'action_mode']}")
-    play = _get(s, "play", str, where)
-    if play not in ("self", "versus"):
-        raise ProtocolError(f"{where}.play: 'self' or 'versus', got {play!r}")
-    opponent = _get(s, "opponent", str, where, optional=True)
-    if (play == "versus") != (opponent is not None):
-        raise ProtocolError(f"{where}.opponent: a 'versus' setting names its opponent, a 'self' setting has none")
-    normalize = _get(s, "normalize", dict, where)
-    _unknown(normalize, {"zero", "one"}, f"{where}.normalize")
+    reject_unknown(s, _SETTING, where)
+    env_id, env_spec, version, kwargs = parse_env(s, where, "suite")
+    play, opponent = parse_play(s, where, env_spec, "setting")
+    normalize = get_field(s, "normalize", dict, where)
+    reject_unknown(normalize, {"zero", "one"}, f"{where}.normalize")
     for k in ("zero", "one"):
-        _get(normalize, k, (str, int, float), f"{where}.normalize")
-    override = _get(s, "train", dict, where, optional=True) or {}
-    _unknown(override, _OVERRIDE, f"{where}.train")
+        get_field(normalize, k, (str, int, float), f"{where}.normalize")
+    override = get_field(s, "train", dict, where, optional=True) or {}
+    reject_unknown(override, _OVERRIDE, f"{where}.train")
     for k, v in override.items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ProtocolError(f"{where}.train.{k}: a positive int, got {v!r}")
-    eval_count = _get(s, "eval_count", int, where, optional=True)
+    eval_count = get_field(s, "eval_count", int, where, optional=True)
     if eval_count is not None and (eval_count < 1 or play != "versus"):
         raise ProtocolError(f"{where}.eval_count: a positive int, for 'versus' settings; got {eval_count!r}")
-    evaluate = _get(s, "evaluate", str, where, optional=True) or "sampled"
+    evaluate = get_field(s, "evaluate", str, where, optional=True) or "sampled"
     if evaluate not in EVALUATE:
         raise ProtocolError(f"{where}.evaluate: one of {list(EVALUATE)}, got {evaluate!r}")
     if evaluate != "sampled":
@@ -307,9 +270,9 @@ def _parse_setting(s: Any, where: str, family: str, spec) -> Setting:
             if isinstance(normalize[k], str) and normalize[k] not in ("random", reference):
                 raise ProtocolError(f"{where}.normalize.{k}: exact evaluation knows 'random' and {reference!r}, "
                                     f"not {normalize[k]!r}")
-    return Setting(_get(s, "name", str, where), family, env_id, version, dict(kwargs), s.get("knob"), play, opponent,
-                   dict(normalize), _get(s, "partners", str, where, optional=True) or "", dict(override), eval_count,
-                   evaluate)
+    return Setting(get_field(s, "name", str, where), family, env_id, version, dict(kwargs), s.get("knob"), play,
+                   opponent, dict(normalize), get_field(s, "partners", str, where, optional=True) or "",
+                   dict(override), eval_count, evaluate)
 
 
 # ---------------------------------------------------------------------- anchors
@@ -344,17 +307,18 @@ def anchor_value(suite: Suite, setting: Setting, which: str) -> float:
         table = exact.random_strategy(setting.env_id) if name == "random" else exact.reference_strategy(setting.env_id)
         return exact.raw_score(setting.env_id, table, setting.evaluate)
     if setting.play == "versus":
-        from leaderboard.protocol import _anchor_value
         from marl_llm_envs import spec
 
-        return _anchor_value(spec(setting.env_id), "versus", setting.opponent, name,
-                             f"{suite.key}:{setting.name}.normalize.{which}")
+        return read_anchor(spec(setting.env_id), "versus", setting.opponent, name,
+                           f"{suite.key}:{setting.name}.normalize.{which}")
     return _measured(setting.env_id, json.dumps(setting.env_kwargs, sort_keys=True), suite.action_mode, name,
                      suite.score["eval_start"], suite.score["anchor_episodes"])
 
 
 # ---------------------------------------------------------------------- runs
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """``name`` as one path component: every character but letters, digits and ``._-`` becomes ``_`` (a method
+    ``package.module:Class`` or a setting ``voting/plurality/n2`` names one run folder)."""
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
@@ -389,7 +353,7 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[di
                               "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
                               "eval_start": suite.score["eval_start"],
                               "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
-                              "out": str(out / _safe(m) / _safe(s.name) / f"seed{seed}")})
+                              "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
     return specs, skipped
 
 
@@ -504,7 +468,8 @@ def _exact_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, floa
     env = make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
     player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
     table = exact.strategy_of(spec["env_id"], exact.policy_decider(player.policies), spec["env_kwargs"])
-    both = {"versus": exact.versus(spec["env_id"], table), "exploitability": exact.exploitability(spec["env_id"], table)}
+    both = {"versus": exact.versus(spec["env_id"], table),
+            "exploitability": exact.exploitability(spec["env_id"], table)}
     return exact.raw_score(spec["env_id"], table, spec["evaluate"]), both
 
 
@@ -914,11 +879,15 @@ def _scaling_axes(ax, fam: Family, scored: dict[str, Any], palette) -> dict[str,
         ax.minorticks_off()
     ax.axhline(0, color="grey", lw=0.8, ls=":")
     ax.axhline(1, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel(f"{fam.knob} (the env's kwarg; log scale)" if ax.get_xscale() == "log" else
-                  f"{fam.knob} (the env's kwarg)")
-    ax.set_ylabel("normalized score\n(random = 0, optimum = 1)")
-    ax.grid(alpha=0.3)
     return colours
+
+
+SCORE_AXIS = "normalized score\n(random = 0, optimum = 1)"      # the y label of every scaling panel
+
+
+def _knob_axis(ax, fam: Family) -> str:
+    """The x label of a scaling panel, once :func:`_scaling_axes` has chosen its scale."""
+    return f"{fam.knob} (the env's kwarg; log scale)" if ax.get_xscale() == "log" else f"{fam.knob} (the env's kwarg)"
 
 
 def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: str):
@@ -926,7 +895,7 @@ def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: 
     import numpy as np
     from matplotlib.colors import to_hex
 
-    from leaderboard.render import Figure, figure_png, legend_below, mpl_text, pyplot
+    from leaderboard.render import Figure, finish_figure, mpl_text, pyplot
 
     plt = pyplot()
     angles = np.linspace(0, 2 * np.pi, len(fams), endpoint=False).tolist()
@@ -942,13 +911,11 @@ def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: 
     ax.set_xticks(angles, [f.replace("_", "\n") for f in fams], fontsize=9)
     ax.set_ylim(0, 1)
     ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=7, color="#555")
-    ax.set_title("family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])", fontsize=9)
-    legend_below(fig, ax)
-    f = Figure("radar", f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, normalized "
-                        f"so that random play = 0 and the optimum = 1, clipped to [0, 1]; the CIs are in the table.",
-               figure_png(fig), colours)
-    plt.close(fig)
-    return f
+    png = finish_figure(plt, fig, ax, "family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])",
+                        "", grid=None)      # a polar axes keeps its own grid
+    return Figure("radar", f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, "
+                           f"normalized so that random play = 0 and the optimum = 1, clipped to [0, 1]; the CIs are in "
+                           f"the table.", png, colours)
 
 
 def board_figures(board, entries: list[dict], palette) -> list:
@@ -971,59 +938,62 @@ def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
     """The page's figures (:class:`leaderboard.render.Figure`, one colour per method from ``palette``): the radar of
     the family means (bsuite's summary), one scaling figure per family that sweeps a knob over several settings
     (mean with a 95% t band over seeds), and training tokens against the aggregate."""
-    from matplotlib.colors import to_hex
-
-    from leaderboard.render import Figure, figure_png, legend_below, mpl_text, pyplot
-
-    plt = pyplot()
     out = []
     fams = [f for f in suite.families if any(f.name in v["families"] for v in scored["methods"].values())]
-    seeds = sorted({len(v["seeds"]) for v in scored["methods"].values()})
-    n = "/".join(map(str, seeds))
+    seeds = "/".join(map(str, sorted({len(v["seeds"]) for v in scored["methods"].values()})))
     if fams:
         means = {m: {f: x["ci"][0] for f, x in v["families"].items()} for m, v in scored["methods"].items()}
-        out.append(_radar([f.name for f in fams], means, palette, n))
-    for fam in suite.families:
-        if not fam.knob or len(fam.settings) < 2 or fam not in fams:
-            continue
-        fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
-        colours = _scaling_axes(ax, fam, scored, palette)
-        ax.set_title(f"{fam.title}: score against {fam.knob}", fontsize=9)
-        legend_below(fig, ax, ncol=2 if len(_variants(fam)) > 1 else 3)
-        out.append(Figure(f"scaling-{fam.name}", f"{fam.title}: the normalized score against {fam.knob}, the mean "
-                                                 f"over {n} training seeds with a 95% t band.", figure_png(fig),
-                          colours))
-        plt.close(fig)
+        out.append(_radar([f.name for f in fams], means, palette, seeds))
+    out += [_scaling_figure(fam, scored, palette, seeds) for fam in fams if fam.knob and len(fam.settings) >= 2]
     costed = {m: v for m, v in scored["methods"].items() if _tokens(v)[0] > 0}
     if costed:
-        fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
-        colours = {}
-        for m, v in costed.items():
-            c, colour = v["aggregate"]["ci"], palette.colour(m)
-            line = ax.errorbar(_tokens(v)[0], c[0], yerr=[[c[0] - c[1]], [c[2] - c[0]]], fmt="o", ms=7,
-                               color=colour, ecolor=colour, elinewidth=2, capsize=0, label=mpl_text(m))
-            colours[m] = to_hex(line.lines[0].get_color())
-        from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
-
-        totals = [_tokens(v)[0] for v in costed.values()]
-        log = max(totals) / min(totals) >= 10          # within a decade a log axis would show no tick at all
-        if log:
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        else:
-            ax.xaxis.set_major_locator(MaxNLocator(4))
-            ax.margins(x=0.25)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x >= 1000 else f"{x:g}"))
-        ax.set_xlabel(f"training tokens, all runs{' (log scale)' if log else ''},\ncounterfactual branches included")
-        ax.set_ylabel("aggregate normalized score\n(95% t CI)")
-        ax.set_title("cost against score", fontsize=9)
-        ax.grid(alpha=0.3)
-        legend_below(fig, ax)
-        out.append(Figure("cost", "Training cost against score: every token generated in training (main rollouts and "
-                                  "counterfactual branches, all runs of the suite) against the aggregate with its 95% "
-                                  "CI.", figure_png(fig), colours))
-        plt.close(fig)
+        out.append(_cost_figure(costed, palette))
     return out
+
+
+def _scaling_figure(fam: Family, scored: dict[str, Any], palette, seeds: str):
+    """One family's score against its knob (:func:`_scaling_axes`) as a figure of its own."""
+    from leaderboard.render import Figure, finish_figure, pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
+    colours = _scaling_axes(ax, fam, scored, palette)
+    png = finish_figure(plt, fig, ax, f"{fam.title}: score against {fam.knob}", _knob_axis(ax, fam), SCORE_AXIS,
+                        ncol=2 if len(_variants(fam)) > 1 else 3)
+    return Figure(f"scaling-{fam.name}", f"{fam.title}: the normalized score against {fam.knob}, the mean over "
+                                         f"{seeds} training seeds with a 95% t band.", png, colours)
+
+
+def _cost_figure(costed: dict[str, Any], palette):
+    """Training tokens (main and counterfactual, all runs) against the aggregate score with its CI, per method."""
+    from matplotlib.colors import to_hex
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
+    from leaderboard.render import Figure, finish_figure, mpl_text, pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
+    colours = {}
+    for m, v in costed.items():
+        c, colour = v["aggregate"]["ci"], palette.colour(m)
+        line = ax.errorbar(_tokens(v)[0], c[0], yerr=[[c[0] - c[1]], [c[2] - c[0]]], fmt="o", ms=7,
+                           color=colour, ecolor=colour, elinewidth=2, capsize=0, label=mpl_text(m))
+        colours[m] = to_hex(line.lines[0].get_color())
+    totals = [_tokens(v)[0] for v in costed.values()]
+    log = max(totals) / min(totals) >= 10          # within a decade a log axis would show no tick at all
+    if log:
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.margins(x=0.25)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x >= 1000 else f"{x:g}"))
+    png = finish_figure(plt, fig, ax, "cost against score",
+                        f"training tokens, all runs{' (log scale)' if log else ''},\ncounterfactual branches included",
+                        "aggregate normalized score\n(95% t CI)")
+    return Figure("cost", "Training cost against score: every token generated in training (main rollouts and "
+                          "counterfactual branches, all runs of the suite) against the aggregate with its 95% CI.",
+                  png, colours)
 
 
 def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None, palette=None,
@@ -1033,7 +1003,7 @@ def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None,
     panel side by side."""
     import base64
 
-    from leaderboard.render import Palette, figure_png, legend_below, pyplot
+    from leaderboard.render import Palette, figure_png, label_axes, legend_below, pyplot
 
     palette = palette or Palette(scored["methods"])
     pngs = {f.key: f.png for f in (figs if figs is not None else suite_figures(suite, scored, palette))}
@@ -1044,7 +1014,7 @@ def figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None,
                                  layout="constrained")
         for ax, fam in zip(axes[0], knobbed):
             _scaling_axes(ax, fam, scored, palette)
-            ax.set_title(fam.title, fontsize=9)
+            label_axes(ax, fam.title, _knob_axis(ax, fam), SCORE_AXIS)
         legend_below(fig, axes[0][-1], ncol=6)
         pngs["scaling"] = figure_png(fig)
         plt.close(fig)
@@ -1068,7 +1038,34 @@ def page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[
     palette = Palette(scored["methods"])
     figs = suite_figures(suite, scored, palette) if figs is None else figs
     key = html_text(suite.key)
-    parts = page_head(context.title) + context_html(context)
+    table = functools.partial(_html_table, key=key, palette=palette, under_test=context.under_test)
+    parts = page_head(context.title) + context_html(context) + _page_summary(suite, scored, context, skipped, key)
+    cols, rows = _family_rows(suite, scored)
+    titles = [None, "mean over families"] + \
+             [f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families] + \
+             ["training seeds x settings", "every token generated in training, all runs",
+              "tokens spent on counterfactual branches"]
+    parts.append("<h2>Per family: mean [95% CI] over training seeds</h2>")
+    parts.append(table("families", [c if c in ("method", "runs", "train tokens", "counterfactual tokens")
+                                    else f"{c} [95% CI]" for c in cols], rows, 0, titles))
+    parts.append("<div class='figs'>" + "".join(figure_html(f) for f in figs) + "</div>")
+    cols, rows = _setting_rows(suite, scored)
+    if rows:
+        parts.append("<h2>Per setting</h2><p class='covers'>zero and one: the raw values of the anchors (random play, "
+                     "and the optimum or reference policy), measured with the setting's kwargs; each method's cell is "
+                     "its normalized score, mean [95% CI] over training seeds.</p>")
+        parts.append(table("settings", cols, rows, None))
+    parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
+                 "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _page_summary(suite: Suite, scored: dict[str, Any], context, skipped, key: str) -> list[str]:
+    """The page's words above its tables: applicability notes, the verdict, what the numbers cover, the suite."""
+    from leaderboard.render import html_text
+
+    parts = []
     notes = _skip_notes(skipped)
     if notes:
         parts.append("<p><strong>Applicability</strong> (a method that cannot train on a setting's env is not run "
@@ -1079,47 +1076,35 @@ def page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[
                  "</ul></div>")
     parts += [f"<p class='covers'>{html_text(c, 600)}</p>" for c in coverage(suite, scored)]
     parts.append(f"<p class='covers'>The suite: {html_text(suite.description, 2000)}</p>")
+    return parts
 
-    def html_table(tid: str, cols: list[str], rows: list[list[str]], method_col: int | None, titles=None) -> str:
-        head = ""
-        for i, c in enumerate(cols):
-            tip = f" title='{html_text(titles[i], 300)}'" if titles and titles[i] else ""
-            head += f"<th onclick='sortTable(this)'{tip}>{html_text(c, 200)}</th>"
-        body = []
-        for r in rows:
-            tds = []
-            for i, c in enumerate(r):
-                if i == method_col:
-                    colour = palette.colour(c)
-                    tds.append(f"<td data-colour='{colour}'><span class='swatch' style='background:{colour}'></span>"
-                               f"{html_text(c)}</td>")
-                else:
-                    tds.append(f"<td>{html_text(c)}</td>")
-            mine = method_col is not None and r[method_col] == context.under_test
-            attr = f" data-method='{html_text(r[method_col])}'" if method_col is not None else ""
-            body.append(f"<tr{' class=under-test' if mine else ''}{attr}>" + "".join(tds) + "</tr>")
-        return (f"<div class='scroll'><table class='board' id='{tid}-{key}'><thead><tr>{head}</tr></thead><tbody>" +
-                "".join(body) + "</tbody></table></div>")
 
-    cols, rows = _family_rows(suite, scored)
-    titles = [None, "mean over families"] + \
-             [f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families] + \
-             ["training seeds x settings", "every token generated in training, all runs",
-              "tokens spent on counterfactual branches"]
-    parts.append("<h2>Per family: mean [95% CI] over training seeds</h2>")
-    parts.append(html_table("families", [c if c in ("method", "runs", "train tokens", "counterfactual tokens")
-                                         else f"{c} [95% CI]" for c in cols], rows, 0, titles))
-    parts.append("<div class='figs'>" + "".join(figure_html(f) for f in figs) + "</div>")
-    cols, rows = _setting_rows(suite, scored)
-    if rows:
-        parts.append("<h2>Per setting</h2><p class='covers'>zero and one: the raw values of the anchors (random play, "
-                     "and the optimum or reference policy), measured with the setting's kwargs; each method's cell is "
-                     "its normalized score, mean [95% CI] over training seeds.</p>")
-        parts.append(html_table("settings", cols, rows, None))
-    parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
-                 "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+def _html_table(tid: str, cols: list[str], rows: list[list[str]], method_col: int | None, titles=None, *,
+                key: str, palette, under_test: str | None) -> str:
+    """A sortable HTML table (``<tid>-<key>``) in a scrollable wrapper; ``titles``: a tooltip per column. Where
+    ``method_col`` names a method column, its cells carry the method's colour swatch and the row of ``under_test``
+    is highlighted."""
+    from leaderboard.render import html_text
+
+    head = ""
+    for i, c in enumerate(cols):
+        tip = f" title='{html_text(titles[i], 300)}'" if titles and titles[i] else ""
+        head += f"<th onclick='sortTable(this)'{tip}>{html_text(c, 200)}</th>"
+    body = []
+    for r in rows:
+        tds = []
+        for i, c in enumerate(r):
+            if i == method_col:
+                colour = palette.colour(c)
+                tds.append(f"<td data-colour='{colour}'><span class='swatch' style='background:{colour}'></span>"
+                           f"{html_text(c)}</td>")
+            else:
+                tds.append(f"<td>{html_text(c)}</td>")
+        mine = method_col is not None and r[method_col] == under_test
+        attr = f" data-method='{html_text(r[method_col])}'" if method_col is not None else ""
+        body.append(f"<tr{' class=under-test' if mine else ''}{attr}>" + "".join(tds) + "</tr>")
+    return (f"<div class='scroll'><table class='board' id='{tid}-{key}'><thead><tr>{head}</tr></thead><tbody>" +
+            "".join(body) + "</tbody></table></div>")
 
 
 # ---------------------------------------------------------------------- the leaderboard entry
@@ -1163,23 +1148,12 @@ def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[d
 
 
 def add_entry(e: dict[str, Any], store: str | Path) -> None:
-    """Add a suite entry to the store (its index and ``<suite>/<method>--<hash>.json``); a duplicate is an error."""
-    from leaderboard.store import INDEX, _locked, _write_atomic, read_index
-    from leaderboard.validate import SubmissionError
+    """Add a suite entry to the store (its index and ``<suite>/<method>--<hash>.json``,
+    :func:`leaderboard.store.write_entry`); a duplicate is an error."""
+    from leaderboard.store import write_entry
 
-    store = Path(store)
     sha = e["manifest"]["results_sha256"]
-    rel = f"{e['protocol']}/{e['method']}--{sha[:12]}.json"
-    with _locked(store):
-        index = read_index(store)
-        if any(row["episodes_sha256"] == sha for row in index) or (store / rel).exists():
-            raise SubmissionError(f"duplicate: {rel} is in the store already")
-        _write_atomic(store / rel, e)
-        index.append({"id": e["id"], "file": rel, "protocol": e["protocol"], "method": e["method"],
-                      "label": e["label"], "submitted": e["submitted"], "episodes_sha256": sha,
-                      "content_sha256": sha, "self_reported": True})
-        index.sort(key=lambda r: (r["protocol"], r["method"], r["submitted"], r["id"]))
-        _write_atomic(store / INDEX, {"schema": "marl_llm_entries_index", "entries": index})
+    write_entry(e, store, episodes_sha256=sha, content_sha256=sha)
 
 
 # ---------------------------------------------------------------------- the benchmark

@@ -1,4 +1,4 @@
-"""The credit-assignment suite (issue 16): its files, its scoring by hand, runs that give identical results in one
+"""The credit-assignment suite: its files, its scoring by hand, runs that give identical results in one
 process, in several and over Ray, and the benchmark's outputs (table, figures, leaderboard entries)."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def tiny(steps: int = 1, seeds=(0, 1)) -> dict:
                      "eval_count": 6}]}]}
 
 
-def test_every_shipped_suite_loads_and_covers_the_issue_families():
+def test_every_shipped_suite_loads_with_its_families_knobs_and_exact_settings():
     assert {"credit-micro@2", "credit-micro@3", "credit-micro-quick@3", "credit-small@2"} <= set(list_suites())
     full = load_suite("credit-micro@3")
     assert full.key == "credit-micro@3" and full.train["seeds"] == [0, 1, 2, 3, 4]
@@ -225,3 +225,41 @@ def test_claims_verdicts_follow_the_interval_rule_and_the_per_seed_slope(tmp_pat
         (tmp_path / name).write_text(json.dumps({"scored": {"suite": suite, "methods": {}}}))
     with pytest.raises(SystemExit, match="b.json"):
         claims.load([str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda r: r.update(id="Test Suite"), r"suite\.id"),
+    (lambda r: r.update(version=0), r"suite\.version"),
+    (lambda r: r.update(track="policy"), r"suite\.track"),
+    (lambda r: r.pop("tier"), r"suite\.tier"),
+    (lambda r: r["score"]["eval_seeds"].update(start=5), r"eval_seeds\.start"),
+    (lambda r: r["families"][1]["settings"][0].update(opponent="kuhn_bluffer"), r"settings\[0\]\.opponent"),
+    (lambda r: r["families"][0]["settings"][0]["env_kwargs"].update(action_mode="text"), "action mode"),
+])
+def test_a_suite_file_is_held_to_the_protocol_rules_naming_the_field(edit, field):
+    # the header, the seed range, the env and the opponent are checked by the protocol's own parsers
+    raw = tiny()
+    parse_suite(tiny())
+    edit(raw)
+    with pytest.raises(ProtocolError, match=field):
+        parse_suite(raw)
+
+
+def test_a_suite_entry_added_twice_is_refused_and_the_store_keeps_one(tmp_path):
+    from leaderboard.store import load_entries
+    from leaderboard.suite import add_entry
+    from leaderboard.validate import SubmissionError
+
+    raw = tiny()
+    raw["families"] = raw["families"][:1]
+    raw["families"][0]["settings"][0]["normalize"] = {"zero": 0.2, "one": 0.7}      # numbers: no measuring
+    suite = parse_suite(raw)
+    results = [_fake("broadcast", "voting/plurality/n2", seed, 0.5) for seed in (0, 1)]
+    e = entry(suite, score(suite, results), "broadcast", results)
+    add_entry(e, tmp_path)
+    before = (tmp_path / "index.json").read_text()
+    with pytest.raises(SubmissionError, match="duplicate"):
+        add_entry(e, tmp_path)
+    assert (tmp_path / "index.json").read_text() == before
+    assert [x["id"] for x in load_entries(tmp_path)] == [e["id"]]
+    assert (tmp_path / "test-suite@1" / f"broadcast--{e['manifest']['results_sha256'][:12]}.json").is_file()

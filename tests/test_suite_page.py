@@ -1,4 +1,4 @@
-"""What a researcher reads from the credit suite (issues 16 and 21): the verdict of the method under test against
+"""What a researcher reads from the credit suite: the verdict of the method under test against
 every baseline per family and the shuffled-below-broadcast control, what each number covers, a printed comparison
 that fits 120 columns, a page in the leaderboard's style (title, method under test, facts, applicability, scrollable
 tables with tokens, one colour per method in every figure) that fits a phone in Chromium, and suite entries on the

@@ -88,27 +88,10 @@ them, and ``gae``, the estimator both critic methods share.)
 
 Writing your own. A method is one small class; register it with ``@register("name")`` (or load it with
 ``make_credit("package.module:ClassName")``). Dr. MAS's agent-wise normalization, the whole of
-``baselines/credit/dr_mas.py`` less its docstring, is a complete example::
+``baselines/credit/dr_mas.py`` less its docstring, is a complete example (quoted from that file when the package is
+imported, so it is the code itself)::
 
-    @register("dr_mas")
-    class DrMAS(CreditMethod):
-        def __init__(self, by: str = "role", std: str | None = "population", eps: float = 1e-6) -> None:
-            if by not in ("role", "agent"):
-                raise ValueError(f"by={by!r} is not one of ['role', 'agent']")
-            self.by, self.std, self.eps = by, check_std(std), check_positive("eps", eps)
-
-        def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
-            episodes = check_batch(episodes, self.name)
-            value: dict[tuple[int, int], float] = {}
-            for members in groups(episodes).values():
-                steps: dict[str, list[tuple[int, int]]] = {}          # Y_k: (episode, turn) of role (or agent) k
-                for i in members:
-                    for k, t in enumerate(episodes[i].turns):
-                        steps.setdefault(t.role if self.by == "role" else t.agent, []).append((i, k))
-                for cells in steps.values():
-                    returns = [outcome(episodes[i], i, episodes[i].turns[k].agent) for i, k in cells]
-                    value.update(zip(cells, normalize(returns, self.std, self.eps)))
-            return fill(episodes, lambda i, k, t: value[(i, k)])
+    {dr_mas}
 
 The helpers it uses live in :mod:`baselines.credit.base`: ``check_batch`` (validation with clear errors),
 ``groups`` (indices by group key), ``outcome`` (an agent's return), ``normalize`` (GRPO's normalization),
@@ -120,5 +103,23 @@ statistics and the method's diagnostics for a file written by ``python -m baseli
 
 from baselines.credit.base import CreditMethod, TokenAdvantages, TurnAdvantages, list_credits, make_credit, register
 from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas, mappo, ippo, shuffled  # noqa: F401,E402
+
+
+def _quote_example(doc: str | None) -> str | None:
+    """The package docstring with ``{dr_mas}`` replaced by the source of :class:`~baselines.credit.dr_mas.DrMAS`
+    (indented as the literal block); where no source is installed, a pointer to the file."""
+    import inspect
+    import textwrap
+
+    if doc is None:                 # python -OO drops docstrings
+        return None
+    try:
+        example = textwrap.indent(inspect.getsource(dr_mas.DrMAS), "    ").strip()
+    except OSError:
+        example = "(the source of baselines/credit/dr_mas.py is not installed here)"
+    return doc.replace("{dr_mas}", example)
+
+
+__doc__ = _quote_example(__doc__)
 
 __all__ = ["CreditMethod", "TokenAdvantages", "TurnAdvantages", "list_credits", "make_credit", "register"]
