@@ -295,7 +295,7 @@ class _Recorded:
 
 
 class _Job:
-    """One env being played: the main episode of a group member (:meth:`main`), or one branch (:meth:`branch`)."""
+    """One env being played: the main episode of a group member (:meth:`main`), or one branch (:meth:`branch_of`)."""
 
     def __init__(self, env, key: tuple[int, ...], step_index: int = 0) -> None:
         self.env = env
@@ -417,7 +417,9 @@ class RolloutEngine:
     team_umbrella-v0, delay 30). Reference counting still frees everything that is not in a cycle at once.
     """
 
-    follow_main = True      # take a resample branch that drew the recorded action from the record (see _follow)
+    # Take a resample branch that drew the recorded action from the record (_follow), and let a branch shadow an
+    # earlier sibling that drew the same action (_shadow); False plays every branch step (the tests compare the two).
+    follow_main = True
 
     def __init__(self, policy: Policy | Mapping[str, Policy], show_progress: bool = True,
                  max_concurrent: int | None = None, max_steps: int = 10_000, record_state: str | None = None) -> None:
