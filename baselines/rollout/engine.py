@@ -70,7 +70,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -295,7 +295,7 @@ class _Recorded:
 
 
 class _Job:
-    """One env being played: the main episode of a group member (:meth:`main`), or one branch (:meth:`branch`)."""
+    """One env being played: the main episode of a group member (:meth:`main`), or one branch (:meth:`branch_of`)."""
 
     def __init__(self, env, key: tuple[int, ...], step_index: int = 0) -> None:
         self.env = env
@@ -389,6 +389,17 @@ class _Job:
             self.final_infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
 
 
+class _Decision(NamedTuple):
+    """One pending decision of a tick."""
+
+    job: _Job
+    agent: str
+    request: Request | None         # None: a branch replays the recorded turn ``rec``
+    digest: str                     # Turn.obs_digest (runs with branches)
+    rec: Turn | None
+    legal: tuple[str, ...]          # the legal moves computed for it
+
+
 class RolloutEngine:
     """Play many envs at once with one policy, or a policy per role.
 
@@ -406,7 +417,9 @@ class RolloutEngine:
     team_umbrella-v0, delay 30). Reference counting still frees everything that is not in a cycle at once.
     """
 
-    follow_main = True      # take a resample branch that drew the recorded action from the record (see _follow)
+    # Take a resample branch that drew the recorded action from the record (_follow), and let a branch shadow an
+    # earlier sibling that drew the same action (_shadow); False plays every branch step (the tests compare the two).
+    follow_main = True
 
     def __init__(self, policy: Policy | Mapping[str, Policy], show_progress: bool = True,
                  max_concurrent: int | None = None, max_steps: int = 10_000, record_state: str | None = None) -> None:
@@ -608,73 +621,81 @@ class RolloutEngine:
                     job.start()
                     job.start_tick = tick
                     active.append(job)
-                # Gather the decisions of this tick.
-                pending: list[tuple[_Job, str, Request | None, str, Turn | None, tuple[str, ...]]] = []
-                still: list[_Job] = []
-                following = False
-                for job in active:
-                    if job.follows > 0:      # a decision of the main episode's, taken over already (see _step)
-                        job.follows -= 1
-                        following = True
-                        still.append(job)
-                        continue
-                    if job.leader is not None:
-                        if self._shadow(job, tick):
-                            following = True
-                            still.append(job)
-                            continue
-                        if job.finished:
-                            if bar is not None:
-                                bar.update(1)
-                            continue
-                    env = job.env
-                    if job.follows < 0:
-                        while not env.done and (env.terminations[env.agent_selection]
-                                                or env.truncations[env.agent_selection]):
-                            env.step(None)
-                            job.step_index += 1
-                    if job.follows == 0 or env.done:
-                        job.finish()
-                        if bar is not None:
-                            bar.update(1)
-                        continue
-                    if job.step_index > self.max_steps:
-                        raise RuntimeError(f"{env.env_id}: an episode ran past max_steps={self.max_steps}")
-                    still.append(job)
-                    entry = self._observe(job, env)
-                    job.tick, job.replaying = tick, entry[4] is not None
-                    pending.append(entry)
-                active = still
+                pending, active, following = self._gather(active, tick, bar)
                 if not pending:
-                    if following:
+                    if following:       # a followed or shadowed branch took this tick's decision
                         tick += 1
                     continue
-                # Decide: recorded actions (branches) or one generate call per policy.
-                gens: list[Generation | None] = [None] * len(pending)
-                by_policy: dict[int, list[int]] = {}
-                for n, (job, agent, request, digest, rec, legal) in enumerate(pending):
-                    if rec is None:
-                        by_policy.setdefault(index_of[id(self._policy_for(request.role))], []).append(n)
-                for pidx, idxs in by_policy.items():
-                    policy = policies[pidx]
-                    out = policy.generate([pending[n][2] for n in idxs], seed=_call_seed(seed, phase, tick, pidx))
-                    if len(out) != len(idxs):
-                        raise RuntimeError(f"{type(policy).__name__}.generate returned {len(out)} generations for "
-                                           f"{len(idxs)} requests")
-                    for n, g in zip(idxs, out):
-                        gens[n] = g
-                # Step every env.
-                for (job, agent, request, digest, rec, legal), gen in zip(pending, gens):
-                    if rec is not None:
-                        self._step_replayed(job, agent, digest, rec, legal)
+                gens = self._decide(pending, policies, index_of, seed, phase, tick)
+                for d, gen in zip(pending, gens):
+                    if d.rec is not None:
+                        self._step_replayed(d.job, d.agent, d.digest, d.rec, d.legal)
                     else:
-                        self._step(job, agent, request, digest, gen)
+                        self._step(d.job, d.agent, d.request, d.digest, gen)
                 tick += 1
         finally:
             if bar is not None:
                 bar.close()
 
-    def _observe(self, job: _Job, env) -> tuple[_Job, str, Request | None, str, Turn | None, tuple[str, ...]]:
+    def _gather(self, active: list[_Job], tick: int, bar) -> tuple[list[_Decision], list[_Job], bool]:
+        """The decisions of this tick, one per live job (finished jobs leave ``active``): the pending decisions, the
+        jobs still live, and whether a followed or shadowed branch took a decision without pending one."""
+        pending: list[_Decision] = []
+        still: list[_Job] = []
+        following = False
+        for job in active:
+            if job.follows > 0:      # a decision of the main episode's, taken over already (see _follow)
+                job.follows -= 1
+                following = True
+                still.append(job)
+                continue
+            if job.leader is not None:
+                if self._shadow(job, tick):
+                    following = True
+                    still.append(job)
+                    continue
+                if job.finished:
+                    if bar is not None:
+                        bar.update(1)
+                    continue
+            env = job.env
+            if job.follows < 0:
+                while not env.done and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+                    env.step(None)
+                    job.step_index += 1
+            if job.follows == 0 or env.done:
+                job.finish()
+                if bar is not None:
+                    bar.update(1)
+                continue
+            if job.step_index > self.max_steps:
+                raise RuntimeError(f"{env.env_id}: an episode ran past max_steps={self.max_steps}")
+            still.append(job)
+            decision = self._observe(job, env)
+            job.tick, job.replaying = tick, decision.rec is not None
+            pending.append(decision)
+        return pending, still, following
+
+    def _decide(self, pending: list[_Decision], policies: list[Policy], index_of: dict[int, int], seed: int,
+                phase: int, tick: int) -> list[Generation | None]:
+        """One ``generate`` call per policy for the decisions that replay no recorded turn (``None`` for those that
+        do), seeded by ``(seed, phase, tick, policy index)``."""
+        gens: list[Generation | None] = [None] * len(pending)
+        by_policy: dict[int, list[int]] = {}
+        for n, d in enumerate(pending):
+            if d.rec is None:
+                by_policy.setdefault(index_of[id(self._policy_for(d.request.role))], []).append(n)
+        for pidx, idxs in by_policy.items():
+            policy = policies[pidx]
+            out = policy.generate([pending[n].request for n in idxs], seed=_call_seed(seed, phase, tick, pidx))
+            if len(out) != len(idxs):
+                raise RuntimeError(f"{type(policy).__name__}.generate returned {len(out)} generations for "
+                                   f"{len(idxs)} requests")
+            for n, g in zip(idxs, out):
+                gens[n] = g
+        return gens
+
+    def _observe(self, job: _Job, env) -> _Decision:
         """What ``job``'s agent to move sees: its request (``None`` when a branch replays the recorded decision),
         the observation digest (runs with branches), the recorded turn it replays (or ``None``) and the legal moves
         computed."""
@@ -689,7 +710,7 @@ class RolloutEngine:
             legal = tuple(env.legal_actions(agent))
             rec, digest = self._match(job, agent, text, legal)
             if rec is not None:
-                return job, agent, None, digest, rec, legal
+                return _Decision(job, agent, None, digest, rec, legal)
             if "vector" in observes:
                 obs = env.observe(agent, text=False)
                 vector, mask = obs["observation"], obs.get("action_mask")
@@ -707,10 +728,10 @@ class RolloutEngine:
             if job.digest:
                 rec, digest = self._match(job, agent, text, legal)
                 if rec is not None:
-                    return job, agent, None, digest, rec, legal
+                    return _Decision(job, agent, None, digest, rec, legal)
         request = Request(env.env_id, agent, role, text, legal, env, key=(*job.key, job.step_index),
                           observation=vector, action_mask=mask)
-        return job, agent, request, digest, None, legal
+        return _Decision(job, agent, request, digest, None, legal)
 
     @staticmethod
     def _match(job: _Job, agent: str, text: str, legal: tuple[str, ...]) -> tuple[Turn | None, str]:
