@@ -204,6 +204,9 @@ def policy_decider(policies: dict[str, Any]) -> Decide:
         role = env.roles[agent]
         policy = policies[role]
         if not hasattr(policy, "log_policy"):
+            if not hasattr(policy, "generate"):
+                raise ValueError(f"exact evaluation needs a policy that gives its distribution (an MLP, or an LLM in "
+                                 f"choice mode); role {role!r} is played by {type(policy).__name__}")
             return _choice_distribution(policy, env, agent, role)
         obs = env.observe(agent, text=False)
         extra = {"obs": np.asarray(obs["observation"]).tolist(), "mask": np.asarray(obs["action_mask"]).tolist(),
@@ -225,8 +228,9 @@ def _choice_distribution(policy, env, agent: str, role: str) -> np.ndarray:
     choice = getattr(g, "choice", None)          # the typed field where the Generation has one, else its extra
     probs = getattr(choice, "probs", None) if choice is not None else g.extra.get("choice_probs")
     if probs is None or len(probs) != len(legal):
+        name = getattr(policy, "name", type(policy).__name__)
         raise ValueError(f"exact evaluation needs a policy that gives its distribution (an MLP, or an LLM in choice "
-                         f"mode); role {role!r} is played by {policy.name!r}, which gave none")
+                         f"mode); role {role!r} is played by {name!r}, which gave none")
     p = np.asarray(probs, np.float64)
     if policy.settings().get("temperature") == 0:
         p = (np.arange(len(p)) == int(p.argmax())).astype(np.float64)

@@ -73,7 +73,7 @@ def test_every_setting_env_takes_its_kwargs_in_text_mode_and_lists_moves_where_c
 
 def _row(env_id: str, name: str) -> dict:
     rows = spec(env_id).anchors
-    assert name in rows, f"{env_id}: no anchors row {name!r}; run python benchmarks/anchors.py --only credit_small --write"
+    assert name in rows, f"{env_id}: no anchors row {name!r} (python benchmarks/anchors.py --only credit_small --write)"
     return rows[name]
 
 
