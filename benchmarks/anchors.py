@@ -218,14 +218,14 @@ def credit_small_anchors(games: int, suite_key: str = SMALL_SUITE) -> dict:
         if s.play != "self":
             continue
         where = ", ".join(x for x in (_kw(s.env_kwargs), "text mode") if x)
-        seats = make(s.env_id, action_mode="text", **s.env_kwargs).possible_agents
-        roles = make(s.env_id, action_mode="text", **s.env_kwargs).roles
+        env = make(s.env_id, action_mode="text", **s.env_kwargs)
+        seats, roles = env.possible_agents, env.roles
         for name in dict.fromkeys(v for v in s.normalize.values() if isinstance(v, str)):
             policy = random_legal if name == "random" else reference_policies(s.env_id)[name]
             out.setdefault(s.env_id, {})[f"{name}, {where}"] = play(
                 s.env_id, {a: policy for a in seats}, games, action_mode="text", kwargs=s.env_kwargs)["team"]
         if s.partners and any(isinstance(v, str) for v in s.normalize.values()):
-            partner = {}
+            partner = {}           # as the trainer's --partners: "reference" is the env's first reference bot
             for item in s.partners.split(","):
                 role, _, kind = item.partition("=")
                 partner[role.strip()] = random_legal if kind.strip() == "random" else \
