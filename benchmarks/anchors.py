@@ -1,6 +1,6 @@
 """Normalization anchors: the scores of the reference policies, measured and written into the env specs.
 
-    python benchmarks/anchors.py [--games 10000] [--only cooperative orchestration zero_sum credit_suite]
+    python benchmarks/anchors.py [--games 10000] [--only cooperative orchestration zero_sum credit_suite credit_small]
                                  [--textarena N] [--write]
 
 Every registered env gets anchors (a test checks it):
@@ -15,6 +15,12 @@ Every registered env gets anchors (a test checks it):
   clue task (``thinker_clue_accuracy``), voting-v0's plurality / fraction schemes at 2..16 voters, team_umbrella-v0's
   delays (team return and the noise-free decisive reward) and free_riding-v0's idle seats; random and the reference
   policy that attains the optimum each env's manual proves (see :func:`credit_suite_anchors`);
+* credit_small (the small tier's suite, ``credit-small@3``, in text mode): for every cooperative setting of the suite
+  file whose anchors are measured, the setting's anchors in text mode with its kwargs, rows named
+  ``"POLICY, KWARG=VALUE[, ...], text mode"`` (``"POLICY, text mode"`` without kwargs): ``random`` and the reference
+  policy in every seat (the suite's 0 and 1, :func:`leaderboard.suite._measured` on other seeds), and the setting's
+  learning seats random beside its scripted partners (``"random learners, ROLE=reference, ..."``: what a team whose
+  learners contribute nothing scores; see :func:`credit_small_anchors`);
 * zero-sum (Kuhn, Leduc, tic-tac-toe, Connect Four, simple negotiation): player 0's mean payoff for each pair of
   policies among random and the env's reference policies (Kuhn Nash equilibrium, Leduc CFR, tic-tac-toe minimax,
   Connect Four alpha-beta search; the negotiation has no reference bot, so random vs random only), seats as named.
@@ -196,6 +202,40 @@ def credit_suite_anchors(games: int) -> dict:
     return {"think_solve-v0": think, "voting-v0": voting, "team_umbrella-v0": umbrella, "free_riding-v0": free}
 
 
+SMALL_SUITE = "credit-small@3"
+
+
+def credit_small_anchors(games: int, suite_key: str = SMALL_SUITE) -> dict:
+    """The small tier's anchors in text mode, read from the suite file: per cooperative setting with a named
+    (measured) anchor, its ``zero`` and ``one`` policies in every seat, and, where the setting has scripted partners,
+    random learning seats beside them. Rows: ``"POLICY, KWARG=VALUE, text mode"``."""
+    from leaderboard.suite import load_suite
+    from marl_llm_envs.reference import reference_policies
+
+    suite = load_suite(suite_key)
+    out: dict[str, dict] = {}
+    for s in suite.settings:
+        if s.play != "self":
+            continue
+        where = ", ".join(x for x in (_kw(s.env_kwargs), "text mode") if x)
+        env = make(s.env_id, action_mode="text", **s.env_kwargs)
+        seats, roles = env.possible_agents, env.roles
+        for name in dict.fromkeys(v for v in s.normalize.values() if isinstance(v, str)):
+            policy = random_legal if name == "random" else reference_policies(s.env_id)[name]
+            out.setdefault(s.env_id, {})[f"{name}, {where}"] = play(
+                s.env_id, {a: policy for a in seats}, games, action_mode="text", kwargs=s.env_kwargs)["team"]
+        if s.partners and any(isinstance(v, str) for v in s.normalize.values()):
+            partner = {}           # as the trainer's --partners: "reference" is the env's first reference bot
+            for item in s.partners.split(","):
+                role, _, kind = item.partition("=")
+                partner[role.strip()] = random_legal if kind.strip() == "random" else \
+                    next(iter(reference_policies(s.env_id).values()))
+            team = {a: partner.get(roles[a], random_legal) for a in seats}
+            out[s.env_id][f"random learners, {s.partners}, {where}"] = play(
+                s.env_id, team, games, action_mode="text", kwargs=s.env_kwargs)["team"]
+    return out
+
+
 def textarena_anchors(games: int) -> dict:
     """Random vs random in the TextArena games whose legal moves we can read from TextArena's state."""
     from env_throughput import textarena_legal_moves
@@ -215,9 +255,11 @@ def textarena_anchors(games: int) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=10_000, help="games per row (10000)")
-    parser.add_argument("--only", nargs="+", choices=["cooperative", "orchestration", "zero_sum", "credit_suite"],
-                        default=["cooperative", "orchestration", "zero_sum", "credit_suite"],
-                        help="measure only these groups (credit_suite: the credit suite's settings)")
+    parser.add_argument("--only", nargs="+",
+                        choices=["cooperative", "orchestration", "zero_sum", "credit_suite", "credit_small"],
+                        default=["cooperative", "orchestration", "zero_sum", "credit_suite", "credit_small"],
+                        help="measure only these groups (credit_suite: the credit suite's settings; credit_small: "
+                             "the small tier's settings in text mode)")
     parser.add_argument("--textarena", type=int, default=0, metavar="GAMES",
                         help="also measure the TextArena rows, with this many games each (needs textarena)")
     parser.add_argument("--write", action="store_true", help=f"write {DATA.relative_to(DATA.parent.parent.parent)} "
@@ -253,6 +295,15 @@ def main(argv: list[str] | None = None) -> None:
             for name, r in rows.items():
                 print(f"| {env_id} | {name} | {r['mean']:.4f} +- {r['ci95']:.4f} | {r['games']} |")
         for env_id, rows in suite.items():  # rows are added to the env's anchors (think_solve, voting keep theirs)
+            measured[env_id] = {**measured.get(env_id, {}), **rows}
+    if "credit_small" in args.only:
+        small = credit_small_anchors(args.games)
+        print(f"\n{SMALL_SUITE}, text mode:\n\n| env | policy, setting | team score (mean +- 95% CI) | games |")
+        print("|---|---|---:|---:|")
+        for env_id, rows in small.items():
+            for name, r in rows.items():
+                print(f"| {env_id} | {name} | {r['mean']:.4f} +- {r['ci95']:.4f} | {r['games']} |")
+        for env_id, rows in small.items():
             measured[env_id] = {**measured.get(env_id, {}), **rows}
     pairs = zero_sum_anchors(args.games) if "zero_sum" in args.only else {}
     if args.textarena:

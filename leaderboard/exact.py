@@ -195,16 +195,20 @@ def raw_score(env_id: str, strategy: dict[str, list[float]], evaluate: str) -> f
 
 
 def policy_decider(policies: dict[str, Any]) -> Decide:
-    """``decide`` for a team of policies by role that expose their distribution (``log_policy``, as
-    :class:`baselines.policies.mlp.MLPPolicy`): the acting agent's role's policy on what that agent observes."""
+    """``decide`` for a team of policies by role that expose their distribution: an MLP (``log_policy``, as
+    :class:`baselines.policies.mlp.MLPPolicy`) on what the acting agent observes, or a choice-mode LLM through the
+    policy protocol (``generate`` on the agent's text and legal moves; the Generation's choice probabilities, i.e.
+    ``softmax(score / T)``, the distribution it samples from; at ``temperature=0`` the argmax it plays)."""
     import torch
 
     def decide(env, agent: str) -> np.ndarray:
         role = env.roles[agent]
         policy = policies[role]
         if not hasattr(policy, "log_policy"):
-            raise ValueError(f"exact evaluation needs a policy that gives its distribution (an MLP policy); "
-                             f"role {role!r} is played by {type(policy).__name__}")
+            if not hasattr(policy, "generate"):
+                raise ValueError(f"exact evaluation needs a policy that gives its distribution (an MLP, or an LLM in "
+                                 f"choice mode); role {role!r} is played by {type(policy).__name__}")
+            return _choice_distribution(policy, env, agent, role)
         obs = env.observe(agent, text=False)
         extra = {"obs": np.asarray(obs["observation"]).tolist(), "mask": np.asarray(obs["action_mask"]).tolist(),
                  "role_index": policy.roles.index(role)}
@@ -212,3 +216,26 @@ def policy_decider(policies: dict[str, Any]) -> Decide:
             return policy.log_policy([extra])[0].exp()[0].double().cpu().numpy()
 
     return decide
+
+
+def _choice_distribution(policy, env, agent: str, role: str) -> np.ndarray:
+    """A choice-mode policy's distribution over the env's discrete actions: one ``generate`` call on the agent's
+    prompt and legal moves (``legal_actions`` lists the legal indices in order), read from the Generation."""
+    from baselines.policies.base import Request
+
+    base = env.unwrapped
+    legal = tuple(base.legal_actions(agent))
+    g = policy.generate([Request(base.env_id, agent, role, base.observe(agent)["text"], legal, env)], seed=0)[0]
+    choice = getattr(g, "choice", None)          # the typed field where the Generation has one, else its extra
+    probs = getattr(choice, "probs", None) if choice is not None else g.extra.get("choice_probs")
+    if probs is None or len(probs) != len(legal):
+        name = getattr(policy, "name", type(policy).__name__)
+        raise ValueError(f"exact evaluation needs a policy that gives its distribution (an MLP, or an LLM in choice "
+                         f"mode); role {role!r} is played by {name!r}, which gave none")
+    p = np.asarray(probs, np.float64)
+    if policy.settings().get("temperature") == 0:
+        p = (np.arange(len(p)) == int(p.argmax())).astype(np.float64)
+    mask = np.asarray(base.action_mask(agent))   # in any action mode; legal_actions lists its indices in order
+    out = np.zeros(len(mask), np.float64)
+    out[np.flatnonzero(mask > 0)] = p
+    return out

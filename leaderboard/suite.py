@@ -426,12 +426,12 @@ def _idle_drift(spec: dict[str, Any], run: Path) -> float:
     drifts = []
     while not env.unwrapped.done:
         agent = env.agent_selection
-        legal = np.flatnonzero(np.asarray(env.observe(agent, text=False)["action_mask"]) > 0)
+        legal = np.flatnonzero(np.asarray(env.action_mask(agent)) > 0)          # any action mode (text: no mask key)
         if env.roles[agent] != "decider":
             p = decide(env, agent)[legal]
             p = p / p.sum()
             drifts.append(float(math.log(len(legal)) + np.sum(p * np.log(np.maximum(p, 1e-300)))))
-        env.step(int(legal[0]))
+        env.step(int(legal[0]) if env.action_mode == "discrete" else env.legal_actions(agent)[0])
     return float(sum(drifts) / len(drifts))
 
 
