@@ -56,3 +56,23 @@ def test_readme_credit_example_runs(capsys):
     exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "'ccpo_v1', 'ccpo_v2', 'dr_mas'" in out and "help_rate" in out
+
+
+def test_readme_layout_names_every_module_and_folder_of_the_packages():
+    """The Layout section is a newcomer's map: every module of the packages' top levels and of baselines' sub-packages
+    is named there, and every sub-folder (envs/, credit/, ... stand for one module per env or method)."""
+    text = (ROOT / "README.md").read_text()
+    layout = text[text.index("## Layout"):]
+    missing = []
+    for folder in ("marl_llm_envs", "baselines", "baselines/policies", "baselines/rollout", "baselines/train",
+                   "leaderboard"):
+        for path in sorted((ROOT / folder).iterdir()):
+            if path.name.startswith(("_", ".")) and path.name != "__main__.py" or path.name == "__pycache__":
+                continue
+            if folder != "leaderboard" and path.name == "__main__.py":
+                continue
+            if path.suffix == ".py" and f"`{path.name}`" not in layout and f"`{path.name}" not in layout:
+                missing.append(f"{folder}/{path.name}")
+            elif path.is_dir() and f"{path.name}/" not in layout:
+                missing.append(f"{folder}/{path.name}/")
+    assert not missing, f"README's Layout section does not name: {missing}"
