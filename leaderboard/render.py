@@ -183,7 +183,7 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
     cols.append((f"P(entry > {leader}) [95% CI]" if wide else "P(entry > leader)",
                  lambda r: "- (leader)" if r.poi_vs_best is None else _ci(r.poi_vs_best, 2)))
     if wide:
-        cols += [(t, lambda r, t=t: f"{r.tasks.get(t, float('nan')):.3f}") for t in board.tasks]
+        cols += [(t, lambda r, t=t: f"{r.tasks[t]:.3f}" if t in r.tasks else "n/a") for t in board.tasks]
         for extra in EXTRA_COLUMNS:
             cols += extra(board)
     cols += [("train tokens" if wide else "tokens",

@@ -263,3 +263,13 @@ def test_a_suite_entry_added_twice_is_refused_and_the_store_keeps_one(tmp_path):
     assert (tmp_path / "index.json").read_text() == before
     assert [x["id"] for x in load_entries(tmp_path)] == [e["id"]]
     assert (tmp_path / "test-suite@1" / f"broadcast--{e['manifest']['results_sha256'][:12]}.json").is_file()
+
+
+def test_a_method_applicable_to_some_families_shows_n_a_in_the_others_on_the_board(tmp_path):
+    """ccpo applies to the message-credit family only: its other family cells read 'n/a', never 'nan'."""
+    assert main(["render", "--store", str(SUITE_DIR.parents[1] / "entries"), "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "LEADERBOARD.md").read_text()
+    section = md[md.index("## credit-micro@3 (credit track)"):]
+    section = section[:section.index("\n## ")] if "\n## " in section else section
+    row = next(line for line in section.splitlines() if "| ccpo_v1#" in line)
+    assert "nan" not in section and row.count("| n/a ") == 5
