@@ -273,7 +273,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
     A run whose every learner is a small MLP on the CPU uses one torch thread (the batches are a few hundred rows of
     a 64-wide MLP: more threads only add synchronisation, and parallel runs go in separate processes); the caller's
-    thread count is restored afterwards. Such a run also keeps the objects that live through the whole run (torch's
+    thread count is restored afterwards. A run of LLM learners on the CPU also uses one thread unless
+    ``OMP_NUM_THREADS`` asks for more: its update runs thousands of small kernels (the prompts' shared prefixes are
+    computed once, the rest a few tokens each), and every one of them waits at a thread barrier for the slowest
+    thread, so on a busy machine two threads made SmolLM2-135M's update 8-17x slower than one
+    (``benchmarks/RESULTS.md``, "SmolLM2's update cost"). Such an MLP run also keeps the objects that live through the whole run (torch's
     modules, the models, the envs) out of Python's full garbage collections (``gc.freeze`` once they exist, again
     after the first step, which imports ``torch._dynamo``): each step allocates thousands of short-lived objects, and
     every full collection would otherwise walk the whole heap of torch (measured: 20-30% of an MLP run's CPU time).
@@ -282,7 +286,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     only_mlp = cfg.device == "cpu" and all(part.split("=")[-1].strip() == "mlp" for part in cfg.model.split(","))
     threads = torch.get_num_threads()
     unfreeze = only_mlp and gc.get_freeze_count() == 0
-    if only_mlp:
+    if only_mlp or (cfg.device == "cpu" and "OMP_NUM_THREADS" not in os.environ):
         torch.set_num_threads(1)
     try:
         return _train(cfg, freeze=only_mlp)
