@@ -618,13 +618,13 @@ class RolloutEngine:
             action = rec.action
             turn = Turn(agent, request.role, env.teams[agent], list(rec.prompt_ids), list(rec.completion_ids),
                         list(rec.logprobs), rec.text, action if type(action) in _PLAIN else json_safe(action),
-                        replayed=True, extra=dict(rec.extra))
+                        replayed=True, extra=dict(rec.extra), choice=rec.choice)
         else:
             action = _env_action(env, agent, gen.action, request.legal_actions)
             turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
                         [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
                         action if type(action) in _PLAIN else json_safe(action),
-                        extra=_json_safe_turn_extra(gen.extra) if gen.extra else {})
+                        extra=_json_safe_turn_extra(gen.extra) if gen.extra else {}, choice=gen.choice)
             job.tokens += gen.num_tokens
         turn.turn_index = len(job.turns)
         turn.step_index = job.step_index

@@ -160,18 +160,22 @@ def _bare_loop(learner, samples, budget: int, adapter: str | None) -> int:
 
 
 def _phases(learner, samples, budget: int) -> dict:
-    """One update pass cut into its phases, each timed: the adapter switch (``set_adapter`` and the flags that keep
-    every adapter trainable), the forward of :meth:`LLMLearner.logprobs`, ``backward()``, the AdamW step."""
-    t = {"adapter_switch": 0.0, "forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+    """One update pass cut into its phases, each timed: the forward of :meth:`LLMLearner.logprobs`, ``backward()``,
+    the AdamW step; and the learner's adapter switch (per-role adapters: :func:`use_adapter` over the model's adapters
+    in turn, then the flags that keep every adapter trainable), per call."""
+    from baselines.train.learners import use_adapter
+
+    t = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
     if learner.adapters == "per_role":
+        names = list(learner.module.peft_config)
+        lora = [p for n, p in learner.module.named_parameters() if "lora_" in n]
         t0 = time.perf_counter()
-        for _ in range(10):
-            for role in learner.trainable:
-                learner.module.set_adapter(role)
-                for n, p in learner.module.named_parameters():
-                    if "lora_" in n:
-                        p.requires_grad_(True)
-        t["adapter_switch_per_call"] = (time.perf_counter() - t0) / (10 * len(learner.trainable))
+        for k in range(20):
+            use_adapter(learner.module, names[k % len(names)])
+            for p in lora:
+                p.requires_grad_(True)
+        t["adapter_switch_per_call"] = (time.perf_counter() - t0) / 20
+        t["adapters"] = len(names)
     learner.optimizer.zero_grad(set_to_none=True)
     for mb in learner.micro_batches(samples, budget):
         t0 = time.perf_counter()
@@ -284,8 +288,9 @@ def summary(results: list[dict], cost: dict | None, args) -> str:
                          f"bare loop: {by[('bare_loop', b)] / by[('bare_loop', a)]:.2f}x")
         ph = cost["phases"]
         lines.append("phases of one update pass ({threads} thread(s)): forward {forward:.2f} s, backward "
-                     "{backward:.2f} s, AdamW step {optimizer:.3f} s, one adapter switch "
-                     "{adapter_switch_per_call:.4f} s".format(**{"adapter_switch_per_call": float("nan"), **ph}))
+                     "{backward:.2f} s, AdamW step {optimizer:.3f} s, one adapter switch ({adapters} adapter(s)) "
+                     "{adapter_switch_per_call:.4f} s".format(**{"adapter_switch_per_call": float("nan"), "adapters": 0,
+                                                                 **ph}))
     return "\n".join(lines)
 
 

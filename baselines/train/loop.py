@@ -96,11 +96,8 @@ def _samples(team: Team, episodes, advantages, roles_now: set[str]) -> list[Samp
         for t, a in zip(e.turns, row):
             if t.role not in roles_now or t.replayed or not t.completion_ids:
                 continue
-            mode = t.extra.get("mode", "generate")
-            if mode == "choice":
-                kind, lps = "choice", [float(t.extra["choice_logprob"])]
-            elif mode == "mlp":
-                kind, lps = "mlp", [float(t.logprobs[0])]
+            if t.choice is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
+                kind, lps = t.choice.kind, [float(t.choice.logprob)]
             else:
                 kind, lps = "generate", [float(x) for x in t.logprobs]
             if isinstance(a, list):          # a per-token method: decisions take the first token's value
@@ -110,7 +107,7 @@ def _samples(team: Team, episodes, advantages, roles_now: set[str]) -> list[Samp
             if len(adv) != len(lps):
                 raise ValueError(f"{e.env_id}: {len(adv)} advantages for a turn of {len(lps)} scored tokens")
             out.append(Sample(t.role, kind, list(t.prompt_ids), list(t.completion_ids), lps, adv,
-                              list(t.legal_actions), dict(t.extra)))
+                              list(t.legal_actions), dict(t.extra), choice=t.choice))
     return out
 
 
@@ -255,12 +252,12 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
 
 def _rollout_entropy(episodes) -> dict[str, list[float]]:
     """Per role, the entropy (nats) of each main-episode decision's sampled distribution over the legal moves, from
-    the probabilities the policy recorded (``choice_probs``: choice mode, scripted bots): the exploration left at
+    the probabilities the policy recorded (``Turn.choice.probs``: choice mode, scripted bots): the exploration left at
     every step, from step 0 on, over every decision (not only those the update trains)."""
     out: dict[str, list[float]] = {}
     for e in episodes:
         for t in e.turns:
-            probs = t.extra.get("choice_probs") if not t.replayed else None
+            probs = t.choice.probs if t.choice is not None and not t.replayed else None
             if probs:
                 p = np.asarray(probs, dtype=np.float64)
                 p = p[p > 0]
