@@ -17,13 +17,17 @@ is the task's index in its :meth:`~baselines.rollout.RolloutEngine.run` call and
 trainer passes ``"step-17"``; by default a digest of the env, its kwargs and the seeds), so groups of different calls
 never merge. Credit methods form groups by ``group_key``, never by list order.
 
-What a trainer must know to read the log-probabilities: ``Turn.legal_actions`` (the moves offered; choice mode's
-probabilities in ``Turn.extra`` are aligned with them; empty for free-text turns) and ``Episode.policies`` (per role:
+What a trainer must know to read the log-probabilities: ``Turn.choice`` (:class:`~baselines.policies.base.Choice`:
+the chosen move's index, its behaviour log-probability, the distribution and how it was scored; None for free text),
+``Turn.legal_actions`` (the moves offered; ``Turn.choice.probs`` are aligned with them; empty for free-text turns) and ``Episode.policies`` (per role:
 the policy's name, version and sampling settings, see :meth:`~baselines.policies.base.Policy.settings`).
 
 JSONL. :func:`write_jsonl` writes a header line ``{"schema": "marl_llm_episodes", "schema_version": 2}`` then one
 episode per line; :func:`read_jsonl` checks the header and raises ``ValueError`` naming the line of a corrupt entry.
-Version 1 files (no ``run_id``, ``policies`` or ``legal_actions``) are still read, with those fields empty.
+Version 1 files (no ``run_id``, ``policies`` or ``legal_actions``) are still read, with those fields empty. Turns
+written before ``Turn.choice`` kept the choice in ``extra`` (``mode``, ``choice_index``, ``choice_logprob``,
+``choice_probs``, ``choice_scoring``); reading them fills ``choice`` from those keys
+(:meth:`~baselines.policies.base.Choice.from_legacy_extra`) and leaves ``extra`` as written.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
+
+from baselines.policies.base import Choice
 
 SCHEMA = "marl_llm_episodes"
 SCHEMA_VERSION = 2
@@ -106,6 +112,8 @@ class Turn:
     extra: dict[str, Any] = field(default_factory=dict)  # the policy's Generation.extra (JSON-safe)
     state: list[float] | None = None  # what a learned critic reads, recorded before the step only when asked
     #                                   (RolloutEngine(record_state=...): "global" = env.state(), "observation")
+    choice: Choice | None = None    # the policy's Generation.choice: the move it chose among the legal ones and the
+    #                                 distribution it drew it from (None: a free-text turn)
 
     @property
     def num_tokens(self) -> int:
@@ -116,7 +124,12 @@ class Turn:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Turn":
-        return cls(**_known(cls, d))
+        turn = cls(**_known(cls, d))
+        if isinstance(turn.choice, dict):
+            turn.choice = Choice.from_dict(turn.choice)
+        elif turn.choice is None and turn.extra and "choice" not in d:   # written before Turn.choice: in extra
+            turn.choice = Choice.from_legacy_extra(turn.extra, turn.action, turn.logprobs, turn.legal_actions)
+        return turn
 
 
 @dataclass

@@ -31,7 +31,7 @@ for name in sys.argv[1:]:
             for e in eps:
                 for tr in e.turns:
                     if tr.role == role:
-                        p = np.asarray(tr.extra["choice_probs"])
+                        p = np.asarray(tr.choice.probs)
                         p = p[p > 0]
                         H.append(float(-(p * np.log(p)).sum()))
             rew = np.mean([e.rewards["player_0"] if env == "kuhn_poker-v0" else list(e.team_rewards.values())[0]

@@ -201,7 +201,7 @@ def test_choice_mode_scores_are_the_same_with_a_shared_prefix(tiny):
     assert fast.stats.prefill_tokens < fast.stats.prompt_tokens / 2
     for a, b in zip(shared, plain):
         assert a.action == b.action
-        assert np.allclose(a.extra["choice_logliks"], b.extra["choice_logliks"], atol=1e-4)
+        assert np.allclose(a.choice.logliks, b.choice.logliks, atol=1e-4)
         assert np.allclose(a.logprobs, b.logprobs, atol=1e-5)
 
 

@@ -48,3 +48,24 @@ def test_a_tiny_kuhn_player_beats_a_random_partner_by_more_than_in_its_first_ten
     # Welch's t-test on the step means (each the mean of 64 hands): the last fifth is above the first tenth
     test = ttest_ind(last, first, equal_var=False, alternative="greater")
     assert test.pvalue < 0.01, (first.round(2).tolist(), last.round(2).tolist())
+
+
+def test_an_llm_run_on_the_cpu_uses_one_torch_thread_unless_omp_num_threads_asks_for_more(tmp_path, monkeypatch):
+    # On a busy machine two threads made SmolLM2's update 8-17x slower than one (benchmarks/RESULTS.md); the
+    # caller's thread count comes back afterwards.
+    from baselines.train import loop
+
+    seen = []
+    monkeypatch.setattr(loop, "_train", lambda cfg, freeze=False: seen.append(torch.get_num_threads()) or {})
+    cfg = TrainConfig(model="tiny", mode="choice", env="kuhn_poker-v0", out=str(tmp_path / "run"), progress=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        train(cfg)
+        assert torch.get_num_threads() == 2
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")
+        train(cfg)
+    finally:
+        torch.set_num_threads(threads)
+    assert seen == [1, 2]

@@ -218,26 +218,26 @@ def test_choice_mode(tiny):
     reqs = _requests(PROMPTS[:3], legal=legal) + _requests([PROMPTS[3]])  # the last one is a free-text turn
     gens = pol.generate(reqs, seed=0)
     for g in gens[:3]:
-        assert g.action in legal and g.extra["mode"] == "choice"
-        assert abs(sum(g.extra["choice_probs"]) - 1.0) < 1e-5
+        assert g.action in legal and g.choice is not None
+        assert abs(sum(g.choice.probs) - 1.0) < 1e-5
         assert g.completion_ids == tok(g.action, add_special_tokens=False)["input_ids"]
         fresh = _fresh_logprobs(model, g.prompt_ids, g.completion_ids)
         assert torch.allclose(torch.tensor(g.logprobs), fresh, atol=1e-4)
-        c = g.extra["choice_index"]
-        assert legal[c] == g.action and abs(sum(g.logprobs) - g.extra["choice_logliks"][c]) < 1e-4
-        for a, ll in zip(legal, g.extra["choice_logliks"]):
+        c = g.choice.index
+        assert legal[c] == g.action and abs(sum(g.logprobs) - g.choice.logliks[c]) < 1e-4
+        for a, ll in zip(legal, g.choice.logliks):
             a_ids = tok(a, add_special_tokens=False)["input_ids"]
             assert abs(float(_fresh_logprobs(model, g.prompt_ids, a_ids).sum()) - ll) < 1e-3
-        assert abs(np.exp(g.extra["choice_logprob"]) - g.extra["choice_probs"][c]) < 1e-5
-    assert gens[3].extra["mode"] == "generate" and len(gens[3].completion_ids) > 0
+        assert abs(np.exp(g.choice.logprob) - g.choice.probs[c]) < 1e-5
+    assert gens[3].choice is None and len(gens[3].completion_ids) > 0
     # sampling follows choice_probs; greedy picks the argmax
     many = pol.generate(_requests([PROMPTS[0]] * 100, legal=("[a]", "[b]")), seed=1)
-    p_a = many[0].extra["choice_probs"][0]
+    p_a = many[0].choice.probs[0]
     freq = np.mean([g.action == "[a]" for g in many])
     assert abs(freq - p_a) < 4 * np.sqrt(p_a * (1 - p_a) / 100) + 0.01
     greedy = TransformersPolicy(model, tok, mode="choice", temperature=0.0, choice_scoring="sum")
     for g in greedy.generate(_requests(PROMPTS, legal=legal)):
-        assert g.extra["choice_index"] == int(np.argmax(g.extra["choice_logliks"]))
+        assert g.choice.index == int(np.argmax(g.choice.logliks))
 
 
 @pytest.mark.parametrize("temperature", [0.5, 2.0])
@@ -253,10 +253,10 @@ def test_choice_probabilities_are_a_softmax_of_logliks_over_the_temperature(tiny
         log_q = z - z.max() - np.log(np.exp(z - z.max()).sum())
         log_plain = ll - ll.max() - np.log(np.exp(ll - ll.max()).sum())
         assert np.abs(log_q - log_plain).max() > 0.1  # the temperature matters on this prompt
-        assert np.allclose(g.extra["choice_logliks"], ll, atol=1e-3)  # log-likelihoods stay at temperature 1
-        assert np.allclose(np.log(g.extra["choice_probs"]), log_q, atol=1e-3)
-        assert abs(g.extra["choice_logprob"] - log_q[g.extra["choice_index"]]) < 1e-3
-        assert abs(sum(g.logprobs) - ll[g.extra["choice_index"]]) < 1e-3
+        assert np.allclose(g.choice.logliks, ll, atol=1e-3)  # log-likelihoods stay at temperature 1
+        assert np.allclose(np.log(g.choice.probs), log_q, atol=1e-3)
+        assert abs(g.choice.logprob - log_q[g.choice.index]) < 1e-3
+        assert abs(sum(g.logprobs) - ll[g.choice.index]) < 1e-3
 
 
 @pytest.mark.parametrize("scoring", ["label", "mean", "sum"])
@@ -269,7 +269,7 @@ def test_each_choice_scoring_samples_from_the_distribution_a_fresh_forward_pass_
     pol = TransformersPolicy(model, tok, mode="choice", temperature=temperature, choice_scoring=scoring)
     gens = pol.generate(_requests(PROMPTS, legal=legal), seed=0)
     for text, g in zip(PROMPTS, gens):
-        assert g.extra["choice_scoring"] == scoring and g.action == legal[g.extra["choice_index"]]
+        assert g.choice.scoring == scoring and g.action == legal[g.choice.index]
         if scoring == "label":
             assert g.prompt_ids == pol.encode_prompt(f"{text}\n\nChoices: (A) [check] (B) [bet] (C) [call] "
                                                      f"(D) [fold]\nAnswer with the letter of your choice.")
@@ -282,12 +282,12 @@ def test_each_choice_scoring_samples_from_the_distribution_a_fresh_forward_pass_
         score = np.array([float(x.mean() if scoring == "mean" else x.sum()) for x in per_move])
         z = score / temperature
         log_q = z - z.max() - np.log(np.exp(z - z.max()).sum())
-        c = g.extra["choice_index"]
+        c = g.choice.index
         assert g.completion_ids == moves[c]
         assert torch.allclose(torch.tensor(g.logprobs), per_move[c], atol=1e-4)
-        assert np.allclose(g.extra["choice_scores"], score, atol=1e-3)
-        assert np.allclose(np.log(g.extra["choice_probs"]), log_q, atol=1e-3)
-        assert abs(g.extra["choice_logprob"] - log_q[c]) < 1e-3
+        assert np.allclose(g.choice.scores, score, atol=1e-3)
+        assert np.allclose(np.log(g.choice.probs), log_q, atol=1e-3)
+        assert abs(g.choice.logprob - log_q[c]) < 1e-3
 
 
 def test_label_scoring_refuses_more_moves_than_labels_and_labels_letter_moves_by_their_own_letter(tiny):
@@ -298,7 +298,7 @@ def test_label_scoring_refuses_more_moves_than_labels_and_labels_letter_moves_by
     letters = pol.generate(_requests(["hi"], legal=["[none]", "[A]", "[B]"]), seed=0)[0]
     assert pol.tokenizer.decode(letters.prompt_ids).endswith(
         "Choices: (C) [none] (A) [A] (B) [B]\nAnswer with the letter of your choice.</s>\n<|assistant|>\n")
-    assert pol.tokenizer.decode(letters.completion_ids) == "CAB"[letters.extra["choice_index"]]
+    assert pol.tokenizer.decode(letters.completion_ids) == "CAB"[letters.choice.index]
     with pytest.raises(ValueError, match="choice_scoring='best' is not one of"):
         TransformersPolicy(model, tok, mode="choice", choice_scoring="best")
 

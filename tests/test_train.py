@@ -91,7 +91,7 @@ def test_a_negative_advantage_lowers_a_choice_mode_decision(scoring):
     cfg = TrainConfig(env="kuhn_poker-v0", model="tiny", mode="choice", choice_scoring=scoring, lr=1e-3)
     _, samples, before, after, stats, _ = _one_update(cfg, "kuhn_poker-v0", {}, {"player_0": -1.0, "player_1": -1.0})
     assert samples and all(s.kind == "choice" and s.n == 1 for s in samples)
-    assert {s.extra["choice_scoring"] for s in samples} == {scoring}
+    assert {s.choice.scoring for s in samples} == {scoring}
     # the ratio's denominator is the sampled distribution: the trainer's recompute equals the sampler's logprob
     assert stats["recompute_gap_max"] < 1e-4
     assert float(after.sum()) < float(before.sum())
@@ -112,7 +112,7 @@ def test_choice_scores_on_a_shared_prompt_equal_one_row_per_move_with_gradients(
         lp.sum().backward()
         results.append((lp.detach(), [p.grad.clone() for p in learner.module.parameters()]))
     (lp_shared, g_shared), (lp_rows, g_rows) = results
-    sampled = torch.tensor([s.extra["choice_logprob"] for s in samples])
+    sampled = torch.tensor([s.choice.logprob for s in samples])
     assert torch.allclose(lp_shared.detach(), sampled, atol=1e-5)      # what the policy sampled from
     assert len(lp_shared) == len(samples) and torch.allclose(lp_shared, lp_rows, atol=1e-5)
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(g_shared, g_rows))
@@ -271,14 +271,15 @@ def test_the_cli_is_generated_from_the_config():
 def test_llm_micro_batches_count_a_repeated_prompt_once():
     """Choice decisions are packed by the tokens the forward computes: identical prompts (Kuhn's first move with the
     same card) are prefilled once, so they share one micro-batch where packing by full length needs one each."""
+    from baselines.policies.base import Choice
     from baselines.train.learners import Learner, LLMLearner, Sample
 
     learner = LLMLearner.__new__(LLMLearner)
     learner.hf_policy = None
     header = list(range(100, 400))
     prompts = [header + [k % 3] for k in range(12)]          # 3 distinct prompts of 301 tokens, 4 times each
-    samples = [Sample(f"p{k % 2}", "choice", p, [7], [-0.7], [1.0], ["[a]", "[b]"], {"choice_scoring": "label"})
-               for k, p in enumerate(prompts)]
+    samples = [Sample(f"p{k % 2}", "choice", p, [7], [-0.7], [1.0], ["[a]", "[b]"],
+                      choice=Choice(index=0, logprob=-0.7, scoring="label")) for k, p in enumerate(prompts)]
     by_prompt = learner.micro_batches(samples, 400)
     in_order = Learner.micro_batches(learner, samples, 400)
     assert len(in_order) == 12 and len(by_prompt) == 2       # one per role: a shared prefix is not across adapters

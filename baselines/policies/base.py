@@ -17,6 +17,7 @@ text and legal moves of every turn of an episode with counterfactual branches, f
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -37,6 +38,57 @@ class Request:
     action_mask: Any = field(default=None, compare=False, repr=False)  # "vector": the int8 mask (discrete mode)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """A decision among a request's legal moves: which one was taken, under which distribution. It is what a trainer
+    reads back to score the decision again (the rollout keeps it on the turn, :class:`baselines.episode.Turn`).
+
+    ``scoring`` says how that distribution was made: ``"label"``, ``"mean"`` or ``"sum"`` (the LLM choice modes of
+    :class:`~baselines.policies.hf.TransformersPolicy` and VLLMPolicy), ``"mlp"`` (:class:`~baselines.policies.mlp.
+    MLPPolicy`: ``index`` is the action id of the env's discrete action space) or ``"scripted"`` (a bot; never
+    trained). ``logprob`` is the log-probability of the sampled move under exactly the distribution it was drawn from
+    (a policy gradient's behaviour log-probability); ``probs`` that distribution over ``Request.legal_actions`` in
+    order (empty where the backend does not report it: the MLP); ``logliks`` and ``scores`` each move's summed scored
+    log-probabilities and its score (LLM choice modes only)."""
+
+    index: int
+    logprob: float
+    scoring: str
+    probs: list[float] = field(default_factory=list)
+    logliks: list[float] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """What trains this decision: ``"mlp"`` for an MLP's action, else ``"choice"`` (a move of an LLM's menu)."""
+        return "mlp" if self.scoring == "mlp" else "choice"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Choice:
+        return cls(int(d["index"]), float(d["logprob"]), str(d["scoring"]), list(d.get("probs") or []),
+                   list(d.get("logliks") or []), list(d.get("scores") or []))
+
+    @classmethod
+    def from_legacy_extra(cls, extra: dict[str, Any], action: Any = None, logprobs: Sequence[float] = (),
+                          legal: Sequence[str] = ()) -> Choice | None:
+        """The choice a turn written before :class:`Choice` existed recorded in its ``extra`` (``mode``,
+        ``choice_index``, ``choice_logprob``, ``choice_probs``, ``choice_scoring``; ``"sum"`` when that is missing,
+        the only scoring there was), or None for a free-text turn."""
+        mode = extra.get("mode")
+        if mode == "choice" and "choice_index" in extra:
+            return cls(int(extra["choice_index"]), float(extra["choice_logprob"]), str(extra.get("choice_scoring",
+                                                                                                "sum")),
+                       list(extra.get("choice_probs") or []), list(extra.get("choice_logliks") or []),
+                       list(extra.get("choice_scores") or []))
+        if mode == "mlp" and logprobs:
+            return cls(int(action), float(logprobs[0]), "mlp")
+        if mode is None and extra.get("choice_probs") and action in legal:
+            index = list(legal).index(action)
+            probs = list(extra["choice_probs"])
+            return cls(index, float(math.log(probs[index])) if probs[index] > 0 else -math.inf, "scripted", probs)
+        return None
+
+
 @dataclass
 class Generation:
     """What a policy produced for one :class:`Request`."""
@@ -46,7 +98,8 @@ class Generation:
     prompt_ids: list[int] = field(default_factory=list)
     completion_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)  # one per completion token, under the sampling distribution
-    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific (e.g. choice-mode probabilities)
+    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific notes (finish_reason, the MLP's inputs)
+    choice: Choice | None = None       # a move chosen from the legal ones (choice mode, the MLP, bots); None = free text
 
     @property
     def num_tokens(self) -> int:

@@ -14,7 +14,7 @@ holds each sampled token's log-probability under exactly that distribution, so a
 A completion ends at an EOS token (kept in ``completion_ids``), at the first stop string (``completion_ids`` keep the
 tokens up to and including the one that completed it; ``text`` is cut right after the stop string, which it
 includes) or after ``max_new_tokens`` (``extra["finish_reason"]`` is ``"eos"``, ``"stop"`` or ``"length"``).
-Token ids are never re-tokenized from text. ``action`` is the decoded completion text.
+Token ids are never re-tokenized from text. ``action`` is the decoded completion text; ``choice`` is None.
 
 ``mode="choice"``: for a request with ``legal_actions`` the policy is a distribution over the legal moves,
 ``softmax(score / temperature)`` (argmax at ``temperature=0``), where ``choice_scoring`` says what a move's score is:
@@ -46,14 +46,14 @@ random-init ``tiny`` solver of the clue task learns to follow its teammate's hin
 All moves of a request are scored in one batched forward pass: the prompt once, then (``"sum"``/``"mean"``) the moves'
 tokens on its KV cache. ``prompt_ids`` are the ids the model saw (with the menu in ``"label"`` mode),
 ``completion_ids`` the chosen move's scored tokens (its label token in ``"label"`` mode, else its text's tokens) and
-``logprobs`` their per-token log-probabilities under the model (temperature 1). ``extra`` has ``choice_logprob`` (log
-of the chosen move's probability under the policy: the log-probability of the decision that was actually sampled; a
-policy gradient over choices uses it, not ``sum(logprobs)``), ``choice_probs``, ``choice_logliks`` (each move's
-summed scored log-probabilities: its text's log-likelihood, or its label's log-probability), ``choice_scores`` (the
-scores above), all lists aligned with ``request.legal_actions``, ``choice_index`` and ``choice_scoring``. At
-``temperature=0`` the reported probabilities are ``softmax(score)``. :meth:`TransformersPolicy.choice_log_policy`
-computes the same distribution (differentiably) for a trainer. Requests without legal actions (free-text turns)
-are generated in the same call.
+``logprobs`` their per-token log-probabilities under the model (temperature 1). ``choice`` is a
+:class:`~baselines.policies.base.Choice`: ``index`` (the chosen move's position in ``request.legal_actions``),
+``logprob`` (log of the chosen move's probability under the policy: the log-probability of the decision that was
+actually sampled; a policy gradient over choices uses it, not ``sum(logprobs)``), ``probs``, ``logliks`` (each move's
+summed scored log-probabilities: its text's log-likelihood, or its label's log-probability), ``scores`` (the scores
+above), all lists aligned with ``request.legal_actions``, and ``scoring``. At ``temperature=0`` the reported
+probabilities are ``softmax(score)``. :meth:`TransformersPolicy.choice_log_policy` computes the same distribution
+(differentiably) for a trainer. Requests without legal actions (free-text turns) are generated in the same call.
 
 Sampling is seeded by ``generate(..., seed=s)`` (a fresh random seed when ``seed`` is None); the global torch RNG is
 never touched, and the same seed gives the same outputs on CPU. In generate mode each request draws its tokens from a
@@ -93,7 +93,7 @@ from typing import Any
 
 import torch
 
-from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.base import Choice, Generation, Policy, Request
 from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
 from baselines.policies.prompts import LABEL_CHARS, chat_prompt_ids, choice_labels, label_menu
 
@@ -278,9 +278,9 @@ class TransformersPolicy(Policy):
             head = 0
         return ids[:head] + ids[len(ids) - (budget - head):]
 
-    def _refused(self, prompt: list[int], mode: str) -> Generation:
+    def _refused(self, prompt: list[int]) -> Generation:
         return Generation(action="", text="", prompt_ids=prompt, completion_ids=[], logprobs=[],
-                          extra={"finish_reason": "context_limit", "mode": mode, "prompt_tokens": len(prompt),
+                          extra={"finish_reason": "context_limit", "prompt_tokens": len(prompt),
                                  "max_context": self.max_context})
 
     # ------------------------------------------------------------------ protocol
@@ -304,7 +304,7 @@ class TransformersPolicy(Policy):
                 room, mode = self.max_new_tokens, "generate"
             fitted = self.fit_prompt(full[i], room)
             if fitted is None:
-                out[i] = self._refused(full[i], mode)
+                out[i] = self._refused(full[i])
                 continue
             prompts[i] = fitted
             (choice_idx if mode == "choice" else free_idx).append(i)
@@ -359,7 +359,7 @@ class TransformersPolicy(Policy):
             text = r.stop_text if r.stop_text is not None else self.tokenizer.decode(r.tokens,
                                                                                      skip_special_tokens=True)
             gens.append(Generation(action=text, text=text, prompt_ids=list(p), completion_ids=r.tokens,
-                                   logprobs=r.logprobs, extra={"finish_reason": r.finish, "mode": "generate"}))
+                                   logprobs=r.logprobs, extra={"finish_reason": r.finish}))
         return gens
 
     # ------------------------------------------------------------------ choice mode
@@ -479,7 +479,6 @@ class TransformersPolicy(Policy):
             gens.append(Generation(
                 action=acts[c], text=acts[c], prompt_ids=list(prompts[i]), completion_ids=list(action_ids[i][c]),
                 logprobs=per_token[c].tolist(),
-                extra={"mode": "choice", "choice_index": c, "choice_logprob": float(logq[c]),
-                       "choice_probs": logq.exp().tolist(), "choice_logliks": ll.tolist(),
-                       "choice_scores": score.tolist(), "choice_scoring": scoring}))
+                choice=Choice(index=c, logprob=float(logq[c]), scoring=scoring, probs=logq.exp().tolist(),
+                              logliks=ll.tolist(), scores=score.tolist())))
         return gens

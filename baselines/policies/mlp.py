@@ -9,8 +9,8 @@ sampling is seeded from ``(call seed, Request.key)``, so a decision does not dep
 sharded data-parallel rollout plays the same episodes as one process).
 
 ``Generation``: ``action`` = the index, ``completion_ids = [index]``, ``logprobs = [log pi(index)]`` under the sampling
-distribution, ``extra = {"obs": [...], "mask": [...], "role_index": r, "mode": "mlp"}``: what a trainer needs to
-score the decision again (:meth:`MLPPolicy.logprobs`).
+distribution, ``choice = Choice(index, log pi(index), scoring="mlp")`` and ``extra = {"obs": [...], "mask": [...],
+"role_index": r}``: the inputs a trainer needs to score the decision again (:meth:`MLPPolicy.logprobs`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.base import Choice, Generation, Policy, Request
 from marl_llm_envs.fast_rng import first_uniforms
 
 __all__ = ["MLP", "MLPPolicy"]
@@ -160,8 +160,12 @@ class MLPPolicy(Policy):
                 p = probs[at:at + len(legal)]
                 at += len(legal)
                 actions.append(legal[_choice_index(p, uniforms[i])])
-        return [Generation(action=a, text=str(a), completion_ids=[a], logprobs=[float(logp[i, a])],
-                           extra={**e, "mode": "mlp"}) for i, (a, e) in enumerate(zip(actions, extras))]
+        out = []
+        for i, (a, e) in enumerate(zip(actions, extras)):
+            lp = float(logp[i, a])
+            out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[lp], extra=e,
+                                  choice=Choice(index=a, logprob=lp, scoring="mlp")))
+        return out
 
 
 def _choice_index(p: list[float], u: float) -> int:

@@ -11,12 +11,13 @@ gives the same moves; with ``seed=None`` the policy's own stream (seeded at cons
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.base import Choice, Generation, Policy, Request
 
 __all__ = ["RandomPolicy", "ScriptedPolicy"]
 
@@ -56,9 +57,12 @@ class RandomPolicy(Policy):
         out = []
         for r in requests:
             if r.legal_actions:
-                action = r.legal_actions[int(self.rng.integers(len(r.legal_actions)))]
+                index = int(self.rng.integers(len(r.legal_actions)))
+                action = r.legal_actions[index]
                 probs = [1.0 / len(r.legal_actions)] * len(r.legal_actions)
-                out.append(Generation(action=action, text=action, extra={"choice_probs": probs}))
+                out.append(Generation(action=action, text=action,
+                                      choice=Choice(index=index, logprob=-math.log(len(probs)), scoring="scripted",
+                                                    probs=probs)))
             else:
                 out.append(Generation(action=self.free_text, text=self.free_text))
         return out

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.base import Choice, Generation, Policy, Request
 from baselines.policies.prompts import chat_prompt_ids
 
 __all__ = ["VLLMPolicy", "WeightLoaderExtension"]
@@ -148,7 +148,7 @@ class VLLMPolicy(Policy):
                 if reason == "stop":
                     reason = "eos" if o.stop_reason is None or isinstance(o.stop_reason, int) else "stop"
                 out[i] = Generation(action=o.text, text=o.text, prompt_ids=list(prompts[i]), completion_ids=ids,
-                                    logprobs=lps, extra={"finish_reason": reason, "mode": "generate",
+                                    logprobs=lps, extra={"finish_reason": reason,
                                                          "logprobs_mode": self.logprobs_mode})
         if choice:
             self._choose(requests, prompts, choice, seed, out)
@@ -186,8 +186,8 @@ class VLLMPolicy(Policy):
             a_ids = spans[k - len(acts) + c][1]
             out[i] = Generation(action=acts[c], text=acts[c], prompt_ids=list(prompts[i]), completion_ids=a_ids,
                                 logprobs=per_token[c],
-                                extra={"mode": "choice", "choice_index": c, "choice_logprob": float(logq[c]),
-                                       "choice_probs": logq.exp().tolist(), "choice_logliks": ll.tolist()})
+                                choice=Choice(index=c, logprob=float(logq[c]), scoring="sum",
+                                              probs=logq.exp().tolist(), logliks=ll.tolist(), scores=ll.tolist()))
 
     # ------------------------------------------------------------------ weights
     def load_weights(self, weights: Mapping[str, Any] | str | os.PathLike) -> int:

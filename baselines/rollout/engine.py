@@ -228,7 +228,7 @@ def _replayed_turn(rec: Turn, agent: str, role: str, team: str, invalid: bool = 
     return Turn(agent, role, team, list(rec.prompt_ids), list(rec.completion_ids), list(rec.logprobs), rec.text,
                 action if type(action) in _PLAIN else json_safe(action), invalid, invalid_reason, reward, turn_index,
                 step_index, obs_digest, list(legal_actions), True, dict(rec.extra),
-                None if state is None else list(state))
+                None if state is None else list(state), rec.choice)
 
 
 def _call_seed(seed: int, phase: int, tick: int, index: int) -> int:
@@ -759,7 +759,7 @@ class RolloutEngine:
         turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
                     [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
                     action if plain else json_safe(action),
-                    extra=_json_safe_turn_extra(gen.extra) if gen.extra else {})
+                    extra=_json_safe_turn_extra(gen.extra) if gen.extra else {}, choice=gen.choice)
         job.tokens += gen.num_tokens
         if job.record is not None and not plain:
             job.record.plain = False

@@ -15,7 +15,7 @@ Scoring a decision again. Free generation: the completion tokens' log-probabilit
 (:func:`~baselines.policies.hf.sequence_logprobs`), without the top-p cut, so every sampled token has a finite
 log-probability. Choice mode: ``log softmax(score / T)[chosen]`` over the legal moves, with the score of the
 scoring the decision was sampled with (``"label"``, ``"mean"`` or ``"sum"``, recorded in the turn's
-``extra["choice_scoring"]``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP:
+``choice.scoring``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP:
 ``log softmax(logits / T)`` over the legal actions.
 """
 
@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import nn
 
-from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.base import Choice, Generation, Policy, Request
 
 __all__ = ["Learner", "Sample", "build_team"]
 
@@ -49,6 +49,7 @@ class Sample:
     legal: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     weight: float = 0.0            # aggregation weight of each of its tokens (see baselines.train.loss)
+    choice: Choice | None = None   # the turn's recorded choice (choice and MLP decisions): index, scoring, log-prob
 
     @property
     def n(self) -> int:
@@ -64,6 +65,15 @@ class Sample:
         return len(self.prompt_ids) + len(self.completion_ids)
 
 
+def use_adapter(model, adapter: str) -> bool:
+    """Make ``adapter`` the active one of a peft model; returns whether it had to switch. ``set_adapter`` walks every
+    module of the model (64 ms on SmolLM2-135M's 30 layers), so it runs only when another adapter is active."""
+    if list(getattr(model, "active_adapters", ())) == [adapter]:
+        return False
+    model.set_adapter(adapter)
+    return True
+
+
 class AdapterPolicy(Policy):
     """A policy that switches the shared peft model to one adapter before generating."""
 
@@ -72,7 +82,7 @@ class AdapterPolicy(Policy):
         self.name = f"{inner.name}+{adapter}"
 
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
-        self.model.set_adapter(self.adapter)
+        use_adapter(self.model, self.adapter)
         return self.inner.generate(requests, seed)
 
     def settings(self) -> dict[str, Any]:
@@ -189,6 +199,7 @@ class LLMLearner(Learner):
         self.tokenizer, self.adapters, self.temperature = tokenizer, adapters, temperature
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.hf_policy = hf_policy     # the TransformersPolicy over the same model (choice mode's shared-prompt scorer)
+        self._lora: list[nn.Parameter] | None = None    # every adapter's parameters (per-role adapters)
 
     def state_dict(self):
         state = super().state_dict()
@@ -208,7 +219,7 @@ class LLMLearner(Learner):
         min_shared = getattr(self.hf_policy, "min_shared_prefix", 16)
         costs, prev = [], None
         for s in choice:
-            moves = 1 if s.extra.get("choice_scoring") == "label" else 8 * max(1, len(s.legal))
+            moves = 1 if s.choice.scoring == "label" else 8 * max(1, len(s.legal))
             lcp = _common_prefix(prev.prompt_ids, s.prompt_ids) if prev is not None and prev.role == s.role else 0
             if lcp == len(s.prompt_ids) == len(prev.prompt_ids if prev is not None else []):
                 costs.append(moves)                                     # the same prompt: prefilled once
@@ -246,10 +257,11 @@ class LLMLearner(Learner):
         ent: list[torch.Tensor | None] = [None] * len(samples)
         for adapter, idx in self._by_adapter(samples, switch):
             if adapter is not None:
-                self.module.set_adapter(adapter)
-                for n, p in self.module.named_parameters():   # set_adapter freezes the other adapters; keep them
-                    if "lora_" in n:                              # trainable so the optimizer state stays aligned
-                        p.requires_grad_(True)
+                use_adapter(self.module, adapter)
+                if self._lora is None:
+                    self._lora = [p for n, p in self.module.named_parameters() if "lora_" in n]
+                for p in self._lora:     # set_adapter freezes the other adapters (here or in a rollout); keep them
+                    p.requires_grad_(True)   # trainable so the optimizer and the gradient clipping see them all
             gen = [i for i in idx if samples[i].kind == "generate"]
             if gen:
                 scores = sequence_logprobs(model, [samples[i].prompt_ids for i in gen],
@@ -257,17 +269,17 @@ class LLMLearner(Learner):
                 for i, s in zip(gen, scores):
                     out[i] = s
             choice = [i for i in idx if samples[i].kind == "choice"]
-            for scoring in dict.fromkeys(samples[i].extra.get("choice_scoring", "sum") for i in choice):
-                # the distribution each decision was sampled from (its recorded scoring; "sum" before it was recorded):
+            for scoring in dict.fromkeys(samples[i].choice.scoring for i in choice):
+                # the distribution each decision was sampled from (its recorded scoring):
                 # each prompt runs through the model once and its moves are scored on its KV cache (gradients flow
                 # through the cache), as the policy scores them when it samples; a wrapped (data-parallel) or
                 # reference model scores one row per (prompt, move)
-                these = [i for i in choice if samples[i].extra.get("choice_scoring", "sum") == scoring]
+                these = [i for i in choice if samples[i].choice.scoring == scoring]
                 moves = [self.hf_policy.move_ids(samples[i].legal, scoring) for i in these]
                 dists = self.hf_policy.choice_log_policy([samples[i].prompt_ids for i in these], moves, scoring,
                                                          model=model)
                 for i, (logq, _) in zip(these, dists):
-                    out[i] = logq[int(samples[i].extra["choice_index"])].reshape(1)
+                    out[i] = logq[samples[i].choice.index].reshape(1)
                     ent[i] = -(logq.exp() * logq).sum().reshape(1)
         flat = torch.cat(out) if out else torch.zeros(0)
         if any(e is None for e in ent):

@@ -100,11 +100,8 @@ def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: 
         for k, (t, a) in enumerate(zip(e.turns, row)):
             if t.role not in roles_now or t.replayed or not t.completion_ids:
                 continue
-            mode = t.extra.get("mode", "generate")
-            if mode == "choice":
-                kind, lps = "choice", [float(t.extra["choice_logprob"])]
-            elif mode == "mlp":
-                kind, lps = "mlp", [float(t.logprobs[0])]
+            if t.choice is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
+                kind, lps = t.choice.kind, [float(t.choice.logprob)]
             else:
                 kind, lps = "generate", [float(x) for x in t.logprobs]
             if per_token:          # one value per completion token; a decision scored as one unit takes the first
@@ -120,7 +117,7 @@ def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: 
             if len(adv) != len(lps):
                 raise ValueError(f"{e.env_id}: {len(adv)} advantages for a turn of {len(lps)} scored tokens")
             out.append(Sample(t.role, kind, list(t.prompt_ids), list(t.completion_ids), lps, adv,
-                              list(t.legal_actions), dict(t.extra)))
+                              list(t.legal_actions), dict(t.extra), choice=t.choice))
     return out
 
 
@@ -263,12 +260,12 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
 
 def _rollout_entropy(episodes) -> dict[str, list[float]]:
     """Per role, the entropy (nats) of each main-episode decision's sampled distribution over the legal moves, from
-    the probabilities the policy recorded (``choice_probs``: choice mode, scripted bots): the exploration left at
+    the probabilities the policy recorded (``Turn.choice.probs``: choice mode, scripted bots): the exploration left at
     every step, from step 0 on, over every decision (not only those the update trains)."""
     out: dict[str, list[float]] = {}
     for e in episodes:
         for t in e.turns:
-            probs = t.extra.get("choice_probs") if not t.replayed else None
+            probs = t.choice.probs if t.choice is not None and not t.replayed else None
             if probs:
                 p = np.asarray(probs, dtype=np.float64)
                 p = p[p > 0]
@@ -281,7 +278,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
     A run whose every learner is a small MLP on the CPU uses one torch thread (the batches are a few hundred rows of
     a 64-wide MLP: more threads only add synchronisation, and parallel runs go in separate processes); the caller's
-    thread count is restored afterwards. Such a run also keeps the objects that live through the whole run (torch's
+    thread count is restored afterwards. A run of LLM learners on the CPU also uses one thread unless
+    ``OMP_NUM_THREADS`` asks for more: its update runs thousands of small kernels (the prompts' shared prefixes are
+    computed once, the rest a few tokens each), and every one of them waits at a thread barrier for the slowest
+    thread, so on a busy machine two threads made SmolLM2-135M's update 8-17x slower than one
+    (``benchmarks/RESULTS.md``, "SmolLM2's update cost"). Such an MLP run also keeps the objects that live through the whole run (torch's
     modules, the models, the envs) out of Python's full garbage collections (``gc.freeze`` once they exist, again
     after the first step, which imports ``torch._dynamo``): each step allocates thousands of short-lived objects, and
     every full collection would otherwise walk the whole heap of torch (measured: 20-30% of an MLP run's CPU time).
@@ -290,7 +291,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     only_mlp = cfg.device == "cpu" and cfg.model_spec.names == {"mlp"}
     threads = torch.get_num_threads()
     unfreeze = only_mlp and gc.get_freeze_count() == 0
-    if only_mlp:
+    if only_mlp or (cfg.device == "cpu" and "OMP_NUM_THREADS" not in os.environ):
         torch.set_num_threads(1)
     try:
         return _train(cfg, freeze=only_mlp)
