@@ -122,7 +122,7 @@ def _cost_batch(args):
     from baselines.rollout import RolloutEngine
     from baselines.train import TrainConfig
     from baselines.train.learners import build_team
-    from baselines.train.loop import _samples
+    from baselines.train.loop import _Dist, _samples
     from marl_llm_envs import make
 
     cfg = TrainConfig(env="kuhn_poker-v0", model=args.model, mode="choice", choice_scoring=args.scoring,
