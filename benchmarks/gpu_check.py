@@ -22,7 +22,7 @@ What it measures, each section on its own (a section that fails records ``{"erro
 * ``vllm``: where vLLM imports, :class:`~baselines.policies.vllm.VLLMPolicy` against :class:`TransformersPolicy`
   (``static_cache=True``) on the same 0.5B model saved to a folder, the same requests: new tokens/s of each.
 
-Written without access to a GPU (see ``benchmarks/RESULTS.md``): nothing here has been run on CUDA yet.
+Its figures go into ``benchmarks/RESULTS.md``; on a machine without CUDA it writes a report that says so and exits.
 """
 
 from __future__ import annotations

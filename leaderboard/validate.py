@@ -667,7 +667,7 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
 
 def _replay(e, where: str, seat: str, opponent) -> tuple[dict[str, float], Any, int]:
     from baselines.policies.base import Request
-    from baselines.rollout import _env_action
+    from baselines.rollout import env_action
     from marl_llm_envs import make
 
     tr = e.transcript
@@ -705,7 +705,7 @@ def _replay(e, where: str, seat: str, opponent) -> tuple[dict[str, float], Any, 
             request = Request(env.env_id, agent, env.roles[agent], env.observe(agent)["text"], legal_text, env,
                               key=(int(tr["seed"]), 0, step))
             try:
-                move = _env_action(env, agent, opponent.generate([request])[0].action, legal_text)
+                move = env_action(env, agent, opponent.generate([request])[0].action, legal_text)
             except Exception as exc:  # noqa: BLE001
                 raise SubmissionError(f"{w}: the protocol's opponent {opponent.name} fails on this state "
                                       f"({type(exc).__name__}: {exc})") from None

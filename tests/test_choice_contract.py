@@ -47,7 +47,6 @@ def test_an_old_turn_with_the_choice_in_extra_loads_with_a_typed_choice():
 
 
 def test_the_trainer_reads_the_typed_choice_of_old_and_new_turns_alike():
-    from baselines.train.learners import Team
     from baselines.train.loop import _samples
 
     new = Turn("player_0", "player_0", "player_0", [1, 2], [9], [-0.5], "[bet]", "[bet]",
@@ -56,6 +55,5 @@ def test_the_trainer_reads_the_typed_choice_of_old_and_new_turns_alike():
     written_before["extra"] = {"mode": "choice", "choice_index": 1, "choice_logprob": -0.51,
                                "choice_probs": [0.4, 0.6], "choice_scoring": "label"}
     old = Turn.from_dict(written_before)
-    team = Team(learners=[], policies={}, trainable=["player_0"])
-    a, b = _samples(team, [_episode([new]), _episode([old])], [[1.0], [1.0]], {"player_0"})
+    a, b = _samples([_episode([new]), _episode([old])], [[1.0], [1.0]], {"player_0"})
     assert (a.kind, a.sampler_lp, a.choice) == (b.kind, b.sampler_lp, b.choice) == ("choice", [-0.51], new.choice)

@@ -136,3 +136,26 @@ class Policy(abc.ABC):
 
     def close(self) -> None:
         """Release resources (GPU memory, engines)."""
+
+
+def set_decoding(policy: Any, *, mode: str, modes: Sequence[str], temperature: float, top_p: float,
+                 max_new_tokens: int, stop: Sequence[str] | str | None, use_chat_template: bool,
+                 system_prompt: str | None) -> None:
+    """Check and set an LLM policy's decoding settings (the same for every backend): ``mode``, ``temperature``,
+    ``top_p``, ``max_new_tokens``, ``stop`` (a list), ``use_chat_template``, ``system_prompt``. A bad value is a
+    ``ValueError`` naming it."""
+    if mode not in modes:
+        raise ValueError(f"mode={mode!r} is not one of {list(modes)}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    policy.mode = mode
+    policy.temperature = float(temperature)
+    policy.top_p = float(top_p)
+    policy.max_new_tokens = int(max_new_tokens)
+    policy.stop = [stop] if isinstance(stop, str) else [s for s in (stop or []) if s]
+    policy.use_chat_template = use_chat_template
+    policy.system_prompt = system_prompt

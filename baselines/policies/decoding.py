@@ -26,8 +26,8 @@ of ``(seed, row key, step, block or token)`` and the row key is the request's in
 row's draws therefore do not depend on which other rows are in the batch, how they are ordered, chunked or shared,
 or when they leave; and a change of the logits at float32 rounding level changes a draw only when the two best noisy
 scores of a stage are that close, which is rare (tested). An inverse-CDF draw (``torch.multinomial``, or a uniform
-against the cumulative sum) moves whenever the cumulative sum before the drawn token moves: in one SmolLM2 run with
-branches, 3 of about 1,500 tokens differed between the shared and the plain prefill that way. So the same seed gives
+against the cumulative sum) moves whenever the cumulative sum before the drawn token moves (with SmolLM2 and branches, about 2
+tokens in 1,000 differ between the shared and the plain prefill that way). So the same seed gives
 the same tokens with and without the fast paths. The draws use no torch RNG (the global RNG is never touched) and are
 graph-capturable (fixed shapes, no host synchronisation).
 

@@ -93,7 +93,7 @@ from typing import Any
 
 import torch
 
-from baselines.policies.base import Choice, Generation, Policy, Request
+from baselines.policies.base import Choice, Generation, Policy, Request, set_decoding
 from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
 from baselines.policies.prompts import LABEL_CHARS, chat_prompt_ids, choice_labels, label_menu
 
@@ -176,23 +176,11 @@ class TransformersPolicy(Policy):
             raise ValueError(f"context_policy={context_policy!r} is not one of {list(CONTEXT_POLICIES)}")
         if min_shared_prefix < 1:
             raise ValueError(f"min_shared_prefix must be >= 1, got {min_shared_prefix}")
-        if mode not in MODES:
-            raise ValueError(f"mode={mode!r} is not one of {list(MODES)}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        if not 0.0 < top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        set_decoding(self, mode=mode, modes=MODES, temperature=temperature, top_p=top_p,
+                     max_new_tokens=max_new_tokens, stop=stop, use_chat_template=use_chat_template,
+                     system_prompt=system_prompt)
         self.model = model.eval()
         self.tokenizer = tokenizer
-        self.mode = mode
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.max_new_tokens = int(max_new_tokens)
-        self.stop = [stop] if isinstance(stop, str) else [s for s in (stop or []) if s]
-        self.use_chat_template = use_chat_template
-        self.system_prompt = system_prompt
         self.batch_size = batch_size
         model_name = getattr(model.config, "name_or_path", "") or type(model).__name__
         self.name = name or f"hf:{model_name}:{mode}"

@@ -11,7 +11,8 @@ On CUDA the step is captured once in a CUDA graph (after a warm-up on a side str
 the cache's write counter is restored after the capture so the replays write where the eager steps would. If the
 capture fails (a model whose forward is not capturable), the step runs eagerly and ``graph_error`` says why. On any
 other device the step runs eagerly: that is the path the CPU tests compare, token for token, with the plain decode.
-Written without access to a GPU: the CUDA graph path is untested and nothing here claims a speed.
+The CUDA graph path runs only on a GPU, which the test suite never has: `benchmarks/gpu_check.py` measures it, and
+nothing here claims a speed until that check's figures are in `benchmarks/RESULTS.md`.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.policies.base import Choice, Generation, Policy, Request
+from baselines.policies.base import Choice, Generation, Policy, Request, set_decoding
 from baselines.policies.prompts import chat_prompt_ids
 
 __all__ = ["VLLMPolicy", "WeightLoaderExtension"]
@@ -88,15 +88,9 @@ class VLLMPolicy(Policy):
                  gpu_memory_utilization: float = 0.5, dtype: str = "auto", seed: int = 0,
                  enable_weight_updates: bool = True, **llm_kwargs: Any) -> None:
         vllm = _import_vllm()
-        if mode not in ("generate", "choice"):
-            raise ValueError(f"mode={mode!r} is not one of ['generate', 'choice']")
-        self.mode = mode
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.max_new_tokens = int(max_new_tokens)
-        self.stop = [stop] if isinstance(stop, str) else [s for s in (stop or []) if s]
-        self.use_chat_template = use_chat_template
-        self.system_prompt = system_prompt
+        set_decoding(self, mode=mode, modes=("generate", "choice"), temperature=temperature, top_p=top_p,
+                     max_new_tokens=max_new_tokens, stop=stop, use_chat_template=use_chat_template,
+                     system_prompt=system_prompt)
         self.name = name or f"vllm:{Path(str(model_path)).name}:{mode}"
         kwargs: dict[str, Any] = {"model": str(model_path), "gpu_memory_utilization": gpu_memory_utilization,
                                   "dtype": dtype, "seed": seed}

@@ -10,8 +10,8 @@ What the engine records (``Turn``, ``Branch``, ``Episode``, JSONL) is in :mod:`b
 """
 
 from baselines.rollout.cli import _build_policy, build_parser, main  # noqa: F401 (_build_policy: the CLI's tests)
-from baselines.rollout.engine import BranchSpec, RolloutEngine, _env_action, training_seeds  # noqa: F401 (validate)
+from baselines.rollout.engine import BranchSpec, RolloutEngine, env_action, training_seeds
 from baselines.rollout.summary import EpisodeStats, episode_stats, summarize
 
-__all__ = ["BranchSpec", "EpisodeStats", "RolloutEngine", "build_parser", "episode_stats", "main", "summarize",
+__all__ = ["BranchSpec", "EpisodeStats", "RolloutEngine", "build_parser", "env_action", "episode_stats", "main", "summarize",
            "training_seeds"]

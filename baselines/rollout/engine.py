@@ -236,7 +236,7 @@ def _call_seed(seed: int, phase: int, tick: int, index: int) -> int:
     return int(state[0]) & 0x7FFFFFFF
 
 
-def _env_action(env, agent: str, action: Any, legal: Sequence[str] = ()) -> Any:
+def env_action(env, agent: str, action: Any, legal: Sequence[str] = ()) -> Any:
     """In discrete mode, a text move ("[bet]", "I bet [bet]") becomes its action index; anything else passes on.
 
     The move is looked up first among ``legal`` (the env's ``legal_actions``, which lists the legal indices in order
@@ -754,7 +754,7 @@ class RolloutEngine:
         env = job.env
         if agent in job.watch:
             job.snapshots.append((len(job.turns), agent, env.clone(), dict(job.rewards)))
-        action = _env_action(env, agent, gen.action, request.legal_actions)
+        action = env_action(env, agent, gen.action, request.legal_actions)
         plain = type(action) in _PLAIN
         turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
                     [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
