@@ -69,8 +69,11 @@ def _spawning_env(mode, **kwargs):
     env = make("orchestrator-v0", action_mode=mode, **kwargs)
     if mode == "text":
         plans = ["[spawn: Compute the value of 1 + 1.]\n[spawn: b]", "[spawn: x]", "\\boxed{3}", "no plan"]
+        # A generator of its own: reset(seed) does not seed the spaces of the first agents (PettingZoo and Gymnasium
+        # leave that to the caller), so the space's own would draw different plans in every process.
+        rng = np.random.default_rng(0)
         space = env.action_space("orchestrator")
-        space.sample = lambda mask=None: plans[int(space.np_random.integers(len(plans)))]
+        space.sample = lambda mask=None: plans[int(rng.integers(len(plans)))]
     return env
 
 
