@@ -102,11 +102,28 @@ class MLPPolicy(Policy):
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
         if not requests:
             return []
+        x, masks, extras = self._inputs(requests)
+        with torch.no_grad():
+            logp = self._log_policy(x, masks)[0].cpu().numpy().astype(np.float64)
+        legals = [[j for j, m in enumerate(e["mask"]) if m > 0] for e in extras]
+        for r, legal in zip(requests, legals):
+            if not legal:
+                raise ValueError(f"{r.env_id}/{r.agent}: no legal action")
+        actions = self._draw(requests, logp, legals, seed)
+        out = []
+        for i, (a, e) in enumerate(zip(actions, extras)):
+            lp = float(logp[i, a])
+            out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[lp], extra=e,
+                                  choice=Choice(index=a, logprob=lp, scoring="mlp")))
+        return out
+
+    def _inputs(self, requests: Sequence[Request]) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        """The input rows (observation, then the role one-hot), the masks, and each request's ``extra`` (its inputs
+        as lists, which :meth:`log_policy` reads when training). The rows are written from the observation arrays
+        themselves (the same float32 values as from the lists): one stacked copy when the rows have one size."""
         role_index: dict[str, int] = {}
         for i, role in enumerate(self.roles):
             role_index.setdefault(role, i)           # roles.index(role)
-        # The input rows are written from the observation arrays themselves (the same float32 values as from their
-        # lists in ``extra``, which log_policy reads when training): one stacked copy when the rows have one size.
         x = np.zeros((len(requests), self.in_size), np.float32)
         masks = np.zeros((len(requests), self.action_size), np.float32)
         extras, vectors, mask_arrays = [], [], []
@@ -138,34 +155,27 @@ class MLPPolicy(Policy):
         else:
             for i, (e, mask) in enumerate(zip(extras, mask_arrays)):
                 masks[i, :len(e["mask"])] = mask
-        with torch.no_grad():
-            logp = self._log_policy(x, masks)[0].cpu().numpy().astype(np.float64)
-        legals = [[j for j, m in enumerate(e["mask"]) if m > 0] for e in extras]
-        for r, legal in zip(requests, legals):
-            if not legal:
-                raise ValueError(f"{r.env_id}/{r.agent}: no legal action")
+        return x, masks, extras
+
+    def _draw(self, requests: Sequence[Request], logp: np.ndarray, legals: list[list[int]],
+              seed: int | None) -> list[int]:
+        """Each request's move: the argmax at temperature 0, else a draw from its legal moves' probabilities."""
         if self.temperature <= 0:
-            actions = [legal[int(np.argmax(logp[i, legal]))] for i, legal in enumerate(legals)]
-        else:
-            # Each request's draw is default_rng(key).choice(legal.size, p=p): the same draw, bit for bit, as
-            # searchsorted(cdf / cdf[-1], default_rng(key).random(), "right"), which is how NumPy's choice makes it;
-            # the first random() of every key is computed for the whole batch at once, without building generators.
-            base = 0 if seed is None else int(seed)
-            uniforms = first_uniforms([[base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i]
-                                       for i, r in enumerate(requests)])
-            rows = [i for i, legal in enumerate(legals) for _ in legal]
-            probs = np.exp(logp[rows, [j for legal in legals for j in legal]]).tolist()   # elementwise: as per row
-            actions, at = [], 0
-            for i, legal in enumerate(legals):
-                p = probs[at:at + len(legal)]
-                at += len(legal)
-                actions.append(legal[_choice_index(p, uniforms[i])])
-        out = []
-        for i, (a, e) in enumerate(zip(actions, extras)):
-            lp = float(logp[i, a])
-            out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[lp], extra=e,
-                                  choice=Choice(index=a, logprob=lp, scoring="mlp")))
-        return out
+            return [legal[int(np.argmax(logp[i, legal]))] for i, legal in enumerate(legals)]
+        # Each request's draw is default_rng(key).choice(legal.size, p=p): the same draw, bit for bit, as
+        # searchsorted(cdf / cdf[-1], default_rng(key).random(), "right"), which is how NumPy's choice makes it;
+        # the first random() of every key is computed for the whole batch at once, without building generators.
+        base = 0 if seed is None else int(seed)
+        uniforms = first_uniforms([[base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i]
+                                   for i, r in enumerate(requests)])
+        rows = [i for i, legal in enumerate(legals) for _ in legal]
+        probs = np.exp(logp[rows, [j for legal in legals for j in legal]]).tolist()   # elementwise: as per row
+        actions, at = [], 0
+        for i, legal in enumerate(legals):
+            p = probs[at:at + len(legal)]
+            at += len(legal)
+            actions.append(legal[_choice_index(p, uniforms[i])])
+        return actions
 
 
 def _choice_index(p: list[float], u: float) -> int:
