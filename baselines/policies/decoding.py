@@ -343,35 +343,14 @@ def sample_batch(model, prompts: Sequence[Sequence[int]], row_keys: Sequence[int
     rows = list(range(B))  # batch position -> prompt index
     keys = torch.tensor(list(row_keys), dtype=torch.long, device=device)
     cache, logits, mask, next_pos = pre.cache, pre.logits, pre.mask, pre.next_pos
-    seed_t = None
+    seed_t = uniform_seed(seed, device) if step_fn is None and not greedy else None
     for step in range(max_new_tokens):
         if step_fn is not None:
             nxt, chosen_t = step_fn.sampled()
         else:
-            logp = process_logits(logits, temperature, top_p)
-            if greedy:
-                nxt = logits.argmax(-1)
-            else:
-                if seed_t is None:
-                    seed_t = uniform_seed(seed, device)
-                nxt = draw_tokens(logp, seed_t, keys, step)
-            chosen_t = logp.gather(1, nxt[:, None])[:, 0]
-        chosen, nxt_list = chosen_t.tolist(), nxt.tolist()
-        ended = False
-        for j, i in enumerate(rows):
-            if finish[i] is not None:
-                continue
-            tokens[i].append(nxt_list[j])
-            lps[i].append(chosen[j])
-            if nxt_list[j] in eos_ids:
-                finish[i] = "eos"
-            elif stop_check is not None:
-                cut = stop_check(tokens[i])
-                if cut is not None:
-                    finish[i], stop_texts[i] = "stop", cut
-            if finish[i] is None and step == max_new_tokens - 1:
-                finish[i] = "length"
-            ended = ended or finish[i] is not None
+            nxt, chosen_t = _next_tokens(logits, temperature, top_p, seed_t, keys, step)
+        ended = _append(rows, nxt.tolist(), chosen_t.tolist(), tokens, lps, finish, stop_texts, eos_ids, stop_check,
+                        last=step == max_new_tokens - 1)
         if all(f is not None for f in finish):
             break
         if step_fn is not None:
@@ -397,6 +376,38 @@ def sample_batch(model, prompts: Sequence[Sequence[int]], row_keys: Sequence[int
     if stats is not None:
         stats.new_tokens += sum(len(t) for t in tokens)
     return [Sampled(t, lp, f, s) for t, lp, f, s in zip(tokens, lps, finish, stop_texts)]
+
+
+def _next_tokens(logits: torch.Tensor, temperature: float, top_p: float, seed_t: torch.Tensor | None,
+                 keys: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decode step's tokens (greedy when ``seed_t`` is None, else the keyed Gumbel draw) and their
+    log-probabilities under the sampling distribution."""
+    logp = process_logits(logits, temperature, top_p)
+    nxt = logits.argmax(-1) if seed_t is None else draw_tokens(logp, seed_t, keys, step)
+    return nxt, logp.gather(1, nxt[:, None])[:, 0]
+
+
+def _append(rows: list[int], nxt: list[int], chosen: list[float], tokens: list[list[int]], lps: list[list[float]],
+            finish: list[str | None], stop_texts: list[str | None], eos_ids: set[int],
+            stop_check: Callable[[list[int]], str | None] | None, last: bool) -> bool:
+    """Append this step's token and log-probability to every unfinished row and mark the rows it finishes (eos, a
+    stop string, or the ``last`` step: length). Returns whether any row finished now."""
+    ended = False
+    for j, i in enumerate(rows):
+        if finish[i] is not None:
+            continue
+        tokens[i].append(nxt[j])
+        lps[i].append(chosen[j])
+        if nxt[j] in eos_ids:
+            finish[i] = "eos"
+        elif stop_check is not None:
+            cut = stop_check(tokens[i])
+            if cut is not None:
+                finish[i], stop_texts[i] = "stop", cut
+        if finish[i] is None and last:
+            finish[i] = "length"
+        ended = ended or finish[i] is not None
+    return ended
 
 
 def uniform_seed(seed: int, device) -> torch.Tensor:
