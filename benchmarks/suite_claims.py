@@ -28,23 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any, Sequence
 
 import numpy as np
 from scipy import stats
 
+from leaderboard.suite import mean_ci as t_ci  # the suite's 95% Student-t interval over seeds
+
 HOLDS, NOT_HERE, INCONCLUSIVE = "holds", "does not hold here", "inconclusive"
-
-
-def t_ci(x: Sequence[float]) -> tuple[float, float, float]:
-    """Mean and the 95% Student-t interval of ``x`` (n - 1 degrees of freedom); a single value has no interval."""
-    a = np.asarray(x, dtype=float)
-    m = float(a.mean())
-    if len(a) < 2:
-        return m, float("nan"), float("nan")
-    h = float(stats.t.ppf(0.975, len(a) - 1) * a.std(ddof=1) / math.sqrt(len(a)))
-    return m, m - h, m + h
 
 
 def fmt(ci: tuple[float, float, float]) -> str:
@@ -52,7 +43,10 @@ def fmt(ci: tuple[float, float, float]) -> str:
 
 
 def interval_verdict(a: Sequence[float], b: Sequence[float], lower_is_better: bool = False) -> str:
-    """The board's rule: A's interval wholly above B's (or below, when lower is better)."""
+    """The board's rule: A's interval wholly above B's (or below, when lower is better); a single seed has no
+    interval, so it compares as inconclusive."""
+    if min(len(a), len(b)) < 2:
+        return INCONCLUSIVE
     (_, alo, ahi), (_, blo, bhi) = t_ci(a), t_ci(b)
     if lower_is_better:
         alo, ahi, blo, bhi = -ahi, -alo, -bhi, -blo

@@ -180,13 +180,7 @@ def test_benchmark_prints_families_writes_figures_and_entries_rank_on_the_board(
 
 
 def test_power_analysis_finds_the_fewest_seeds_whose_t_intervals_do_not_overlap():
-    import importlib.util
-
-    from leaderboard.suite import SUITE_DIR as _dir
-
-    spec = importlib.util.spec_from_file_location("suite_power", _dir.parents[2] / "benchmarks" / "suite_power.py")
-    power = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(power)
+    power = _bench_module("suite_power")
     # d = 0.5, s = 0.1 each: n = 3 gives t(0.975, 2) * 0.2 / sqrt(3) = 0.497 < 0.5; n = 2 gives 1.80
     assert power.seeds_needed(0.5, 0.1, 0.1) == 3
     assert power.seeds_needed(0.0, 0.1, 0.1) is None and power.seeds_needed(0.1, 0.3, 0.3, max_seeds=20) is None
