@@ -226,8 +226,7 @@ def _choice_distribution(policy, env, agent: str, role: str) -> np.ndarray:
     base = env.unwrapped
     legal = tuple(base.legal_actions(agent))
     g = policy.generate([Request(base.env_id, agent, role, base.observe(agent)["text"], legal, env)], seed=0)[0]
-    choice = getattr(g, "choice", None)          # the typed field where the Generation has one, else its extra
-    probs = getattr(choice, "probs", None) if choice is not None else g.extra.get("choice_probs")
+    probs = g.choice.probs if g.choice is not None else None    # None: a free-text turn, no distribution
     if probs is None or len(probs) != len(legal):
         name = getattr(policy, "name", type(policy).__name__)
         raise ValueError(f"exact evaluation needs a policy that gives its distribution (an MLP, or an LLM in choice "

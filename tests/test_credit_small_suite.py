@@ -167,8 +167,7 @@ def test_exact_evaluation_reads_a_choice_mode_llm_strategy_from_its_choice_proba
     legal = tuple(env.legal_actions(agent))
     g = policy.generate([Request(env.env_id, agent, env.roles[agent], env.observe(agent)["text"], legal, env)],
                         seed=0)[0]
-    choice = getattr(g, "choice", None)
-    probs = choice.probs if choice is not None else g.extra["choice_probs"]
+    probs = g.choice.probs
     # Kuhn's first move: legal [check], [bet]; the tree's actions (pass, bet) are the same two, in that order
     assert table[kuhn_infoset(env, agent)] == pytest.approx(list(probs), abs=1e-6)
     assert all(abs(sum(p) - 1) < 1e-6 for p in table.values())
