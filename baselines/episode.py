@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from baselines.policies.base import Choice
+from baselines.policies.base import Choice, VectorInputs
 
 SCHEMA = "marl_llm_episodes"
 SCHEMA_VERSION = 2
@@ -107,7 +107,7 @@ class Turn:
     obs_digest: str = ""            # sha1 of the observation text and legal actions (replay-eligibility check);
     #                                 computed in runs with branches only ("" otherwise)
     legal_actions: list[str] = field(default_factory=list)  # the moves offered ([] = a free-text turn, or a policy
-    #                                 that reads no legal moves, e.g. the MLP: its mask is in extra["mask"])
+    #                                 that reads no legal moves, e.g. the MLP: its mask is in choice.inputs)
     replayed: bool = False          # branches only: the recorded action of the main episode was reused (no new tokens)
     extra: dict[str, Any] = field(default_factory=dict)  # the policy's Generation.extra (JSON-safe)
     state: list[float] | None = None  # what a learned critic reads, recorded before the step only when asked
@@ -127,6 +127,8 @@ class Turn:
         turn = cls(**_known(cls, d))
         if isinstance(turn.choice, dict):
             turn.choice = Choice.from_dict(turn.choice)
+            if turn.choice.kind == "mlp" and turn.choice.inputs is None:    # written before Choice.inputs: in extra
+                turn.choice = replace(turn.choice, inputs=VectorInputs.from_legacy_extra(turn.extra))
         elif turn.choice is None and turn.extra and "choice" not in d:   # written before Turn.choice: in extra
             turn.choice = Choice.from_legacy_extra(turn.extra, turn.action, turn.logprobs, turn.legal_actions)
         return turn

@@ -201,6 +201,8 @@ def policy_decider(policies: dict[str, Any]) -> Decide:
     ``softmax(score / T)``, the distribution it samples from; at ``temperature=0`` the argmax it plays)."""
     import torch
 
+    from baselines.policies.base import VectorInputs
+
     def decide(env, agent: str) -> np.ndarray:
         role = env.roles[agent]
         policy = policies[role]
@@ -210,10 +212,10 @@ def policy_decider(policies: dict[str, Any]) -> Decide:
                                  f"choice mode); role {role!r} is played by {type(policy).__name__}")
             return _choice_distribution(policy, env, agent, role)
         obs = env.observe(agent, text=False)
-        extra = {"obs": np.asarray(obs["observation"]).tolist(), "mask": np.asarray(obs["action_mask"]).tolist(),
-                 "role_index": policy.roles.index(role)}
+        inputs = VectorInputs(np.asarray(obs["observation"]).tolist(), np.asarray(obs["action_mask"]).tolist(),
+                              policy.roles.index(role))
         with torch.no_grad():
-            return policy.log_policy([extra])[0].exp()[0].double().cpu().numpy()
+            return policy.log_policy([inputs])[0].exp()[0].double().cpu().numpy()
 
     return decide
 
@@ -221,11 +223,11 @@ def policy_decider(policies: dict[str, Any]) -> Decide:
 def _choice_distribution(policy, env, agent: str, role: str) -> np.ndarray:
     """A choice-mode policy's distribution over the env's discrete actions: one ``generate`` call on the agent's
     prompt and legal moves (``legal_actions`` lists the legal indices in order), read from the Generation."""
-    from baselines.policies.base import Request
+    from baselines.policies.base import request_for
 
-    base = env.unwrapped
-    legal = tuple(base.legal_actions(agent))
-    g = policy.generate([Request(base.env_id, agent, role, base.observe(agent)["text"], legal, env)], seed=0)[0]
+    request = request_for(env, agent, ("text", "legal_actions"))
+    legal = request.legal_actions
+    g = policy.generate([request], seed=0)[0]
     probs = g.choice.probs if g.choice is not None else None    # None: a free-text turn, no distribution
     if probs is None or len(probs) != len(legal):
         name = getattr(policy, "name", type(policy).__name__)
@@ -234,7 +236,7 @@ def _choice_distribution(policy, env, agent: str, role: str) -> np.ndarray:
     p = np.asarray(probs, np.float64)
     if policy.settings().get("temperature") == 0:
         p = (np.arange(len(p)) == int(p.argmax())).astype(np.float64)
-    mask = np.asarray(base.action_mask(agent))   # in any action mode; legal_actions lists its indices in order
+    mask = np.asarray(env.unwrapped.action_mask(agent))   # in any action mode; legal_actions lists its indices in order
     out = np.zeros(len(mask), np.float64)
     out[np.flatnonzero(mask > 0)] = p
     return out

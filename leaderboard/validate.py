@@ -666,7 +666,7 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
 
 
 def _replay(e, where: str, seat: str, opponent) -> tuple[dict[str, float], Any, int]:
-    from baselines.policies.base import Request
+    from baselines.policies.base import request_for
     from baselines.rollout import env_action
     from marl_llm_envs import make
 
@@ -702,8 +702,7 @@ def _replay(e, where: str, seat: str, opponent) -> tuple[dict[str, float], Any, 
                                   f"{str(action)[:60]}")
         if opponent is not None and not dead and agent != seat:
             legal_text = tuple(env.legal_actions(agent))
-            request = Request(env.env_id, agent, env.roles[agent], env.observe(agent)["text"], legal_text, env,
-                              key=(int(tr["seed"]), 0, step))
+            request = request_for(env, agent, opponent.observes, key=(int(tr["seed"]), 0, step))
             try:
                 move = env_action(env, agent, opponent.generate([request])[0].action, legal_text)
             except Exception as exc:  # noqa: BLE001

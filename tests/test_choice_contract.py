@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from baselines.episode import Episode, Turn, read_jsonl, write_jsonl
-from baselines.policies.base import Choice
+from baselines.policies.base import Choice, VectorInputs
 
 
 def _episode(turns: list[Turn]) -> Episode:
@@ -41,7 +41,7 @@ def test_an_old_turn_with_the_choice_in_extra_loads_with_a_typed_choice():
     llm, summed, mlp, bot, text = (t.choice for t in ep.turns)
     assert llm == Choice(1, -0.51, "label", [0.4, 0.6], [-0.9, -0.5], [])
     assert summed.scoring == "sum" and summed.index == 0 and summed.logprob == -0.2
-    assert mlp == Choice(2, -1.1, "mlp") and mlp.kind == "mlp"
+    assert mlp == Choice(2, -1.1, "mlp", inputs=VectorInputs([0.0, 1.0], [1, 1, 1], 0)) and mlp.kind == "mlp"
     assert bot.scoring == "scripted" and bot.index == 0 and bot.probs == [0.5, 0.5]
     assert text is None
 
@@ -57,3 +57,36 @@ def test_the_trainer_reads_the_typed_choice_of_old_and_new_turns_alike():
     old = Turn.from_dict(written_before)
     a, b = _samples([_episode([new]), _episode([old])], [[1.0], [1.0]], {"player_0"})
     assert (a.kind, a.sampler_lp, a.choice) == (b.kind, b.sampler_lp, b.choice) == ("choice", [-0.51], new.choice)
+
+
+def test_an_mlp_decision_is_scored_again_on_its_typed_inputs_from_new_and_old_files(tmp_path):
+    """The MLP's inputs travel as ``Choice.inputs`` (not in ``extra``); a turn written when they were in ``extra``
+    loads with the same typed inputs, and the learner scores both to the same log-probability it recorded."""
+    import torch
+
+    from baselines.policies.mlp import MLPPolicy
+    from baselines.rollout import RolloutEngine
+    from baselines.train.learners import MLPLearner
+    from baselines.train.loop import _samples
+    from marl_llm_envs import make
+
+    env = make("kuhn_poker-v0", action_mode="discrete")
+    policy = MLPPolicy.for_env(env, seed=4)
+    (ep,) = RolloutEngine(policy).run("kuhn_poker-v0", num_tasks=1, group_size=1, seed=5,
+                                      env_kwargs={"action_mode": "discrete"})
+    turn = ep.turns[0]
+    assert turn.extra == {} and turn.choice.kind == "mlp" and isinstance(turn.choice.inputs, VectorInputs)
+    assert len(turn.choice.inputs.observation) == env.vector_size and sum(turn.choice.inputs.mask) >= 1
+    write_jsonl(tmp_path / "e.jsonl", [ep])
+    back = read_jsonl(tmp_path / "e.jsonl")[0].turns[0]
+    assert back.choice == turn.choice
+    written_before = back.to_dict()
+    inputs = written_before["choice"].pop("inputs")
+    written_before["extra"] = {"obs": inputs["observation"], "mask": inputs["mask"], "role_index": inputs["role_index"]}
+    old = Turn.from_dict(written_before)
+    assert old.choice == turn.choice
+    learner = MLPLearner(sorted(policy.roles), policy, trainable=True, name="mlp")
+    a, b = _samples([_episode([turn]), _episode([old])], [[1.0], [1.0]], {turn.role})
+    with torch.no_grad():
+        lp = learner.logprobs([a, b])[0].tolist()
+    assert lp[0] == lp[1] and abs(lp[0] - turn.choice.logprob) < 1e-6

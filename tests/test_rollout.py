@@ -391,3 +391,55 @@ def test_a_role_expands_to_the_agents_present_in_the_episode():
     assert spec_.agents(env, present={"orchestrator", "worker_2", "worker_0"}) == ["worker_0", "worker_2"]
     assert spec_.agents(env, present={"orchestrator"}) == []
     assert BranchSpec("ablate", "worker_3").agents(env, present={"orchestrator"}) == ["worker_3"]
+
+
+class _SeesRequests(FakePolicy):
+    """A fake LLM that keeps every request it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = []
+
+    def generate(self, requests, seed=None):
+        self.seen.extend(requests)
+        return super().generate(requests, seed)
+
+
+def test_only_a_policy_that_declares_env_is_given_the_live_env():
+    """A learned policy reads what the agent observes (text, legal moves, vector), never the env; a scripted bot is a
+    function of the env and declares so (``"env"`` in ``observes``). In one team, each gets what it declared."""
+    from baselines.policies.base import request_for
+    from baselines.policies.scripted import ScriptedPolicy
+    from marl_llm_envs.scripted import oracle_thinker
+
+    llm, bot_calls = _SeesRequests(), []
+
+    def thinker(env, agent, rng):
+        bot_calls.append(env)
+        return oracle_thinker(env, agent, rng)
+
+    bot = ScriptedPolicy(thinker)
+    assert "env" in bot.observes and "env" not in llm.observes
+    eps = RolloutEngine({"thinker": bot, "solver": llm}).run("think_solve-v0", num_tasks=3, group_size=2, seed=1)
+    assert len(eps) == 6 and len(bot_calls) >= 6 and all(e is not None for e in bot_calls)
+    assert llm.seen and all(r.env is None and r.text for r in llm.seen)
+    env = make("think_solve-v0")
+    env.reset(seed=0)
+    assert request_for(env, "thinker", bot.observes).env is env
+    assert request_for(env, "thinker", llm.observes).env is None
+    with pytest.raises(ValueError, match="request_for"):
+        bot.generate([request_for(env, "thinker", llm.observes)])
+
+
+def test_an_mlp_on_a_request_without_its_vector_says_how_to_build_one():
+    from baselines.policies.base import Request, request_for
+    from baselines.policies.mlp import MLPPolicy
+
+    env = make("kuhn_poker-v0", action_mode="discrete")
+    env.reset(seed=0)
+    policy = MLPPolicy.for_env(env, seed=0)
+    agent = env.agent_selection
+    with pytest.raises(ValueError, match="request_for"):
+        policy.generate([Request(env.env_id, agent, env.roles[agent], "", (), env)])
+    (g,) = policy.generate([request_for(env, agent, policy.observes)], seed=3)
+    assert g.choice.inputs.mask == env.observe(agent, text=False)["action_mask"].tolist()

@@ -12,6 +12,11 @@ computes nothing else for it: ``"text"`` (the prompt, :attr:`Request.text`), ``"
 ``{"text", "legal_actions"}`` (an LLM); the MLP declares ``{"vector"}``, so its prompts are never rendered. A field
 that was not asked for is left empty (``""``, ``()``, ``None``), unless the engine needed it anyway (it renders the
 text and legal moves of every turn of an episode with counterfactual branches, for the replay digest).
+
+``"env"`` (:attr:`Request.env`, the live env) is for scripted bots only: :class:`~baselines.policies.scripted.
+ScriptedPolicy` wraps a function of the env (:mod:`marl_llm_envs.scripted`, :mod:`marl_llm_envs.reference`; the
+reference bots read what their docstrings name, the oracle thinker the hidden answer). No learned policy declares
+it, so a model never sees more than an agent observes; :func:`request_for` builds a request the way the engine does.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 
 @dataclass(frozen=True)
@@ -31,11 +36,34 @@ class Request:
     role: str
     text: str                          # the observation text (the env's prompt for this agent)
     legal_actions: tuple[str, ...] = ()  # text moves such as "[bet]"; () = free text (see the prompt for the format)
-    env: Any = field(default=None, compare=False, repr=False)  # the live env, for scripted and MLP policies; read-only
+    env: Any = field(default=None, compare=False, repr=False)  # "env": the live env (read-only), given only to a
+    #                                    policy that declares it reads the env (scripted bots: functions of the env)
     key: tuple[int, ...] = ()          # identifies the decision (episode, sample, branch, step) independently of how
     #                                    requests are batched, for policies that seed their sampling per request
     observation: Any = field(default=None, compare=False, repr=False)  # "vector": the float32 observation vector
     action_mask: Any = field(default=None, compare=False, repr=False)  # "vector": the int8 mask (discrete mode)
+
+
+@dataclass(frozen=True)
+class VectorInputs:
+    """What a vector policy (the MLP) read for one decision: the observation vector, the action mask, and the index
+    of the agent's role among the policy's roles. A trainer scores the decision again on exactly these."""
+
+    observation: list[float]
+    mask: list[int]
+    role_index: int
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> VectorInputs:
+        return cls([float(x) for x in d["observation"]], [int(x) for x in d["mask"]], int(d["role_index"]))
+
+    @classmethod
+    def from_legacy_extra(cls, extra: dict[str, Any]) -> VectorInputs | None:
+        """The inputs a turn written before this type recorded in its ``extra`` (``obs``, ``mask``, ``role_index``),
+        or None when it has none."""
+        if not all(k in extra for k in ("obs", "mask", "role_index")):
+            return None
+        return cls([float(x) for x in extra["obs"]], [int(x) for x in extra["mask"]], int(extra["role_index"]))
 
 
 @dataclass(frozen=True)
@@ -49,7 +77,8 @@ class Choice:
     trained). ``logprob`` is the log-probability of the sampled move under exactly the distribution it was drawn from
     (a policy gradient's behaviour log-probability); ``probs`` that distribution over ``Request.legal_actions`` in
     order (empty where the backend does not report it: the MLP); ``logliks`` and ``scores`` each move's summed scored
-    log-probabilities and its score (LLM choice modes only)."""
+    log-probabilities and its score (LLM choice modes only); ``inputs`` the MLP's :class:`VectorInputs` (an LLM's
+    decision is scored again on the turn's prompt ids and legal moves instead)."""
 
     index: int
     logprob: float
@@ -57,6 +86,7 @@ class Choice:
     probs: list[float] = field(default_factory=list)
     logliks: list[float] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
+    inputs: VectorInputs | None = None   # scoring "mlp": the numbers the MLP read (what it is scored on again)
 
     @property
     def kind(self) -> str:
@@ -65,8 +95,10 @@ class Choice:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Choice:
+        inputs = d.get("inputs")
         return cls(int(d["index"]), float(d["logprob"]), str(d["scoring"]), list(d.get("probs") or []),
-                   list(d.get("logliks") or []), list(d.get("scores") or []))
+                   list(d.get("logliks") or []), list(d.get("scores") or []),
+                   VectorInputs.from_dict(inputs) if inputs is not None else None)
 
     @classmethod
     def from_legacy_extra(cls, extra: dict[str, Any], action: Any = None, logprobs: Sequence[float] = (),
@@ -81,7 +113,7 @@ class Choice:
                        list(extra.get("choice_probs") or []), list(extra.get("choice_logliks") or []),
                        list(extra.get("choice_scores") or []))
         if mode == "mlp" and logprobs:
-            return cls(int(action), float(logprobs[0]), "mlp")
+            return cls(int(action), float(logprobs[0]), "mlp", inputs=VectorInputs.from_legacy_extra(extra))
         if mode is None and extra.get("choice_probs") and action in legal:
             index = list(legal).index(action)
             probs = list(extra["choice_probs"])
@@ -107,7 +139,27 @@ class Generation:
 
 
 SETTINGS = ("mode", "temperature", "top_p", "max_new_tokens")
-OBSERVES = ("text", "legal_actions", "vector")
+OBSERVES = ("text", "legal_actions", "vector", "env")
+
+
+def request_for(env, agent: str, observes: Iterable[str] = ("text", "legal_actions"),
+                key: tuple[int, ...] = ()) -> Request:
+    """``agent``'s request now, holding what a policy that reads ``observes`` (:attr:`Policy.observes`) needs, as
+    the rollout engine builds it: for one-off decisions outside a rollout (an evaluator, a validator, a test)."""
+    observes = frozenset(observes)
+    base = env.unwrapped
+    text, vector, mask = "", None, None
+    if "text" in observes:
+        obs = base.observe(agent)
+        text = obs["text"]
+        if "vector" in observes:
+            vector, mask = obs["observation"], obs.get("action_mask")
+    elif "vector" in observes:
+        obs = base.observe(agent, text=False)
+        vector, mask = obs["observation"], obs.get("action_mask")
+    legal = tuple(base.legal_actions(agent)) if "legal_actions" in observes else ()
+    return Request(base.env_id, agent, base.roles[agent], text, legal, env if "env" in observes else None, key=key,
+                   observation=vector, action_mask=mask)
 
 
 class Policy(abc.ABC):

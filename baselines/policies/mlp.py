@@ -2,28 +2,28 @@
 
 :class:`MLPPolicy` reads the numeric observation and the action mask (the same information the agent sees in its
 text): :attr:`Request.observation` and :attr:`Request.action_mask`, which the rollout engine fills because the policy
-declares ``observes = {"vector"}`` (so no prompt is rendered for it), or else ``env.observe(agent, text=False)`` on
-the request's live env. It appends a one-hot of the agent's role, and samples an action
+declares ``observes = {"vector"}`` (so no prompt is rendered for it; :func:`~baselines.policies.base.request_for`
+builds such a request outside a rollout). It appends a one-hot of the agent's role, and samples an action
 index from ``softmax(logits / temperature)`` over the legal actions (argmax at ``temperature=0``). Each request's
 sampling is seeded from ``(call seed, Request.key)``, so a decision does not depend on how requests are batched (a
 sharded data-parallel rollout plays the same episodes as one process).
 
 ``Generation``: ``action`` = the index, ``completion_ids = [index]``, ``logprobs = [log pi(index)]`` under the sampling
-distribution, ``choice = Choice(index, log pi(index), scoring="mlp")`` and ``extra = {"obs": [...], "mask": [...],
-"role_index": r}``: the inputs a trainer needs to score the decision again (:meth:`MLPPolicy.logprobs`).
+distribution, and ``choice = Choice(index, log pi(index), scoring="mlp", inputs=VectorInputs(...))``: the inputs a
+trainer needs to score the decision again (:meth:`MLPPolicy.logprobs`).
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
-from baselines.policies.base import Choice, Generation, Policy, Request
+from baselines.policies.base import Choice, Generation, Policy, Request, VectorInputs
 from marl_llm_envs.fast_rng import first_uniforms
 
 __all__ = ["MLP", "MLPPolicy"]
@@ -72,16 +72,18 @@ class MLPPolicy(Policy):
             module = MLP(env.vector_size + len(roles), size, hidden)
         return cls(module, roles, size, temperature, name)
 
-    def log_policy(self, extras: Sequence[dict[str, Any]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Log-probabilities over the action list for decisions described by their ``extra`` (observation, mask,
-        role), illegal actions at a large negative logit (never -inf); and the mask."""
-        x = np.zeros((len(extras), self.in_size), np.float32)   # built in NumPy, one tensor each (fewer allocations)
-        mask = np.zeros((len(extras), self.action_size), np.float32)
-        for i, e in enumerate(extras):
-            n = len(e["obs"])
-            x[i, :n] = e["obs"]
-            x[i, n + e["role_index"]] = 1.0          # the role one-hot after the observation
-            mask[i, :len(e["mask"])] = e["mask"]
+    def log_policy(self, inputs: Sequence[VectorInputs]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities over the action list for decisions described by their :class:`VectorInputs`, illegal
+        actions at a large negative logit (never -inf); and the mask."""
+        x = np.zeros((len(inputs), self.in_size), np.float32)   # built in NumPy, one tensor each (fewer allocations)
+        mask = np.zeros((len(inputs), self.action_size), np.float32)
+        for i, v in enumerate(inputs):
+            if v is None:
+                raise ValueError("an MLP decision is scored on its VectorInputs (Choice.inputs), and this one has none")
+            n = len(v.observation)
+            x[i, :n] = v.observation
+            x[i, n + v.role_index] = 1.0          # the role one-hot after the observation
+            mask[i, :len(v.mask)] = v.mask
         return self._log_policy(x, mask)
 
     def _log_policy(self, x: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -91,9 +93,9 @@ class MLPPolicy(Policy):
         logits = (self.module(x).float() / t).masked_fill(mask <= 0, -1e9)
         return torch.log_softmax(logits, dim=-1), mask
 
-    def logprobs(self, extras: Sequence[dict[str, Any]], actions: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    def logprobs(self, inputs: Sequence[VectorInputs], actions: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(log pi(action), entropy)`` for recorded decisions (differentiable when grad is enabled)."""
-        logp, mask = self.log_policy(extras)
+        logp, mask = self.log_policy(inputs)
         picked = logp.gather(-1, torch.tensor(list(actions), device=logp.device)[:, None])[:, 0]
         p = logp.exp() * (mask > 0)
         entropy = -(p * torch.where(mask > 0, logp, torch.zeros_like(logp))).sum(-1)
@@ -102,60 +104,58 @@ class MLPPolicy(Policy):
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
         if not requests:
             return []
-        x, masks, extras = self._inputs(requests)
+        x, masks, inputs = self._inputs(requests)
         with torch.no_grad():
             logp = self._log_policy(x, masks)[0].cpu().numpy().astype(np.float64)
-        legals = [[j for j, m in enumerate(e["mask"]) if m > 0] for e in extras]
+        legals = [[j for j, m in enumerate(v.mask) if m > 0] for v in inputs]
         for r, legal in zip(requests, legals):
             if not legal:
                 raise ValueError(f"{r.env_id}/{r.agent}: no legal action")
         actions = self._draw(requests, logp, legals, seed)
         out = []
-        for i, (a, e) in enumerate(zip(actions, extras)):
+        for i, (a, v) in enumerate(zip(actions, inputs)):
             lp = float(logp[i, a])
-            out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[lp], extra=e,
-                                  choice=Choice(index=a, logprob=lp, scoring="mlp")))
+            out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[lp],
+                                  choice=Choice(index=a, logprob=lp, scoring="mlp", inputs=v)))
         return out
 
-    def _inputs(self, requests: Sequence[Request]) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        """The input rows (observation, then the role one-hot), the masks, and each request's ``extra`` (its inputs
-        as lists, which :meth:`log_policy` reads when training). The rows are written from the observation arrays
-        themselves (the same float32 values as from the lists): one stacked copy when the rows have one size."""
+    def _inputs(self, requests: Sequence[Request]) -> tuple[np.ndarray, np.ndarray, list[VectorInputs]]:
+        """The input rows (observation, then the role one-hot), the masks, and each request's :class:`VectorInputs`
+        (its inputs as lists, which :meth:`log_policy` reads when training). The rows are written from the observation
+        arrays themselves (the same float32 values as from the lists): one stacked copy when the rows have one size."""
         role_index: dict[str, int] = {}
         for i, role in enumerate(self.roles):
             role_index.setdefault(role, i)           # roles.index(role)
         x = np.zeros((len(requests), self.in_size), np.float32)
         masks = np.zeros((len(requests), self.action_size), np.float32)
-        extras, vectors, mask_arrays = [], [], []
+        inputs, vectors, mask_arrays = [], [], []
         for r in requests:
-            if r.env is None:
-                raise ValueError(f"{self.name} needs request.env (the live env) for {r.env_id}/{r.agent}")
             if r.role not in role_index:
                 raise ValueError(f"{self.name} plays roles {self.roles}, not {r.role!r}")
             vector, mask = r.observation, r.action_mask
             if vector is None:
-                obs = r.env.observe(r.agent, text=False)
-                vector, mask = obs["observation"], obs.get("action_mask")
+                raise ValueError(f"{self.name} reads Request.observation, and the request for {r.env_id}/{r.agent} "
+                                 f"has none: build it with request_for(env, agent, policy.observes)")
             if mask is None:
                 raise ValueError(f"{self.name} plays discrete mode; {r.env_id} is in text mode")
-            extras.append({"obs": vector.tolist(), "mask": mask.tolist(), "role_index": role_index[r.role]})
+            inputs.append(VectorInputs(vector.tolist(), mask.tolist(), role_index[r.role]))
             vectors.append(vector)
             mask_arrays.append(mask)
-        sizes = {len(e["obs"]) for e in extras}
+        sizes = {len(v.observation) for v in inputs}
         if len(sizes) == 1 and all(v.ndim == 1 for v in vectors):
             n = sizes.pop()
             x[:, :n] = np.stack(vectors)
-            x[np.arange(len(extras)), [n + e["role_index"] for e in extras]] = 1.0   # the role one-hot after the obs
+            x[np.arange(len(inputs)), [n + v.role_index for v in inputs]] = 1.0   # the role one-hot after the obs
         else:
-            for i, (e, vector) in enumerate(zip(extras, vectors)):
-                x[i, :len(e["obs"])] = vector
-                x[i, len(e["obs"]) + e["role_index"]] = 1.0
-        if len({len(e["mask"]) for e in extras}) == 1 and all(m.ndim == 1 for m in mask_arrays):
-            masks[:, :len(extras[0]["mask"])] = np.stack(mask_arrays)
+            for i, (v, vector) in enumerate(zip(inputs, vectors)):
+                x[i, :len(v.observation)] = vector
+                x[i, len(v.observation) + v.role_index] = 1.0
+        if len({len(v.mask) for v in inputs}) == 1 and all(m.ndim == 1 for m in mask_arrays):
+            masks[:, :len(inputs[0].mask)] = np.stack(mask_arrays)
         else:
-            for i, (e, mask) in enumerate(zip(extras, mask_arrays)):
-                masks[i, :len(e["mask"])] = mask
-        return x, masks, extras
+            for i, (v, mask) in enumerate(zip(inputs, mask_arrays)):
+                masks[i, :len(v.mask)] = mask
+        return x, masks, inputs
 
     def _draw(self, requests: Sequence[Request], logp: np.ndarray, legals: list[list[int]],
               seed: int | None) -> list[int]:

@@ -1,7 +1,8 @@
 """Scripted policies behind the policy protocol: no model, no tokens.
 
 :class:`ScriptedPolicy` wraps a ``fn(env, agent, rng)`` from :mod:`marl_llm_envs.scripted` (``random_legal``,
-``oracle_thinker``, ``follower_solver``, or your own); it needs ``request.env`` (the live env, read-only).
+``oracle_thinker``, ``follower_solver``, or your own); it declares ``"env"`` among what it observes, so the engine gives
+it ``request.env`` (the live env, read-only). No other policy is given the env.
 :class:`RandomPolicy` plays a uniformly random move from ``request.legal_actions`` and needs no env (on a free-text
 turn it returns ``free_text``).
 
@@ -23,7 +24,10 @@ __all__ = ["RandomPolicy", "ScriptedPolicy"]
 
 
 class ScriptedPolicy(Policy):
-    """``fn(env, agent, rng) -> action`` as a :class:`Policy` (one call per request, in order)."""
+    """``fn(env, agent, rng) -> action`` as a :class:`Policy` (one call per request, in order). It declares that it
+    reads the env (``"env"`` in :attr:`observes`), so the engine puts the live env on its requests."""
+
+    observes = frozenset({"text", "legal_actions", "env"})
 
     def __init__(self, fn: Callable[[Any, str, np.random.Generator], Any], seed: int = 0,
                  name: str | None = None) -> None:
@@ -37,7 +41,8 @@ class ScriptedPolicy(Policy):
         out = []
         for r in requests:
             if r.env is None:
-                raise ValueError(f"{self.name} needs request.env (the live env) for {r.env_id}/{r.agent}")
+                raise ValueError(f"{self.name} needs request.env (the live env) for {r.env_id}/{r.agent}: build the "
+                                 f"request with request_for(env, agent, policy.observes)")
             action = self.fn(r.env, r.agent, self.rng)
             out.append(Generation(action=action, text=action if isinstance(action, str) else str(action)))
         return out

@@ -22,7 +22,8 @@ A tick. Every live env's agent to move is gathered (an agent that is already ter
 :class:`~baselines.policies.base.Request` is built with what its policy reads (:attr:`Policy.observes
 <baselines.policies.base.Policy.observes>`): ``env.observe(agent)["text"]``, ``env.legal_actions(agent)`` (empty for
 free-text turns: the env's format is in the prompt), and for vector policies ``env.observe(agent, text=False)``'s
-vector and mask (the prompt is then not rendered at all), the requests are grouped by policy and each policy's
+vector and mask (the prompt is then not rendered at all), and the live env only for a policy that declares ``"env"``
+(scripted bots), the requests are grouped by policy and each policy's
 ``generate`` is called once with all of them (one batched forward per tick for an MLP); then every env is stepped.
 ``Turn.obs_digest`` (a digest of the prompt and the legal moves) is computed only in runs with branches, where replay
 needs it (``""`` otherwise); ``Turn.legal_actions`` is recorded whenever the legal moves were computed (always for a
@@ -66,7 +67,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import math
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -201,22 +201,6 @@ def _digest(text: str, legal: Sequence[str]) -> str:
 
 
 _PLAIN = frozenset({int, str, bool, type(None)})
-
-
-def _json_safe_turn_extra(extra: dict[str, Any]) -> dict[str, Any]:
-    """``json_safe(extra)`` with a fast path for what an MLP policy returns: flat lists of finite floats or ints."""
-    out: dict[str, Any] = {}
-    for k, v in extra.items():
-        if type(v) is list and v and type(v[0]) in (float, int) and set(map(type, v)) <= {float, int}:
-            try:
-                finite = math.isfinite(sum(v))         # a finite sum means every entry is finite
-            except OverflowError:
-                finite = False
-            if finite:
-                out[str(k)] = list(v)
-                continue
-        out[str(k)] = v if type(v) in _PLAIN else json_safe(v)
-    return out
 
 
 def _replayed_turn(rec: Turn, agent: str, role: str, team: str, invalid: bool = False, invalid_reason: str | None = None,
@@ -729,8 +713,8 @@ class RolloutEngine:
                 rec, digest = self._match(job, agent, text, legal)
                 if rec is not None:
                     return _Decision(job, agent, None, digest, rec, legal)
-        request = Request(env.env_id, agent, role, text, legal, env, key=(*job.key, job.step_index),
-                          observation=vector, action_mask=mask)
+        request = Request(env.env_id, agent, role, text, legal, env if "env" in observes else None,
+                          key=(*job.key, job.step_index), observation=vector, action_mask=mask)
         return _Decision(job, agent, request, digest, None, legal)
 
     @staticmethod
@@ -759,7 +743,7 @@ class RolloutEngine:
         turn = Turn(agent, request.role, env.teams[agent], [int(x) for x in gen.prompt_ids],
                     [int(x) for x in gen.completion_ids], [float(x) for x in gen.logprobs], str(gen.text or ""),
                     action if plain else json_safe(action),
-                    extra=_json_safe_turn_extra(gen.extra) if gen.extra else {}, choice=gen.choice)
+                    extra=json_safe(gen.extra) if gen.extra else {}, choice=gen.choice)
         job.tokens += gen.num_tokens
         if job.record is not None and not plain:
             job.record.plain = False

@@ -47,7 +47,6 @@ class Sample:
     sampler_lp: list[float]        # the behaviour log-probabilities recorded at sampling time (one per scored token)
     adv: list[float]               # one per scored token
     legal: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
     weight: float = 0.0            # aggregation weight of each of its tokens (see baselines.train.loss)
     choice: Choice | None = None   # the turn's recorded choice (choice and MLP decisions): index, scoring, log-prob
 
@@ -189,7 +188,7 @@ class MLPLearner(Learner):
         if policy is self.policy and self.forward_module is not self.module:
             policy = copy.copy(policy)
             policy.module = self.forward_module
-        return policy.logprobs([s.extra for s in samples], [s.completion_ids[0] for s in samples])
+        return policy.logprobs([s.choice.inputs for s in samples], [s.choice.index for s in samples])
 
 
 class LLMLearner(Learner):

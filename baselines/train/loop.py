@@ -117,7 +117,7 @@ def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: 
             if len(adv) != len(lps):
                 raise ValueError(f"{e.env_id}: {len(adv)} advantages for a turn of {len(lps)} scored tokens")
             out.append(Sample(t.role, kind, list(t.prompt_ids), list(t.completion_ids), lps, adv,
-                              list(t.legal_actions), dict(t.extra), choice=t.choice))
+                              list(t.legal_actions), choice=t.choice))
     return out
 
 
