@@ -148,18 +148,24 @@ def request_for(env, agent: str, observes: Iterable[str] = ("text", "legal_actio
     the rollout engine builds it: for one-off decisions outside a rollout (an evaluator, a validator, a test)."""
     observes = frozenset(observes)
     base = env.unwrapped
-    text, vector, mask = "", None, None
-    if "text" in observes:
-        obs = base.observe(agent)
-        text = obs["text"]
-        if "vector" in observes:
-            vector, mask = obs["observation"], obs.get("action_mask")
-    elif "vector" in observes:
-        obs = base.observe(agent, text=False)
-        vector, mask = obs["observation"], obs.get("action_mask")
+    text, vector, mask = observation_fields(base, agent, observes)
     legal = tuple(base.legal_actions(agent)) if "legal_actions" in observes else ()
     return Request(base.env_id, agent, base.roles[agent], text, legal, env if "env" in observes else None, key=key,
                    observation=vector, action_mask=mask)
+
+
+def observation_fields(env, agent: str, observes: frozenset[str]) -> tuple[str, Any, Any]:
+    """``(text, vector, mask)`` of ``agent``'s observation now, each only when ``observes`` asks for it (``""`` and
+    ``None`` otherwise): the prompt is rendered only for ``"text"``."""
+    if "text" in observes:
+        obs = env.observe(agent)
+        if "vector" in observes:
+            return obs["text"], obs["observation"], obs.get("action_mask")
+        return obs["text"], None, None
+    if "vector" in observes:
+        obs = env.observe(agent, text=False)
+        return "", obs["observation"], obs.get("action_mask")
+    return "", None, None
 
 
 class Policy(abc.ABC):

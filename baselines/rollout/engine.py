@@ -75,7 +75,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from baselines.episode import Branch, Episode, Turn, json_safe
-from baselines.policies.base import Generation, Policy, Request
+from baselines.policies.base import Generation, Policy, Request, observation_fields
 from marl_llm_envs import make
 from marl_llm_envs.text import parse_bracketed
 
@@ -201,6 +201,7 @@ def _digest(text: str, legal: Sequence[str]) -> str:
 
 
 _PLAIN = frozenset({int, str, bool, type(None)})
+_TEXT = frozenset({"text"})   # a run with branches renders every prompt, for the replay digest
 
 
 def _replayed_turn(rec: Turn, agent: str, role: str, team: str, invalid: bool = False, invalid_reason: str | None = None,
@@ -699,14 +700,7 @@ class RolloutEngine:
                 obs = env.observe(agent, text=False)
                 vector, mask = obs["observation"], obs.get("action_mask")
         else:
-            if job.digest or "text" in observes:
-                obs = env.observe(agent)
-                text = obs["text"]
-                if "vector" in observes:
-                    vector, mask = obs["observation"], obs.get("action_mask")
-            elif "vector" in observes:
-                obs = env.observe(agent, text=False)
-                vector, mask = obs["observation"], obs.get("action_mask")
+            text, vector, mask = observation_fields(env, agent, observes | _TEXT if job.digest else observes)
             if job.digest or "legal_actions" in observes:
                 legal = tuple(env.legal_actions(agent))
             if job.digest:
