@@ -61,10 +61,21 @@ def sign_verdict(lo: float, hi: float) -> str:
     return HOLDS if lo > 0 else NOT_HERE if hi < 0 else INCONCLUSIVE
 
 
+def log_axis(knobs: Sequence[float]) -> tuple[np.ndarray, str]:
+    """The x axis of a sweep's slope: ``log2(knob)``, or ``log2(1 + knob)`` where a knob is 0 (free riding's idle
+    seats 0, 1, 3, 7 become 0, 1, 2, 3: one doubling of the team per step), and how to name it."""
+    k = np.asarray(knobs, dtype=float)
+    if np.all(k > 0):
+        return np.log2(k), "log2({})"
+    if np.any(k < 0):
+        raise ValueError(f"a slope on a log axis needs knobs >= 0, got {list(knobs)}")
+    return np.log2(1.0 + k), "log2(1 + {})"
+
+
 def slope_ci(knobs: Sequence[float], diffs: Sequence[Sequence[float]]) -> tuple[float, float, float]:
-    """``diffs[i][k]``: seed k's difference at ``knobs[i]``. Each seed's least-squares slope on ``log2(knobs)``, then
-    the mean slope with its 95% t interval over the seeds."""
-    x = np.log2(np.asarray(knobs, dtype=float))
+    """``diffs[i][k]``: seed k's difference at ``knobs[i]``. Each seed's least-squares slope on :func:`log_axis`
+    (``log2(knobs)``), then the mean slope with its 95% t interval over the seeds."""
+    x = log_axis(knobs)[0]
     y = np.asarray(diffs, dtype=float)
     return t_ci([float(np.polyfit(x, y[:, k], 1)[0]) for k in range(y.shape[1])])
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from suite_claims import fmt, interval_verdict, sign_verdict, slope_ci, t_ci  # noqa: E402
+from suite_claims import fmt, interval_verdict, log_axis, sign_verdict, slope_ci, t_ci  # noqa: E402
 
 from leaderboard.suite import complete_run, load_suite, plan, run_one, score  # noqa: E402
 
@@ -75,7 +75,8 @@ def main(argv=None) -> None:
             knobs = [m[a]["settings"][n]["knob"] for n in group]
             diffs = [np.subtract(m[a]["settings"][n]["seeds"], m[b]["settings"][n]["seeds"]) for n in group]
             ci = slope_ci(knobs, diffs)
-            print(f"  {prefix}/*: slope of {a} - {b} on log2({fam.knob}) {fmt(ci)} per doubling: "
+            axis = log_axis(knobs)[1].format(fam.knob)
+            print(f"  {prefix}/*: slope of {a} - {b} on {axis} {fmt(ci)} per doubling: "
                   f"{sign_verdict(ci[1], ci[2])}")
 
 

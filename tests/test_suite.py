@@ -214,6 +214,12 @@ def test_claims_verdicts_follow_the_interval_rule_and_the_per_seed_slope(tmp_pat
     assert abs(m - 0.25) < 1e-9 and abs(lo - 0.1258) < 1e-3 and claims.sign_verdict(lo, hi) == claims.HOLDS
     m, lo, hi = claims.slope_ci(knobs, [[0.1 * (k + 1) * math.log2(n) for k in range(3)] for n in knobs])
     assert lo < 0 < hi and claims.sign_verdict(lo, hi) == claims.INCONCLUSIVE
+    # a sweep that starts at 0 (free riding's idle seats 0, 1, 3, 7) is fitted on log2(1 + knob) = 0, 1, 2, 3
+    idle = [0, 1, 3, 7]
+    m, lo, hi = claims.slope_ci(idle, [[(0.2 + 0.05 * k) * math.log2(1 + n) for k in range(3)] for n in idle])
+    assert abs(m - 0.25) < 1e-9 and claims.log_axis(idle)[1] == "log2(1 + {})"
+    with pytest.raises(ValueError, match="knobs >= 0"):
+        claims.slope_ci([-1, 1], [[0.0], [0.0]])
     # two result files of different suites are refused with the file named
     for name, suite in (("a.json", "s@1"), ("b.json", "s@2")):
         (tmp_path / name).write_text(json.dumps({"scored": {"suite": suite, "methods": {}}}))
