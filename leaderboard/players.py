@@ -115,6 +115,10 @@ class SeededMoves(Policy):
     def version(self) -> int:
         return self.policy.version
 
+    @property
+    def observes(self) -> frozenset[str]:
+        return self.policy.observes
+
     def settings(self) -> dict[str, Any]:
         return self.policy.settings()
 

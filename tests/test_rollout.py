@@ -443,3 +443,18 @@ def test_an_mlp_on_a_request_without_its_vector_says_how_to_build_one():
         policy.generate([Request(env.env_id, agent, env.roles[agent], "", (), env)])
     (g,) = policy.generate([request_for(env, agent, policy.observes)], seed=3)
     assert g.choice.inputs.mask == env.observe(agent, text=False)["action_mask"].tolist()
+
+
+def test_a_policy_that_wraps_another_reads_what_the_wrapped_one_reads():
+    """Wrappers forward ``observes``: a seeded-moves bot (the leaderboard's opponents) and an adapter-switching policy
+    are given exactly what the policy they wrap declares (the env, for a scripted bot)."""
+    from baselines.policies.scripted import ScriptedPolicy
+    from baselines.train.learners import AdapterPolicy
+    from leaderboard.players import SeededMoves
+    from marl_llm_envs.scripted import random_legal
+
+    bot, llm = ScriptedPolicy(random_legal), FakePolicy()
+    for inner in (bot, llm):
+        assert SeededMoves(inner, stream=0).observes == inner.observes
+        assert AdapterPolicy(inner, model=None, adapter="a").observes == inner.observes
+    assert "env" in SeededMoves(bot, stream=0).observes

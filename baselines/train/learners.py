@@ -79,6 +79,7 @@ class AdapterPolicy(Policy):
     def __init__(self, inner: Policy, model, adapter: str) -> None:
         self.inner, self.model, self.adapter = inner, model, adapter
         self.name = f"{inner.name}+{adapter}"
+        self.observes = inner.observes     # it reads what the policy it wraps reads
 
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
         use_adapter(self.model, self.adapter)
