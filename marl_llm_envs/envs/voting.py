@@ -137,6 +137,7 @@ class raw_env(ProblemEnv):
         self.n_voters = n_voters
         self.tie_break = tie_break
         self.possible_agents = [f"voter_{i}" for i in range(n_voters)]
+        self._seat = {a: i for i, a in enumerate(self.possible_agents)}   # voter -> its position (static)
         self.roles = {a: "voter" for a in self.possible_agents}
         self.teams = {a: "team" for a in self.possible_agents}
         self.clue_accuracy = _clues(clue_accuracy, n_voters, kwargs.get("action_mode", "text"))
@@ -155,18 +156,21 @@ class raw_env(ProblemEnv):
     # -------------------------------------------------------------- game
     def _start(self) -> None:
         self._draw_problem()
+        rng = self.np_random
         self._ballots: dict[str, Any] = {}   # voter -> answer text / label index / None (abstain or spoiled)
         self._spoiled: frozenset[str] = frozenset()
-        self._tie_seed = int(self.np_random.integers(2**63 - 1))
+        self._tie_seed = int(rng.integers(2**63 - 1))
         self._tie_draw: float | None = None
-        self._clue: dict[str, int] = {}
+        clue: dict[str, int] = {}
+        self._clue = clue
         if self.clue_accuracy is not None and self.candidates:
+            answer = self._answer_index
+            wrong = [i for i in range(self.num_candidates) if i != answer]
             for agent, p in zip(self.possible_agents, self.clue_accuracy):
-                if self.np_random.random() < p:
-                    self._clue[agent] = self._answer_index
+                if rng.random() < p:
+                    clue[agent] = answer
                 else:
-                    wrong = [i for i in range(self.num_candidates) if i != self._answer_index]
-                    self._clue[agent] = wrong[int(self.np_random.integers(len(wrong)))]
+                    clue[agent] = wrong[int(rng.integers(len(wrong)))]
         self._result: dict[str, Any] | None = None
         self.agent_selection = self.possible_agents[0]
 
@@ -197,7 +201,7 @@ class raw_env(ProblemEnv):
         self._next_voter(agent)
 
     def _next_voter(self, agent: str) -> None:
-        i = self.possible_agents.index(agent)
+        i = self._seat[agent]
         if i + 1 < self.n_voters:
             self.agent_selection = self.possible_agents[i + 1]
         else:
@@ -341,7 +345,7 @@ class raw_env(ProblemEnv):
         k = self.problem_size
         if agent in self._clue:
             out[k + self._clue[agent]] = 1.0
-        out[k + self.num_candidates + self.possible_agents.index(agent)] = 1.0
+        out[k + self.num_candidates + self._seat[agent]] = 1.0
 
     def _render(self) -> str:
         ballots = ", ".join(f"{v}: {self._show(b)}" for v, b in self._ballots.items()) or "(none yet)"
