@@ -284,8 +284,9 @@ class raw_env(TextEnv):
 
     # -------------------------------------------------------------- game state
     def _start(self) -> None:
-        order = self.np_random.permutation(len(self._full_deck))
-        self._deck = tuple(self._full_deck[i] for i in order)  # drawn from the front
+        order = self.np_random.permutation(len(self._full_deck)).tolist()
+        full_deck = self._full_deck
+        self._deck = tuple([full_deck[i] for i in order])  # drawn from the front
         self._pos = 0
         full = (1 << self.colors) - 1, (1 << self.ranks) - 1, -1, -1
         self._fresh = full
@@ -607,29 +608,34 @@ class raw_env(TextEnv):
         P, C, R, H = self.players, self.colors, self.ranks, self.hand_size
         CR = C * R
         o = self._off
+        hands = self._hands
         ones: list[int] = []
         base = o["hands"]
         for k in range(1, P):
             q = (p + k) % P
-            for i, card in enumerate(self._hands[q]):
+            for i, card in enumerate(hands[q]):
                 ones.append(base + ((k - 1) * H + i) * CR + card)
         for k in range(P):
-            if len(self._hands[(p + k) % P]) < H:
+            if len(hands[(p + k) % P]) < H:
                 ones.append(o["short"] + k)
-        out[o["deck"]:o["deck"] + len(self._deck) - self._pos] = 1.0
+        start = o["deck"]                       # thermometers (deck, tokens, discards) as index ranges
+        ones += range(start, start + len(self._deck) - self._pos)
         for c, h in enumerate(self._fireworks):
             if h > 0:
                 ones.append(o["fireworks"] + c * R + h - 1)
-        out[o["info"]:o["info"] + self._info] = 1.0
-        out[o["life"]:o["life"] + self._lives] = 1.0
+        start = o["info"]
+        ones += range(start, start + self._info)
+        start = o["life"]
+        ones += range(start, start + self._lives)
         if self._discards:
             counts = [0] * CR
             for card in self._discards:
                 counts[card] += 1
+            start = o["discards"]
             for card, n in enumerate(counts):
                 if n:
-                    s = o["discards"] + self._discard_start[card]
-                    out[s:s + n] = 1.0
+                    s = start + self._discard_start[card]
+                    ones += range(s, s + n)
         if self._moves:
             self._last_action_bits(p, ones)
         self._knowledge_bits(p, ones)
