@@ -226,9 +226,8 @@ class ArithmeticTasks(TaskSource):
         simple = [answer + 1, answer - 1, answer + 10, answer - 10, answer + 2, answer - 2]
         out: list[int] = []
         for group in (structural, simple):
-            order = rng.permutation(len(group))
-            for i in order:
-                v = int(group[int(i)])
+            for i in rng.permutation(len(group)).tolist():
+                v = int(group[i])
                 if v != answer and v not in out:
                     out.append(v)
         return tuple(str(v) for v in out[: self.num_distractors])
