@@ -472,7 +472,11 @@ class TextEnv(AECEnv):
         del self._cumulative_rewards[agent]
         del self.infos[agent]
         self.agents.remove(agent)
-        dead = next((a for a in self.agents if terms[a] or truncs[a]), None)
+        dead = None
+        for a in self.agents:
+            if terms[a] or truncs[a]:
+                dead = a
+                break
         if dead is not None:
             if getattr(self, "_skip_agent_selection", None) is None:
                 self._skip_agent_selection = self.agent_selection
