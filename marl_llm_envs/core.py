@@ -125,7 +125,7 @@ ACTION_MODES = ("text", "discrete")
 # (mask length, *legal ids) -> that action mask: a pure function of its key, so one table serves every env in the
 # process (never changed once built; action_mask hands out copies). Bounded: past the bound masks are built per call.
 _MASKS: dict[tuple[int, ...], np.ndarray] = {}
-_MASK_CACHE_SIZE = 65536
+_MASK_CACHE_SIZE = 16384    # at most about 6 MB (full Hanabi: about 350 bytes a mask)
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
 
 

@@ -152,7 +152,7 @@ PRESETS: dict[str, dict[str, int]] = {
 # the process: each key starts with the game's geometry, and an entry never changes once written (clones and envs
 # share them safely, as they share the rules). Bounded: past the bound the value is computed on every call.
 _MEMO: dict[tuple, tuple[int, ...] | tuple[tuple[int, ...], tuple[int, ...]]] = {}
-_MEMO_SIZE = 200_000
+_MEMO_SIZE = 10_000    # at most about 17 MB (full Hanabi: about 1.7 kB an entry)
 
 
 def card_count(rank: int, ranks: int) -> int:
