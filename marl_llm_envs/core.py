@@ -122,6 +122,10 @@ __all__ = ["CHARSET", "PRINTABLE", "TEXT_MAX_LENGTH", "TextEnv", "TwoPlayerZeroS
            "printable", "short_repr", "short_text"]
 
 ACTION_MODES = ("text", "discrete")
+# (mask length, *legal ids) -> that action mask: a pure function of its key, so one table serves every env in the
+# process (never changed once built; action_mask hands out copies). Bounded: past the bound masks are built per call.
+_MASKS: dict[tuple[int, ...], np.ndarray] = {}
+_MASK_CACHE_SIZE = 16384    # at most about 6 MB (full Hanabi: about 350 bytes a mask)
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
 
 
@@ -195,9 +199,11 @@ class TextEnv(AECEnv):
         self._observation_spaces: dict[str, spaces.Space] = {}
         self._action_spaces: dict[str, spaces.Space] = {}
         self._action_index: dict[str, dict[str, int]] = {}
+        self._n_actions: dict[str, int] = {}   # agent -> len(action_names(agent)): the mask's length (static)
         for agent in self.possible_agents:
             names = self.action_names(agent)
             self._action_index[agent] = {n.lower(): i for i, n in enumerate(names)}
+            self._n_actions[agent] = len(names)
             obs = {"text": text, "observation": vector}
             if self.action_mode == "discrete":
                 obs["action_mask"] = spaces.Box(0, 1, (len(names),), np.int8)
@@ -269,14 +275,16 @@ class TextEnv(AECEnv):
     def np_random(self) -> np.random.Generator:
         """The env's own RNG: ``numpy.random.default_rng(seed)`` after ``reset(seed)``, built on first use; a clone
         builds its copy of the parent's RNG state on first use too."""
-        if self._rng is None:
-            if self._rng_state is None:
-                self._rng = np.random.default_rng(self._seed)
-            else:
-                rng = np.random.Generator(np.random.PCG64())
-                rng.bit_generator.state = self._rng_state
-                self._rng, self._rng_state = rng, None
-        return self._rng
+        rng = self._rng
+        if rng is not None:
+            return rng
+        if self._rng_state is None:
+            rng = self._rng = np.random.default_rng(self._seed)
+        else:
+            rng = np.random.Generator(np.random.PCG64())
+            rng.bit_generator.state = self._rng_state
+            self._rng, self._rng_state = rng, None
+        return rng
 
     def legal_actions(self, agent: str | None = None) -> list[str]:
         """The legal moves of ``agent`` (default: the agent to move) as text actions, e.g. ``["[check]", "[bet]"]``.
@@ -295,12 +303,24 @@ class TextEnv(AECEnv):
         return [f"[{names[i]}]" for i in self._legal_ids(agent)]
 
     def action_mask(self, agent: str) -> np.ndarray:
+        """1 for each legal index of ``agent`` now (``int8``, ``len(action_names(agent))`` long), all 0 when it is not
+        this agent's turn; a new array on every call."""
         if self._seed is None:
             raise _before_reset("action_mask()")
-        mask = np.zeros(len(self.action_names(agent)), np.int8)
-        if agent == self.agent_selection and agent in self.agents and not self.terminations[agent]:
-            mask[self._legal_ids(agent)] = 1
-        return mask
+        n = self._n_actions.get(agent)
+        if n is None:                                         # not one of possible_agents: what its names give
+            n = len(self.action_names(agent))
+        elif agent == self.agent_selection and agent in self.agents and not self.terminations[agent]:
+            legal = self._legal_ids(agent)
+            key = (n, *legal)
+            mask = _MASKS.get(key)       # a mask is a function of its length and legal ids: built once, copied out
+            if mask is None:
+                mask = np.zeros(n, np.int8)
+                mask[legal] = 1
+                if len(_MASKS) < _MASK_CACHE_SIZE:
+                    _MASKS[key] = mask
+            return mask.copy()
+        return np.zeros(n, np.int8)
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is None:
@@ -309,14 +329,18 @@ class TextEnv(AECEnv):
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         self._seed = int(seed)
         self._rng = self._rng_state = None  # np_random builds default_rng(seed) on first use
-        self.agents = list(self.possible_agents)
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
+        seats = self.possible_agents
+        start = self.__dict__.get("_start_tables")
+        if start is None or start[0] is not seats or start[1] is not self.teams or start[2] is not self.roles:
+            start = self._start_tables = self._build_start_tables()
+        self.agents = list(seats)
+        self.rewards = dict.fromkeys(seats, 0.0)
+        self._cumulative_rewards = dict.fromkeys(seats, 0.0)
+        self.terminations = dict.fromkeys(seats, False)
+        self.truncations = dict.fromkeys(seats, False)
         self._team_return = dict.fromkeys(self.teams.values(), 0.0)
-        self.infos = {a: self._base_info(a) for a in self.agents}
-        self._retries = {a: 0 for a in self.agents}
+        self.infos = {a: info.copy() for a, info in start[3]}
+        self._retries = dict.fromkeys(seats, 0)
         self._error: dict[str, str] = {}
         self._log = None
         self._ablations = ()
@@ -324,6 +348,17 @@ class TextEnv(AECEnv):
         self._steps = 0
         self._present = None    # the teams' members: every seat until agents join or leave (see _give)
         self._start()
+
+    def _build_start_tables(self) -> tuple:
+        """What every ``reset`` starts from, built once per env (static, shared by clones; never changed in place):
+        the seats, teams and roles it was built from, and each seat's info at the start of an episode."""
+        zero = dict.fromkeys(self.teams.values(), 0.0)
+        infos = []
+        for agent in self.possible_agents:
+            team = self.teams[agent]
+            infos.append((agent, {"team": team, "role": self.roles[agent], "team_reward": zero[team],
+                                  "invalid_action": None, "invalid_count": 0}))
+        return self.possible_agents, self.teams, self.roles, tuple(infos)
 
     def _base_info(self, agent: str) -> dict[str, Any]:
         team = self.teams[agent]
@@ -344,10 +379,7 @@ class TextEnv(AECEnv):
             raise _before_reset("observe()")
         vector = np.zeros(self.vector_size, np.float32)
         self._vector(agent, vector)
-        if text:
-            obs = {"text": self._prompt(agent), "observation": vector}
-        else:
-            obs = {"observation": vector}
+        obs = {"text": self._prompt(agent), "observation": vector} if text else {"observation": vector}
         if self.action_mode == "discrete":
             obs["action_mask"] = self.action_mask(agent)
         return obs
@@ -426,6 +458,37 @@ class TextEnv(AECEnv):
             self.rewards[a] = 0.0
         return agent
 
+    def _was_dead_step(self, action: Any) -> None:
+        """PettingZoo's ``_was_dead_step`` (the same checks, tables and next agent), finding the next dead agent by
+        stopping at the first one instead of listing them all (every voter's dead step used to scan every voter)."""
+        if action is not None:
+            raise ValueError("when an agent is dead, the only valid action is None")
+        agent = self.agent_selection
+        terms, truncs = self.terminations, self.truncations
+        assert terms[agent] or truncs[agent], "an agent that was not dead as attempted to be removed"
+        del terms[agent]
+        del truncs[agent]
+        del self.rewards[agent]
+        del self._cumulative_rewards[agent]
+        del self.infos[agent]
+        self.agents.remove(agent)
+        dead = None
+        for a in self.agents:
+            if terms[a] or truncs[a]:
+                dead = a
+                break
+        if dead is not None:
+            if getattr(self, "_skip_agent_selection", None) is None:
+                self._skip_agent_selection = self.agent_selection
+            self.agent_selection = dead
+        else:
+            if getattr(self, "_skip_agent_selection", None) is not None:
+                self.agent_selection = self._skip_agent_selection
+            self._skip_agent_selection = None
+        rewards = self.rewards
+        for a in rewards:
+            rewards[a] = 0
+
     def _read_text(self, agent: str, action: Any) -> Any:
         """A text action cut to ``TEXT_MAX_LENGTH`` characters; ``infos[agent]["ignored_chars"]`` records the cut
         (and is dropped again on the agent's next step without one). Anything else is returned unchanged."""
@@ -482,19 +545,24 @@ class TextEnv(AECEnv):
         return index
 
     def _interpret(self, agent: str, action: Any) -> tuple[Any, str | None]:
-        names = self.action_names(agent)
         if self.action_mode == "discrete":
-            if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-                if isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
-                    action = int(action)
-                else:
-                    return None, f"expected an action index (int), got {short_repr(action, 40)}"
-            index = int(action)
-            if not 0 <= index < len(names):
-                return None, f"action index {short_repr(index, 40)} is out of range 0..{len(names) - 1}"
-            if index not in self._legal_ids(agent):
-                return None, self._illegal(agent, names[index])
-            return self._index_to_move(agent, index), None
+            if type(action) is not int:         # a plain int is the common case: no further checks
+                if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+                    if (isinstance(action, np.ndarray) and action.shape == ()
+                            and np.issubdtype(action.dtype, np.integer)):
+                        action = int(action)
+                    else:
+                        return None, f"expected an action index (int), got {short_repr(action, 40)}"
+                action = int(action)
+            n = self._n_actions.get(agent)
+            if n is None:
+                n = len(self.action_names(agent))
+            if not 0 <= action < n:
+                return None, f"action index {short_repr(action, 40)} is out of range 0..{n - 1}"
+            if action not in self._legal_ids(agent):
+                return None, self._illegal(agent, self.action_names(agent)[action])
+            return self._index_to_move(agent, action), None
+        names = self.action_names(agent)
         if not isinstance(action, str):
             return None, f"expected a text action (str), got {short_repr(action, 40)}"
         if not names:

@@ -148,6 +148,13 @@ PRESETS: dict[str, dict[str, int]] = {
 }
 
 
+# Memo tables of pure functions of their keys (a hand's hint moves, a hand's knowledge bits), shared by every env of
+# the process: each key starts with the game's geometry, and an entry never changes once written (clones and envs
+# share them safely, as they share the rules). Bounded: past the bound the value is computed on every call.
+_MEMO: dict[tuple, tuple[int, ...] | tuple[tuple[int, ...], tuple[int, ...]]] = {}
+_MEMO_SIZE = 10_000    # at most about 17 MB (full Hanabi: about 1.7 kB an entry)
+
+
 def card_count(rank: int, ranks: int) -> int:
     """Copies of each card of a colour, as HLE's ``NumberCardInstances``: 3 for rank 0, 1 for the top, 2 between."""
     if rank == 0:
@@ -209,6 +216,7 @@ class raw_env(TextEnv):
         self.max_score = C * R
         self.attainable_max_score = min(self.max_score, self.deck_size - P * H + P)
         self.possible_agents = [f"player_{i}" for i in range(P)]
+        self._seats = {a: i for i, a in enumerate(self.possible_agents)}    # player -> seat (static)
         self.roles = {a: a for a in self.possible_agents}
         self.teams = {a: "team" for a in self.possible_agents}
         self._full_deck = tuple(c * R + r for c in range(C) for r in range(R) for _ in range(card_count(r, R)))
@@ -268,16 +276,17 @@ class raw_env(TextEnv):
                 starts.append(s)
                 s += card_count(r, R)
         self._discard_start = starts
-        # (plausible colour mask, plausible rank mask) -> the offsets of its plausible cards (static, shared by clones)
-        self._plausible_cells: dict[tuple[int, int], tuple[int, ...]] = {}
+        # what the memo tables' keys start with: everything the layout and the move table depend on
+        self._geometry = (P, C, R, H, self.max_information_tokens, self.max_life_tokens, self.vector_size)
 
     def action_names(self, agent: str) -> list[str]:
         return self._names[agent]
 
     # -------------------------------------------------------------- game state
     def _start(self) -> None:
-        order = self.np_random.permutation(len(self._full_deck))
-        self._deck = tuple(self._full_deck[i] for i in order)  # drawn from the front
+        order = self.np_random.permutation(len(self._full_deck)).tolist()
+        full_deck = self._full_deck
+        self._deck = tuple([full_deck[i] for i in order])  # drawn from the front
         self._pos = 0
         full = (1 << self.colors) - 1, (1 << self.ranks) - 1, -1, -1
         self._fresh = full
@@ -299,7 +308,8 @@ class raw_env(TextEnv):
         self.agent_selection = self.possible_agents[0]
 
     def _seat(self, agent: str) -> int:
-        return int(agent.rsplit("_", 1)[1])
+        seat = self._seats.get(agent)
+        return int(agent.rsplit("_", 1)[1]) if seat is None else seat
 
     def score(self) -> int:
         """The team's score now (0 once the last life token is lost)."""
@@ -316,14 +326,22 @@ class raw_env(TextEnv):
         if self._info > 0:
             base = 2 * H
             colour_ids, rank_ids = [], []
+            geometry = self._geometry
             for k in range(1, P):
                 hand = self._hands[(p + k) % P]
-                cs = {card // R for card in hand}
-                rs = {card % R for card in hand}
-                colour_ids.extend(base + (k - 1) * C + c for c in sorted(cs))
-                rank_ids.extend(base + (P - 1) * C + (k - 1) * R + r for r in sorted(rs))
-            legal.extend(colour_ids)
-            legal.extend(rank_ids)
+                key = (geometry, "hints", k, hand)
+                hints = _MEMO.get(key)
+                if hints is None:   # the hints that touch a card of this hand, given to the player k seats on
+                    cs = {card // R for card in hand}
+                    rs = {card % R for card in hand}
+                    hints = (tuple(base + (k - 1) * C + c for c in sorted(cs)),
+                             tuple(base + (P - 1) * C + (k - 1) * R + r for r in sorted(rs)))
+                    if len(_MEMO) < _MEMO_SIZE:
+                        _MEMO[key] = hints
+                colour_ids += hints[0]
+                rank_ids += hints[1]
+            legal += colour_ids
+            legal += rank_ids
         return legal
 
     def _null_move(self, agent: str) -> int:
@@ -590,29 +608,34 @@ class raw_env(TextEnv):
         P, C, R, H = self.players, self.colors, self.ranks, self.hand_size
         CR = C * R
         o = self._off
+        hands = self._hands
         ones: list[int] = []
         base = o["hands"]
         for k in range(1, P):
             q = (p + k) % P
-            for i, card in enumerate(self._hands[q]):
+            for i, card in enumerate(hands[q]):
                 ones.append(base + ((k - 1) * H + i) * CR + card)
         for k in range(P):
-            if len(self._hands[(p + k) % P]) < H:
+            if len(hands[(p + k) % P]) < H:
                 ones.append(o["short"] + k)
-        out[o["deck"]:o["deck"] + len(self._deck) - self._pos] = 1.0
+        start = o["deck"]                       # thermometers (deck, tokens, discards) as index ranges
+        ones += range(start, start + len(self._deck) - self._pos)
         for c, h in enumerate(self._fireworks):
             if h > 0:
                 ones.append(o["fireworks"] + c * R + h - 1)
-        out[o["info"]:o["info"] + self._info] = 1.0
-        out[o["life"]:o["life"] + self._lives] = 1.0
+        start = o["info"]
+        ones += range(start, start + self._info)
+        start = o["life"]
+        ones += range(start, start + self._lives)
         if self._discards:
             counts = [0] * CR
             for card in self._discards:
                 counts[card] += 1
+            start = o["discards"]
             for card, n in enumerate(counts):
                 if n:
-                    s = o["discards"] + self._discard_start[card]
-                    out[s:s + n] = 1.0
+                    s = start + self._discard_start[card]
+                    ones += range(s, s + n)
         if self._moves:
             self._last_action_bits(p, ones)
         self._knowledge_bits(p, ones)
@@ -649,20 +672,25 @@ class raw_env(TextEnv):
         P, C, R, H, o = self.players, self.colors, self.ranks, self.hand_size, self._off
         CR = C * R
         per = CR + C + R
-        cells = self._plausible_cells
+        geometry = self._geometry
+        know = self._know
         for k in range(P):
-            q = (p + k) % P
-            for i, (cm, rm, kc, kr) in enumerate(self._know[q]):
-                s = o["know"] + (k * H + i) * per
-                offsets = cells.get((cm, rm))
-                if offsets is None:
-                    offsets = cells[(cm, rm)] = tuple(c * R + r for c in range(C) if cm >> c & 1
-                                                      for r in range(R) if rm >> r & 1)
-                ones += [s + x for x in offsets]
-                if kc >= 0:
-                    ones.append(s + CR + kc)
-                if kr >= 0:
-                    ones.append(s + CR + C + kr)
+            hand = know[(p + k) % P]
+            key = (geometry, "know", k, hand)
+            bits = _MEMO.get(key)
+            if bits is None:    # the 1-bits of one hand's knowledge, in the section of the player k seats on
+                bits = []
+                for i, (cm, rm, kc, kr) in enumerate(hand):
+                    s = o["know"] + (k * H + i) * per
+                    bits += [s + c * R + r for c in range(C) if cm >> c & 1 for r in range(R) if rm >> r & 1]
+                    if kc >= 0:
+                        bits.append(s + CR + kc)
+                    if kr >= 0:
+                        bits.append(s + CR + C + kr)
+                bits = tuple(bits)
+                if len(_MEMO) < _MEMO_SIZE:
+                    _MEMO[key] = bits
+            ones += bits
 
     def _render(self) -> str:
         hands = " | ".join(f"player_{q}: {' '.join(self._card(c) for c in h)}" for q, h in enumerate(self._hands))

@@ -149,14 +149,19 @@ class raw_env(PokerMatchEnv):
         )
 
     def _vector(self, agent: str, out: np.ndarray) -> None:
+        # ``out`` is zeroed: only the non-zero entries are written
         out[self._cards[agent]] = 1.0
-        out[3] = 1.0 if self._first == agent else 0.0
-        for i, (_, move) in enumerate(self._history[:3]):
-            out[4 + 2 * i + (1 if move in (BET, CALL) else 0)] = 1.0
+        if self._first == agent:
+            out[3] = 1.0
+        history = self._history
+        for i, (_, move) in enumerate(history[:3]):
+            out[4 + 2 * i + (1 if move == BET or move == CALL else 0)] = 1.0
         out[10] = self._chips[agent] / (2.0 * self.rounds)
         out[11] = self._hand / self.rounds
-        out[12] = 1.0 if self._facing_bet() else 0.0
-        out[13] = 1.0 if self._last_showdown is not None and self._last_showdown[0] else 0.0
+        if history and history[-1][1] == BET:       # facing a bet
+            out[12] = 1.0
+        if self._last_showdown is not None and self._last_showdown[0]:
+            out[13] = 1.0
 
     def _render(self) -> str:
         c = self._cards

@@ -66,16 +66,17 @@ class ProblemEnv(TextEnv):
 
     # -------------------------------------------------------------- problem
     def _draw_problem(self) -> None:
-        self.task: Task = self.task_source.sample(self.np_random, self.split)
+        rng = self.np_random
+        self.task: Task = self.task_source.sample(rng, self.split)
         if self.action_mode == "discrete":
             wrong = list(self.task.distractors[: self.num_candidates - 1])
             if len(wrong) < self.num_candidates - 1:
                 raise ValueError(f"task {self.task.task_id} has {len(self.task.distractors)} distractors; "
                                  f"num_candidates={self.num_candidates} needs {self.num_candidates - 1}")
-            order = self.np_random.permutation(self.num_candidates)
+            order = rng.permutation(self.num_candidates).tolist()
             options = [self.task.answer, *wrong]
             self.candidates = [options[i] for i in order]
-            self._answer_index = int(np.argmin(order))  # the position of options[0]
+            self._answer_index = order.index(0)  # the position of options[0]
         else:
             self.candidates = []
             self._answer_index = -1

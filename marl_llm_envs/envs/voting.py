@@ -137,6 +137,7 @@ class raw_env(ProblemEnv):
         self.n_voters = n_voters
         self.tie_break = tie_break
         self.possible_agents = [f"voter_{i}" for i in range(n_voters)]
+        self._seat = {a: i for i, a in enumerate(self.possible_agents)}   # voter -> its position (static)
         self.roles = {a: "voter" for a in self.possible_agents}
         self.teams = {a: "team" for a in self.possible_agents}
         self.clue_accuracy = _clues(clue_accuracy, n_voters, kwargs.get("action_mode", "text"))
@@ -155,18 +156,21 @@ class raw_env(ProblemEnv):
     # -------------------------------------------------------------- game
     def _start(self) -> None:
         self._draw_problem()
+        rng = self.np_random
         self._ballots: dict[str, Any] = {}   # voter -> answer text / label index / None (abstain or spoiled)
         self._spoiled: frozenset[str] = frozenset()
-        self._tie_seed = int(self.np_random.integers(2**63 - 1))
+        self._tie_seed = int(rng.integers(2**63 - 1))
         self._tie_draw: float | None = None
-        self._clue: dict[str, int] = {}
+        clue: dict[str, int] = {}
+        self._clue = clue
         if self.clue_accuracy is not None and self.candidates:
+            answer = self._answer_index
+            wrong = [i for i in range(self.num_candidates) if i != answer]
             for agent, p in zip(self.possible_agents, self.clue_accuracy):
-                if self.np_random.random() < p:
-                    self._clue[agent] = self._answer_index
+                if rng.random() < p:
+                    clue[agent] = answer
                 else:
-                    wrong = [i for i in range(self.num_candidates) if i != self._answer_index]
-                    self._clue[agent] = wrong[int(self.np_random.integers(len(wrong)))]
+                    clue[agent] = wrong[int(rng.integers(len(wrong)))]
         self._result: dict[str, Any] | None = None
         self.agent_selection = self.possible_agents[0]
 
@@ -197,7 +201,7 @@ class raw_env(ProblemEnv):
         self._next_voter(agent)
 
     def _next_voter(self, agent: str) -> None:
-        i = self.possible_agents.index(agent)
+        i = self._seat[agent]
         if i + 1 < self.n_voters:
             self.agent_selection = self.possible_agents[i + 1]
         else:
@@ -227,26 +231,32 @@ class raw_env(ProblemEnv):
             groups = self._groups()
         skip_key, skip = None, -1       # the group that loses exclude's ballot, and its seat
         if exclude is not None and self._ballots.get(exclude) is not None:
-            skip_key, skip = self._key(self._ballots[exclude]), self.possible_agents.index(exclude)
-        tally = []  # [count, first voter position, representative ballot] of each answer
+            skip_key, skip = self._key(self._ballots[exclude]), self._seat[exclude]
+        top, tied = 0, []               # the most votes, and the (first voter position, ballot) of each answer with them
         for key, members in groups.items():
-            if key != skip_key:
-                tally.append([len(members), members[0][0], members[0][1]])
-            elif len(members) > 1:
-                first = members[1] if members[0][0] == skip else members[0]
-                tally.append([len(members) - 1, first[0], first[1]])
-        if not tally:
+            count, first = len(members), members[0]
+            if key == skip_key:
+                count -= 1
+                if count == 0:
+                    continue
+                if first[0] == skip:
+                    first = members[1]
+            if count > top:
+                top, tied = count, [first]
+            elif count == top:
+                tied.append(first)
+        if not tied:
             return None
-        top = max(g[0] for g in tally)
-        tied = sorted((g for g in tally if g[0] == top), key=lambda g: g[1])
+        if len(tied) > 1:
+            tied.sort(key=_position)    # seat order (each voter casts one ballot, so positions differ)
         if len(tied) == 1 or self.tie_break == "first":
-            return tied[0][2]
+            return tied[0][1]
         if self.tie_break == "none":
             return None
         if self._tie_draw is None:      # the episode's one tie-break draw, = default_rng(_tie_seed).random()
             self._tie_draw = first_uniform([self._tie_seed])
         draw = self._tie_draw
-        return tied[int(draw * len(tied))][2]
+        return tied[int(draw * len(tied))][1]
 
     def _correct(self, ballot: Any) -> bool:
         if ballot is None:
@@ -341,11 +351,15 @@ class raw_env(ProblemEnv):
         k = self.problem_size
         if agent in self._clue:
             out[k + self._clue[agent]] = 1.0
-        out[k + self.num_candidates + self.possible_agents.index(agent)] = 1.0
+        out[k + self.num_candidates + self._seat[agent]] = 1.0
 
     def _render(self) -> str:
         ballots = ", ".join(f"{v}: {self._show(b)}" for v, b in self._ballots.items()) or "(none yet)"
         return f"[voting] task {self.task.task_id} | answer: {self.task.answer} | ballots: {ballots}"
+
+
+def _position(member: tuple[int, Any]) -> int:
+    return member[0]
 
 
 def _clues(clue_accuracy: Any, n_voters: int, action_mode: str) -> list[float] | None:

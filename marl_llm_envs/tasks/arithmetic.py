@@ -15,6 +15,7 @@ _OPS = ("+", "-", "*")
 _OP_CDF = choice_cdf([0.38, 0.38, 0.24])  # rng.choice(_OPS, p=[0.38, 0.38, 0.24]), drawn without its overhead
 
 _PREC = {"+": 1, "-": 1, "*": 2}
+_OP_SLOT = {"+": 2, "-": 3, "*": 4}    # an operator's place in its feature slot
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,28 @@ def _op_variants(node) -> list:
     return out
 
 
+_FLIP = {"+": "-", "-": "+"}
+
+
+def _variant_values(node, delta: int) -> tuple[int, list[int], list[int]]:
+    """``(value, op_values, leaf_values)`` of ``node``: its value, the values of :func:`_op_variants` (node)` and of
+    :func:`_leaf_variants` (node, delta)`, in those functions' order, computed in one pass without building the
+    variant trees (each variant differs from ``node`` along one path, so its value is the path's operators applied
+    to the changed subtree's value and the unchanged siblings' values)."""
+    if isinstance(node, _Num):
+        v = node.value
+        return v, [], [v + delta]
+    op = node.op
+    lv, lops, lleaf = _variant_values(node.left, delta)
+    rv, rops, rleaf = _variant_values(node.right, delta)
+    ops = [_apply(_FLIP[op], lv, rv)] if op in _FLIP else []
+    ops += [_apply(op, x, rv) for x in lops]
+    ops += [_apply(op, lv, x) for x in rops]
+    leaf = [_apply(op, x, rv) for x in lleaf]
+    leaf += [_apply(op, lv, x) for x in rleaf]
+    return _apply(op, lv, rv), ops, leaf
+
+
 class ArithmeticTasks(TaskSource):
     """Multi-step integer arithmetic with ``+ - *`` and parentheses.
 
@@ -195,34 +218,36 @@ class ArithmeticTasks(TaskSource):
         """``num_distractors`` wrong values: structural mistakes (precedence, parentheses, a wrong operator or
         operand) first, then near misses, each group in random order."""
         structural = [_eval_flat(toks, left_to_right=True), _eval_flat(toks, left_to_right=False)]
-        structural += [_eval_tree(t) for t in _op_variants(tree)]
-        structural += [_eval_tree(t) for t in _leaf_variants(tree, uniform_choice(rng, (-1, 1)))]
+        _, op_values, leaf_values = _variant_values(tree, uniform_choice(rng, (-1, 1)))
+        structural += op_values       # = [_eval_tree(t) for t in _op_variants(tree)]
+        structural += leaf_values     # = [_eval_tree(t) for t in _leaf_variants(tree, delta)]
         if answer != 0:
             structural.append(-answer)
         simple = [answer + 1, answer - 1, answer + 10, answer - 10, answer + 2, answer - 2]
         out: list[int] = []
         for group in (structural, simple):
-            order = rng.permutation(len(group))
-            for i in order:
-                v = int(group[int(i)])
+            for i in rng.permutation(len(group)).tolist():
+                v = int(group[i])
                 if v != answer and v not in out:
                     out.append(v)
         return tuple(str(v) for v in out[: self.num_distractors])
 
     def expression_features(self, toks: Sequence[tuple[str, int]]) -> tuple[float, ...]:
         """The tokens one-hot per slot (number with its scaled value, operator, parenthesis), flattened."""
-        feats = np.zeros((self.max_tokens, self._SLOT), dtype=np.float64)
+        slot = self._SLOT
+        feats = [0.0] * (self.max_tokens * slot)
         for i, (kind, val) in enumerate(toks[: self.max_tokens]):
+            at = i * slot
             if kind == "num":
-                feats[i, 0] = 1.0
-                feats[i, 1] = _finite_unit(val / self.max_operand)
+                feats[at] = 1.0
+                feats[at + 1] = _finite_unit(val / self.max_operand)
             elif kind == "op":
-                feats[i, {"+": 2, "-": 3, "*": 4}[val]] = 1.0  # type: ignore[index]
+                feats[at + _OP_SLOT[val]] = 1.0  # type: ignore[index]
             elif kind == "(":
-                feats[i, 5] = 1.0
+                feats[at + 5] = 1.0
             else:
-                feats[i, 5] = -1.0
-        return tuple(float(x) for x in feats.ravel())
+                feats[at + 5] = -1.0
+        return tuple(feats)
 
     def sample(self, rng: np.random.Generator, split: str = "train") -> Task:
         _check_split(split)

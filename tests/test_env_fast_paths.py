@@ -1,0 +1,124 @@
+"""The envs' fast paths (issue 17) give what the plain computation gives: masks handed out as fresh arrays, the
+dead-agent step as PettingZoo's, arithmetic distractors as the variant trees' values, Hanabi's memo tables per game."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pettingzoo import AECEnv
+
+from marl_llm_envs import make
+from marl_llm_envs.envs import hanabi
+from marl_llm_envs.tasks.arithmetic import (ArithmeticTasks, _eval_tree, _leaf_variants, _op_variants,
+                                            _variant_values)
+
+
+@pytest.mark.parametrize("env_id", ["kuhn_poker-v0", "mini_hanabi-v1", "voting-v0"])
+def test_action_mask_is_a_new_array_that_the_caller_may_change(env_id):
+    # masks are built once per legal set and copied out: changing one must not change the next
+    env = make(env_id, action_mode="discrete")
+    env.reset(seed=3)
+    agent = env.agent_selection
+    first = env.action_mask(agent)
+    expected = first.copy()
+    first[:] = 0
+    env.observe(agent, text=False)["action_mask"][:] = 0
+    assert np.array_equal(env.action_mask(agent), expected)
+    assert np.array_equal(env.observe(agent)["action_mask"], expected)
+    assert expected.dtype == np.int8 and expected.sum() == len(env.legal_actions(agent)) > 0
+
+
+def _dead_step_trace(env, dead_step) -> list:
+    trace = []
+    while env.agents:
+        dead_step(env)
+        trace.append((list(env.agents), env.agent_selection, getattr(env, "_skip_agent_selection", None),
+                      dict(env.rewards), dict(env._cumulative_rewards), sorted(env.infos)))
+    return trace
+
+
+@pytest.mark.parametrize("dead", [("voter_0", "voter_1", "voter_2", "voter_3", "voter_4"), ("voter_2", "voter_4"),
+                                  ("voter_3",)])
+def test_dead_agent_steps_remove_agents_in_pettingzoos_order(dead):
+    # TextEnv's _was_dead_step stops at the first dead agent instead of listing them all; the agents removed, the
+    # next agent selected and the tables cleared must be PettingZoo's, step by step
+    env = make("voting-v0", n_voters=5, action_mode="discrete")
+    env.reset(seed=0)
+    env.step(0)
+    for agent in dead:
+        env.terminations[agent] = True
+    env.agent_selection = dead[0]
+    env.rewards = {a: 0.5 for a in env.rewards}
+    ours, theirs = env.clone(), env.clone()
+
+    def step_ours(e):
+        if e.terminations.get(e.agent_selection) or e.truncations.get(e.agent_selection):
+            e._was_dead_step(None)
+        else:   # the live agents that remain: end the trace here
+            e.agents.clear()
+
+    def step_theirs(e):
+        if e.terminations.get(e.agent_selection) or e.truncations.get(e.agent_selection):
+            AECEnv._was_dead_step(e, None)
+        else:
+            e.agents.clear()
+
+    assert _dead_step_trace(ours, step_ours) == _dead_step_trace(theirs, step_theirs)
+
+
+def test_dead_agent_step_refuses_an_action_like_pettingzoo():
+    env = make("kuhn_poker-v0", action_mode="discrete")
+    env.reset(seed=0)
+    env.step(3 if env.action_mask(env.agent_selection)[3] else 1)
+    while not (env.terminations[env.agent_selection]):
+        env.step(int(np.flatnonzero(env.action_mask(env.agent_selection))[0]))
+    with pytest.raises(ValueError, match="only valid action is None"):
+        env.step(0)
+
+
+@pytest.mark.parametrize("difficulty", [1, 2, 3, 4, 5])
+def test_arithmetic_distractor_values_are_the_variant_trees_values(difficulty):
+    source = ArithmeticTasks(difficulty=difficulty)
+    rng = np.random.default_rng(difficulty)
+    for _ in range(200):
+        tree = source._random_tree(rng, source.n_ops)
+        for delta in (-1, 1):
+            value, ops, leaves = _variant_values(tree, delta)
+            assert value == _eval_tree(tree)
+            assert ops == [_eval_tree(t) for t in _op_variants(tree)]
+            assert leaves == [_eval_tree(t) for t in _leaf_variants(tree, delta)]
+
+
+def _hanabi_views(env_ids, seed) -> list:
+    envs = [make(e, action_mode="discrete") for e in env_ids]
+    rngs = [np.random.default_rng(seed + n) for n in range(len(envs))]
+    for n, env in enumerate(envs):
+        env.reset(seed=seed + n)
+    views = []
+    for _ in range(40):             # the games' moves interleaved, so their memo entries are written in turn
+        for env, rng in zip(envs, rngs):
+            if env.done:
+                continue
+            agent = env.agent_selection
+            obs = env.observe(agent, text=False)
+            views.append((env.env_id, obs["observation"].tobytes(), obs["action_mask"].tobytes(),
+                          tuple(env.legal_actions(agent))))
+            legal = np.flatnonzero(obs["action_mask"])
+            env.step(int(legal[int(rng.integers(len(legal)))]))
+    return views
+
+
+def test_hanabi_memo_tables_keep_each_game_apart():
+    # the memo tables are shared by every env of the process, keyed by the game's geometry: four presets played in
+    # turn must see what each computes with empty tables
+    presets = ["mini_hanabi-v1", "hanabi_small-v1", "simple_hanabi-v1", "hanabi-v1"]
+    saved = dict(hanabi._MEMO)
+    try:
+        warm = _hanabi_views(presets, seed=11)
+        for preset in presets:
+            hanabi._MEMO.clear()
+            cold = _hanabi_views([preset], seed=11 + presets.index(preset))
+            assert cold == [v for v in warm if v[0] == preset]
+    finally:
+        hanabi._MEMO.clear()
+        hanabi._MEMO.update(saved)
