@@ -130,7 +130,7 @@ class Generation:
     prompt_ids: list[int] = field(default_factory=list)
     completion_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)  # one per completion token, under the sampling distribution
-    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific notes (finish_reason, the MLP's inputs)
+    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific notes (finish_reason, prompt_truncated)
     choice: Choice | None = None       # a move chosen from the legal ones (choice mode, the MLP, bots); None = free text
 
     @property

@@ -696,9 +696,7 @@ class RolloutEngine:
             rec, digest = self._match(job, agent, text, legal)
             if rec is not None:
                 return _Decision(job, agent, None, digest, rec, legal)
-            if "vector" in observes:
-                obs = env.observe(agent, text=False)
-                vector, mask = obs["observation"], obs.get("action_mask")
+            _, vector, mask = observation_fields(env, agent, observes)   # no "text" in observes here
         else:
             text, vector, mask = observation_fields(env, agent, observes | _TEXT if job.digest else observes)
             if job.digest or "legal_actions" in observes:
