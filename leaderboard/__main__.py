@@ -12,7 +12,6 @@ and rank the entries.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -27,6 +26,8 @@ _STORE_HELP = f"the entry store (default: {DEFAULT_STORE})"
 
 
 def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, list[str]]:
+    from baselines.train.config import read_run_config
+
     env_ids = sorted({t.env_id for t in protocol.tasks})
     out: dict[str, list[str]] = {}
     default = None
@@ -40,14 +41,14 @@ def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, l
             default = s
     by_seed: dict[str, dict[int, str]] = {}
     for run in runs:         # credit track: trainer run folders, one per env and training seed of the protocol
-        config = Path(run) / "config.json"
-        if not config.is_file():
-            raise ValueError(f"--runs {run}: no config.json (a folder written by python -m baselines.train)")
-        cfg = json.loads(config.read_text())
-        seeds = by_seed.setdefault(cfg["env"], {})
-        if cfg["seed"] in seeds:
-            raise ValueError(f"--runs: two runs of {cfg['env']} with seed {cfg['seed']}: {seeds[cfg['seed']]}, {run}")
-        seeds[cfg["seed"]] = f"checkpoint:{run}"
+        try:
+            cfg = read_run_config(Path(run)).config
+        except ValueError as e:
+            raise ValueError(f"--runs {run}: {e}") from None
+        seeds = by_seed.setdefault(cfg.env, {})
+        if cfg.seed in seeds:
+            raise ValueError(f"--runs: two runs of {cfg.env} with seed {cfg.seed}: {seeds[cfg.seed]}, {run}")
+        seeds[cfg.seed] = f"checkpoint:{run}"
     if by_seed:
         if protocol.train is None:
             raise ValueError(f"--runs is for credit-track protocols; {protocol.key} is a policy-track protocol")

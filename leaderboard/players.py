@@ -186,10 +186,10 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
         if step_dir is None:
             raise ValueError(f"{spec}: no checkpoint in {path / 'checkpoints'} (a trainer run folder, or one "
                              f"checkpoints/step-N folder)")
-    config_path = run_dir / "config.json"
-    if not config_path.is_file():
-        raise ValueError(f"{spec}: no config.json in {run_dir} (the trainer writes it next to checkpoints/)")
-    run = read_run_config(run_dir)
+    try:
+        run = read_run_config(run_dir)      # the trainer writes config.json next to checkpoints/
+    except ValueError as e:
+        raise ValueError(f"{spec}: {e}") from None
     cfg, resolved_mode, config_hash = run.config, run.resolved.action_mode, run.resolved.config_hash
     if cfg.env != env_id:
         raise ValueError(f"{spec}: the run was trained on {cfg.env}, not {env_id}; give a player for {env_id} with "
