@@ -330,15 +330,15 @@ class TextEnv(AECEnv):
         self._seed = int(seed)
         self._rng = self._rng_state = None  # np_random builds default_rng(seed) on first use
         seats = self.possible_agents
-        start = self.__dict__.get("_start_tables")
-        if start is None or start[0] is not seats or start[1] is not self.teams or start[2] is not self.roles:
-            start = self._start_tables = self._build_start_tables()
         self.agents = list(seats)
         self.rewards = dict.fromkeys(seats, 0.0)
         self._cumulative_rewards = dict.fromkeys(seats, 0.0)
         self.terminations = dict.fromkeys(seats, False)
         self.truncations = dict.fromkeys(seats, False)
         self._team_return = dict.fromkeys(self.teams.values(), 0.0)
+        start = self.__dict__.get("_start_tables")
+        if start is None or start[0] is not seats or start[1] is not self.teams or start[2] is not self.roles:
+            start = self._start_tables = self._build_start_tables()
         self.infos = {a: info.copy() for a, info in start[3]}
         self._retries = dict.fromkeys(seats, 0)
         self._error: dict[str, str] = {}
@@ -351,14 +351,10 @@ class TextEnv(AECEnv):
 
     def _build_start_tables(self) -> tuple:
         """What every ``reset`` starts from, built once per env (static, shared by clones; never changed in place):
-        the seats, teams and roles it was built from, and each seat's info at the start of an episode."""
-        zero = dict.fromkeys(self.teams.values(), 0.0)
-        infos = []
-        for agent in self.possible_agents:
-            team = self.teams[agent]
-            infos.append((agent, {"team": team, "role": self.roles[agent], "team_reward": zero[team],
-                                  "invalid_action": None, "invalid_count": 0}))
-        return self.possible_agents, self.teams, self.roles, tuple(infos)
+        the seats, teams and roles it was built from, and each seat's info at the start of an episode
+        (:meth:`_base_info` while every team's return is 0, as ``reset`` has just set it)."""
+        infos = tuple((agent, self._base_info(agent)) for agent in self.possible_agents)
+        return self.possible_agents, self.teams, self.roles, infos
 
     def _base_info(self, agent: str) -> dict[str, Any]:
         team = self.teams[agent]

@@ -158,7 +158,7 @@ class raw_env(PokerMatchEnv):
             out[4 + 2 * i + (1 if move == BET or move == CALL else 0)] = 1.0
         out[10] = self._chips[agent] / (2.0 * self.rounds)
         out[11] = self._hand / self.rounds
-        if history and history[-1][1] == BET:       # facing a bet
+        if self._facing_bet():
             out[12] = 1.0
         if self._last_showdown is not None and self._last_showdown[0]:
             out[13] = 1.0
