@@ -152,7 +152,8 @@ class Claims:
         diffs = [np.subtract(self.seeds(a, s), self.seeds(b, s)) for s in settings]
         m, lo, hi = slope_ci(knobs, diffs)
         verdict = sign_verdict(lo, hi)
-        self.lines.append(f"- {a} - {b} against log2({what}) on `{prefix}*`: slope {m:+.3f} [{lo:+.3f}, {hi:+.3f}] per "
+        axis = log_axis(knobs)[1].format(what)      # the axis slope_ci fitted on
+        self.lines.append(f"- {a} - {b} against {axis} on `{prefix}*`: slope {m:+.3f} [{lo:+.3f}, {hi:+.3f}] per "
                           f"doubling (mean of {len(diffs[0])} per-seed slopes over {len(knobs)} settings): "
                           f"**{verdict}**")
         return verdict
