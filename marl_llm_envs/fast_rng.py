@@ -108,7 +108,7 @@ def _constants(init: int, mult: int, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 _POOL_XOR, _POOL_MUL = _constants(_INIT_A, _MULT_A, 4 + 12 + 4 * 64)   # pool words, pool mixing, up to 64 extra words
 _STATE_XOR, _STATE_MUL = _constants(_INIT_B, _MULT_B, 8)
-_L, _R, _S16 = np.uint64(_MIX_L), np.uint64(_MIX_R), np.uint64(16)
+_L, _R, _S16, _S32 = np.uint64(_MIX_L), np.uint64(_MIX_R), np.uint64(16), np.uint64(32)
 
 
 def first_uniforms(entropies: list[Iterable[int]]) -> list[float]:
@@ -116,18 +116,30 @@ def first_uniforms(entropies: list[Iterable[int]]) -> list[float]:
     (entries with the same number of 32-bit words share each array operation, and the hashmix calls that do not
     depend on each other share one: the 4 pool words, the 3 mixes of each source word into the others, the 8 state
     words); the same doubles, bit for bit."""
-    groups: dict[int, list[tuple[int, list[int]]]] = {}
-    for n, entropy in enumerate(entropies):
-        words = _words(entropy)
-        groups.setdefault(len(words), []).append((n, words))
     out = [0.0] * len(entropies)
-    for length, rows in groups.items():
-        if length > 4 + 64:
-            for n, words in rows:
-                out[n] = _draw(*_seed_inc(words))
-            continue
-        words = np.zeros((len(rows), max(length, 4)), np.uint64)
-        words[:, :length] = [w for _, w in rows]
+    try:        # the common case: equally long lists of ints below 2**32 (each one word), no per-entry splitting
+        flat = np.array(entropies, dtype=np.uint64)
+        plain = flat.ndim == 2 and flat.shape[1] > 0 and bool((flat <= _U32).all())
+    except (ValueError, TypeError, OverflowError):
+        plain = False
+    if plain:
+        groups = {flat.shape[1]: (list(range(len(entropies))), flat)}
+    else:
+        by_length: dict[int, list[tuple[int, list[int]]]] = {}
+        for n, entropy in enumerate(entropies):
+            words = _words(entropy)
+            by_length.setdefault(len(words), []).append((n, words))
+        groups = {}
+        for length, rows in by_length.items():
+            if length > 4 + 64:
+                for n, words in rows:
+                    out[n] = _draw(*_seed_inc(words))
+                continue
+            groups[length] = ([n for n, _ in rows], np.array([w for _, w in rows], np.uint64))
+    for length, (where, given) in groups.items():
+        words = given if length >= 4 else np.zeros((len(where), 4), np.uint64)
+        if length < 4:
+            words[:, :length] = given
         pool = ((words[:, :4] ^ _POOL_XOR[:4]) * _POOL_MUL[:4]) & _U32      # hashmix of the first 4 words
         pool ^= pool >> _S16
         k = 4
@@ -141,18 +153,22 @@ def first_uniforms(entropies: list[Iterable[int]]) -> list[float]:
             pool[:, dest] = r ^ (r >> _S16)
         state = ((pool[:, [0, 1, 2, 3, 0, 1, 2, 3]] ^ _STATE_XOR) * _STATE_MUL) & _U32   # generate_state(4, uint64)
         state ^= state >> _S16
-        for (n, _), s in zip(rows, state.tolist()):
-            seed = (((s[1] << 32) | s[0]) << 64) | ((s[3] << 32) | s[2])
-            inc = ((((((s[5] << 32) | s[4]) << 64) | ((s[7] << 32) | s[6])) << 1) | 1) & _M128
-            out[n] = _draw(seed, inc)
+        # PCG64's 128-bit seed and sequence from the 8 words (as _seed_inc assembles them), as 64-bit halves
+        halves = (state[:, [1, 3, 5, 7]] << _S32) | state[:, [0, 2, 4, 6]]
+        for n, (seed_hi, seed_lo, seq_hi, seq_lo) in zip(where, halves.tolist()):
+            out[n] = _draw((seed_hi << 64) | seed_lo, ((((seq_hi << 64) | seq_lo) << 1) | 1) & _M128)
     return out
 
 
+# srandom (state 0 stepped is inc; += seed; stepped) and next_uint64's own step, folded into one affine map of the
+# seed and the increment: state = (inc + seed) * MULT**2 + inc * (MULT + 1) = seed * _A + inc * _B (mod 2**128).
+_A = (_PCG_MULT * _PCG_MULT) & _M128
+_B = (_A + _PCG_MULT + 1) & _M128
+
+
 def _draw(seed: int, inc: int) -> float:
-    x = (inc + seed) & _M128                             # srandom: state 0 stepped is inc; += seed
-    x = (x * _PCG_MULT + inc) & _M128                    # ... stepped
-    x = (x * _PCG_MULT + inc) & _M128                    # next_uint64 steps first
-    w = ((x >> 64) ^ x) & _M64
+    x = (seed * _A + inc * _B) & _M128
+    w = ((x >> 64) ^ x) & _M64                           # XSL-RR: rotr64(hi ^ lo, state >> 122)
     r = x >> 122
     out = ((w >> r) | (w << ((-r) & 63))) & _M64
     return (out >> 11) * (1.0 / 9007199254740992.0)

@@ -99,6 +99,18 @@ def test_every_env_plays_to_the_end(env_id, mode):
         assert any(isinstance(t.action, int) for e in episodes for t in e.turns)
 
 
+@pytest.mark.parametrize("mode", ["text", "discrete"])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_a_group_started_from_clones_of_one_reset_plays_as_with_a_reset_each(env_id, mode, monkeypatch):
+    def play(cloned: bool) -> list[dict]:
+        monkeypatch.setattr(RolloutEngine, "clone_group_starts", cloned)
+        engine = RolloutEngine(FakePolicy(sampling=True, junk=0.2), show_progress=False, max_concurrent=4)
+        return [_strip(e) for seed in (11, 12)       # the second call resets the envs the first one left at their end
+                for e in engine.run(env_id, num_tasks=2, group_size=3, seed=seed, env_kwargs={"action_mode": mode})]
+
+    assert play(True) == play(False)
+
+
 def test_one_generate_call_per_tick():
     policy = FakePolicy()
     RolloutEngine(policy, show_progress=False).run("think_solve-v0", num_tasks=5, group_size=2)

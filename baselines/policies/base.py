@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 
-@dataclass(frozen=True)
+def _set_fields(obj: Any, **values: Any) -> None:
+    """Set a frozen dataclass's fields at construction. :class:`Request`, :class:`VectorInputs` and :class:`Choice`
+    are built once per decision (hundreds of thousands in a micro-tier run), and the ``__init__`` that
+    ``dataclass(frozen=True)`` writes sets each field through ``object.__setattr__``, about twice the cost of
+    writing the instance dict once; they stay frozen (assignment raises) and compare, hash and print as before."""
+    obj.__dict__.update(values)
+
+
+@dataclass(frozen=True, init=False)
 class Request:
     """One agent's turn: what it sees and what it may do."""
 
@@ -43,8 +51,13 @@ class Request:
     observation: Any = field(default=None, compare=False, repr=False)  # "vector": the float32 observation vector
     action_mask: Any = field(default=None, compare=False, repr=False)  # "vector": the int8 mask (discrete mode)
 
+    def __init__(self, env_id: str, agent: str, role: str, text: str, legal_actions: tuple[str, ...] = (),
+                 env: Any = None, key: tuple[int, ...] = (), observation: Any = None, action_mask: Any = None) -> None:
+        _set_fields(self, env_id=env_id, agent=agent, role=role, text=text, legal_actions=legal_actions, env=env,
+                    key=key, observation=observation, action_mask=action_mask)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class VectorInputs:
     """What a vector policy (the MLP) read for one decision: the observation vector, the action mask, and the index
     of the agent's role among the policy's roles. A trainer scores the decision again on exactly these."""
@@ -52,6 +65,9 @@ class VectorInputs:
     observation: list[float]
     mask: list[int]
     role_index: int
+
+    def __init__(self, observation: list[float], mask: list[int], role_index: int) -> None:
+        _set_fields(self, observation=observation, mask=mask, role_index=role_index)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> VectorInputs:
@@ -66,7 +82,7 @@ class VectorInputs:
         return cls([float(x) for x in extra["obs"]], [int(x) for x in extra["mask"]], int(extra["role_index"]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Choice:
     """A decision among a request's legal moves: which one was taken, under which distribution. It is what a trainer
     reads back to score the decision again (the rollout keeps it on the turn, :class:`baselines.episode.Turn`).
@@ -87,6 +103,13 @@ class Choice:
     logliks: list[float] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
     inputs: VectorInputs | None = None   # scoring "mlp": the numbers the MLP read (what it is scored on again)
+
+    def __init__(self, index: int, logprob: float, scoring: str, probs: list[float] | None = None,
+                 logliks: list[float] | None = None, scores: list[float] | None = None,
+                 inputs: VectorInputs | None = None) -> None:
+        _set_fields(self, index=index, logprob=logprob, scoring=scoring, probs=[] if probs is None else probs,
+                    logliks=[] if logliks is None else logliks, scores=[] if scores is None else scores,
+                    inputs=inputs)
 
     @property
     def kind(self) -> str:

@@ -107,17 +107,19 @@ class MLPPolicy(Policy):
         x, masks, inputs = self._inputs(requests)
         with torch.no_grad():
             logp = self._log_policy(x, masks)[0].cpu().numpy().astype(np.float64)
-        legals = [[j for j, m in enumerate(v.mask) if m > 0] for v in inputs]
-        for r, legal in zip(requests, legals):
-            if not legal:
+        rows, legal_ids = np.nonzero(masks > 0)          # each row's legal indices, in order
+        counts = np.bincount(rows, minlength=len(requests)).tolist()
+        cols = legal_ids.tolist()
+        legals, at = [], 0
+        for r, n in zip(requests, counts):
+            if not n:
                 raise ValueError(f"{r.env_id}/{r.agent}: no legal action")
-        actions = self._draw(requests, logp, legals, seed)
-        out = []
-        for i, (a, v) in enumerate(zip(actions, inputs)):
-            lp = float(logp[i, a])
-            out.append(Generation(action=a, text=str(a), completion_ids=[a], logprobs=[lp],
-                                  choice=Choice(index=a, logprob=lp, scoring="mlp", inputs=v)))
-        return out
+            legals.append(cols[at:at + n])
+            at += n
+        actions = self._draw(requests, logp, legals, seed, (rows, legal_ids))
+        picked = logp[np.arange(len(actions)), actions].tolist()
+        return [Generation(action=a, text=str(a), completion_ids=[a], logprobs=[lp],
+                           choice=Choice(a, lp, "mlp", inputs=v)) for a, lp, v in zip(actions, picked, inputs)]
 
     def _inputs(self, requests: Sequence[Request]) -> tuple[np.ndarray, np.ndarray, list[VectorInputs]]:
         """The input rows (observation, then the role one-hot), the masks, and each request's :class:`VectorInputs`
@@ -158,8 +160,9 @@ class MLPPolicy(Policy):
         return x, masks, inputs
 
     def _draw(self, requests: Sequence[Request], logp: np.ndarray, legals: list[list[int]],
-              seed: int | None) -> list[int]:
-        """Each request's move: the argmax at temperature 0, else a draw from its legal moves' probabilities."""
+              seed: int | None, where: tuple[np.ndarray, np.ndarray]) -> list[int]:
+        """Each request's move: the argmax at temperature 0, else a draw from its legal moves' probabilities
+        (``where``: the (row, index) of each legal move, as ``legals`` lists them one row after another)."""
         if self.temperature <= 0:
             return [legal[int(np.argmax(logp[i, legal]))] for i, legal in enumerate(legals)]
         # Each request's draw is default_rng(key).choice(legal.size, p=p): the same draw, bit for bit, as
@@ -168,13 +171,12 @@ class MLPPolicy(Policy):
         base = 0 if seed is None else int(seed)
         uniforms = first_uniforms([[base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i]
                                    for i, r in enumerate(requests)])
-        rows = [i for i, legal in enumerate(legals) for _ in legal]
-        probs = np.exp(logp[rows, [j for legal in legals for j in legal]]).tolist()   # elementwise: as per row
+        probs = np.exp(logp[where]).tolist()     # elementwise: the same values as row by row
         actions, at = [], 0
-        for i, legal in enumerate(legals):
-            p = probs[at:at + len(legal)]
-            at += len(legal)
-            actions.append(legal[_choice_index(p, uniforms[i])])
+        for legal, u in zip(legals, uniforms):
+            n = len(legal)
+            actions.append(legal[_choice_index(probs[at:at + n], u)])
+            at += n
         return actions
 
 
