@@ -38,6 +38,11 @@ def test_first_uniform_is_numpys_default_rng_first_draw_bit_for_bit():
         keys.append(key)
         assert first_uniform(key) == np.random.default_rng(key).random(), key
     assert first_uniforms(keys) == [np.random.default_rng(k).random() for k in keys]   # the batched version
+    for width in (1, 3, 4, 6):       # equally long keys of one-word entries: the batch read as one array
+        same = [[int(k) for k in rng.integers(0, 2**32, size=width)] for _ in range(300)]
+        same[0] = [0] * width
+        same[1] = [2**32 - 1] * width
+        assert first_uniforms(same) == [np.random.default_rng(k).random() for k in same], width
 
 
 def test_mlp_sampling_matches_numpys_choice_on_the_request_key():
