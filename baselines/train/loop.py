@@ -152,20 +152,22 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
     for learner in team.learners:
         if not set(learner.trainable) & roles_now:
             continue
-        mine = [s for s in local if s.role in learner.trainable and s.role in roles_now]
+        trains = set(learner.trainable) & roles_now
+        mine = [s for s in local if s.role in trains]
         weight_of: dict[int, float] = {}      # token_weight depends on the sample's length only: once per length
         for s in mine:
-            w = weight_of.get(s.n)
+            n = len(s.sampler_lp)             # s.n
+            w = weight_of.get(n)
             if w is None:
-                w = weight_of[s.n] = token_weight(s.n, total[learner.name], cfg.aggregation)
+                w = weight_of[n] = token_weight(n, total[learner.name], cfg.aggregation)
             s.weight = w
         entropy_coef = cfg.entropy(learner.model_name)
         if cfg.kl_coef == 0 and entropy_coef == 0:
             # A zero advantage contributes nothing to the loss or its gradient: skip its forward pass. The weights
             # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
-            mine = [s for s in mine if any(a != 0.0 for a in s.adv)]
+            mine = [s for s in mine if s.adv.count(0.0) < len(s.adv)]     # some a != 0.0 (NaN included)
         _ppo_epochs(learner, cfg, dist, mine, entropy_coef, stats)
-        stats.trained_tokens += sum(s.n for s in mine)
+        stats.trained_tokens += sum(len(s.sampler_lp) for s in mine)
     return stats.as_dict()
 
 
@@ -199,7 +201,7 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
                         ref[n] = learner.ref_logprobs(mb).detach().float()
                 dev = new.device
                 adv = torch.tensor([x for s in mb for x in s.adv], dtype=torch.float32, device=dev)
-                w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
+                w = torch.tensor([s.weight for s in mb for _ in s.sampler_lp], dtype=torch.float32, device=dev)
                 loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
                                        clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
                                        kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
@@ -361,7 +363,7 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     # ---- update: this process's turns, weights over the whole batch
     roles_now = _roles_trained(cfg, team, step)
     everything = _samples(episodes, advantages, roles_now, method.per_token)
-    total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
+    total = {lr.name: [len(s.sampler_lp) for s in everything if s.role in lr.trainable] for lr in team.learners}
     local = everything if dist.world == 1 else _samples(episodes[mine], advantages[mine], roles_now,
                                                         method.per_token)
     upd = _update(team, cfg, dist, local, total, roles_now)
