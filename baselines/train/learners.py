@@ -179,9 +179,15 @@ class MLPLearner(Learner):
     def __init__(self, roles, policy, trainable, name) -> None:
         super().__init__(policy.module, {r: policy for r in roles}, trainable, name, "mlp")
         self.policy = policy
+        self._parameters: list[nn.Parameter] | None = None
 
     def logprobs(self, samples):
         return self._score(self.policy, samples)
+
+    def parameters(self):
+        if self._parameters is None:       # an MLP's parameters and their requires_grad never change
+            self._parameters = super().parameters()
+        return self._parameters
 
     def ref_logprobs(self, samples):
         if self.reference is None:

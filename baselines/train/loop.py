@@ -194,9 +194,10 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
                 new = new.float()
                 if old[n] is None:
                     old[n] = new.detach()
-                    sampled = torch.tensor([x for s in mb for x in s.sampler_lp], dtype=torch.float32)
-                    finite = torch.isfinite(sampled)   # a sampler's -inf never reaches the loss; skip it here too
-                    stats.gaps.extend((old[n].cpu() - sampled).abs()[finite].tolist())
+                    # |recomputed - sampled| in float32 (NumPy's float32 ops are torch's, element by element)
+                    sampled = np.array([x for s in mb for x in s.sampler_lp], dtype=np.float32)
+                    finite = np.isfinite(sampled)      # a sampler's -inf never reaches the loss; skip it here too
+                    stats.gaps.extend(np.abs(old[n].cpu().numpy() - sampled)[finite].tolist())
                     if cfg.kl_coef > 0:
                         ref[n] = learner.ref_logprobs(mb).detach().float()
                 dev = new.device
@@ -205,7 +206,7 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
                 loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
                                        clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
                                        kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
-                dist.backward(loss * scale)
+                dist.backward(loss * scale if scale != 1.0 else loss)    # x * 1.0 is x, and so is its gradient
             stats.clip_frac += st["clipped"] / epochs
             stats.kl += st.get("kl", 0.0) / epochs
             stats.ratio_max = max(stats.ratio_max, st["ratio_max"])
@@ -229,7 +230,13 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
     adv_by_role: dict[str, list[float]] = {}
     for e, row in zip(episodes, advantages):
         for t, a in zip(e.turns, row):
-            adv_by_role.setdefault(t.role, []).extend(a if isinstance(a, list) else [a])
+            xs = adv_by_role.get(t.role)
+            if xs is None:
+                xs = adv_by_role[t.role] = []
+            if isinstance(a, list):
+                xs.extend(a)
+            else:
+                xs.append(a)
     for team, r in stats.means(stats.team_rewards).items():
         m[f"reward/team/{team}"] = r
     for role, rs in sorted(stats.role_rewards.items()):
@@ -321,11 +328,13 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
     metrics: dict[str, Any] = {}
     if freeze:
         gc.freeze()
-    with _collect_once_per_step(freeze):
-        for step in range(start, cfg.steps):
-            metrics = _step(cfg, run, dist, team, method, engine, log, step, start, freeze)
-    if log is not None:
-        log.close()
+    try:
+        with _collect_once_per_step(freeze):
+            for step in range(start, cfg.steps):
+                metrics = _step(cfg, run, dist, team, method, engine, log, step, start, freeze)
+    finally:
+        if log is not None:
+            log.close()
     return metrics
 
 
@@ -492,6 +501,7 @@ class _Log:
 
     def __init__(self, cfg: TrainConfig, out: Path, start: int) -> None:
         self.path = out / METRICS
+        self.file = None
         self.writer = _tensorboard(cfg, out, start)
         self.run = None
         if cfg.wandb:
@@ -505,8 +515,10 @@ class _Log:
             self.bar = Progress(cfg.steps, f"train {cfg.env} {cfg.credit}", unit="step", initial=start)   # TTY: a bar
 
     def write(self, step: int, metrics: dict[str, Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(metrics, sort_keys=True) + "\n")
+        if self.file is None:       # opened once, at the first step; each line is flushed as it is written
+            self.file = open(self.path, "a", encoding="utf-8")
+        self.file.write(json.dumps(metrics, sort_keys=True) + "\n")
+        self.file.flush()
         if self.writer is not None:
             for k, v in metrics.items():
                 if isinstance(v, (int, float)) and k != "step":
@@ -520,6 +532,9 @@ class _Log:
             self.bar.update(1, reward=f"{reward:+.3f}", tok_s=f"{tps:.0f}")
 
     def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
         if self.bar is not None:
             self.bar.close()
         if self.writer is not None:
