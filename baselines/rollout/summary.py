@@ -45,11 +45,16 @@ class EpisodeStats:
 def episode_stats(episodes: Sequence[Episode]) -> EpisodeStats:
     """The rewards, invalid moves and tokens of ``episodes`` (main episodes; branches count only their tokens)."""
     stats = EpisodeStats()
+    team_rewards = stats.team_rewards
     roles: list[str] = []               # each (episode, role)'s role and its rewards, in order; averaged below
     rewards: list[list[float]] = []
+    invalid = turns = tokens_main = tokens_branches = 0
     for e in episodes:
         for team, r in e.team_rewards.items():
-            stats.team_rewards.setdefault(team, []).append(float(r))
+            rs = team_rewards.get(team)
+            if rs is None:
+                rs = team_rewards[team] = []
+            rs.append(float(r))
         by_role: dict[str, list[float]] = {}
         got = e.rewards.get
         for t in e.turns:
@@ -57,12 +62,13 @@ def episode_stats(episodes: Sequence[Episode]) -> EpisodeStats:
             if rs is None:
                 rs = by_role[t.role] = []
             rs.append(float(got(t.agent, 0.0)))
-            stats.invalid += t.invalid
-        stats.turns += len(e.turns)
+            invalid += t.invalid
+        turns += len(e.turns)
         roles.extend(by_role)
         rewards.extend(by_role.values())
-        stats.tokens_main += e.tokens_generated
-        stats.tokens_branches += e.branch_tokens_generated
+        tokens_main += e.tokens_generated
+        tokens_branches += e.branch_tokens_generated
+    stats.invalid, stats.turns, stats.tokens_main, stats.tokens_branches = invalid, turns, tokens_main, tokens_branches
     for role, mean in zip(roles, row_means(rewards)):
         stats.role_rewards.setdefault(role, []).append(mean)
     return stats

@@ -100,8 +100,14 @@ def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: 
         for k, (t, a) in enumerate(zip(e.turns, row)):
             if t.role not in roles_now or t.replayed or not t.completion_ids:
                 continue
-            if t.choice is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
-                kind, lps = t.choice.kind, [float(t.choice.logprob)]
+            c = t.choice
+            if c is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
+                if not per_token and a.__class__ is float:      # the common case, in short: one scored unit
+                    out.append(Sample(t.role, "mlp" if c.scoring == "mlp" else "choice", list(t.prompt_ids),
+                                      list(t.completion_ids), [float(c.logprob)], [a], list(t.legal_actions),
+                                      0.0, c))
+                    continue
+                kind, lps = c.kind, [float(c.logprob)]
             else:
                 kind, lps = "generate", [float(x) for x in t.logprobs]
             if per_token:          # one value per completion token; a decision scored as one unit takes the first
