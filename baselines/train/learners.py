@@ -176,6 +176,7 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 class MLPLearner(Learner):
     foreach = True    # AdamW's multi-tensor step: the same floats as the per-tensor loop, with fewer Python calls
+
     def __init__(self, roles, policy, trainable, name) -> None:
         super().__init__(policy.module, {r: policy for r in roles}, trainable, name, "mlp")
         self.policy = policy
