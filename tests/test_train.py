@@ -341,6 +341,40 @@ def test_per_token_advantages_reach_each_generated_token_and_a_flag_that_disagre
     assert samples and all(s.kind == "generate" and s.adv == [float(j) for j in range(s.n)] for s in samples)
 
 
+def test_the_mlp_learner_scores_decisions_as_the_policy_does_bit_for_bit():
+    # the update stacks the recorded inputs itself (learners._mlp_rows); its log-probabilities, entropies and
+    # gradients must be MLPPolicy.logprobs' own, with rows of one length and with rows of several lengths
+    from baselines.policies.base import Choice, VectorInputs
+    from baselines.train.learners import Sample
+
+    kwargs = {"action_mode": "discrete"}
+    env = make("mini_hanabi-v1", **kwargs)
+    team = build_team(TrainConfig(env="mini_hanabi-v1", action_mode="discrete", model="mlp"), env,
+                      sorted(set(env.roles.values())))
+    learner = team.learners[0]
+    episodes = RolloutEngine(team.policies, show_progress=False).run("mini_hanabi-v1", 3, 2, seed=4,
+                                                                     env_kwargs=kwargs)
+    choices = [t.choice for e in episodes for t in e.turns]
+    rng = np.random.default_rng(0)
+    short = [Choice(c.index, c.logprob, "mlp", inputs=VectorInputs(
+        c.inputs.observation[:int(rng.integers(1, len(c.inputs.observation)))],
+        c.inputs.mask[:max(c.index + 1, int(rng.integers(1, len(c.inputs.mask) + 1)))], c.inputs.role_index))
+        for c in choices[:7]]
+    for batch in (choices, short + choices):
+        samples = [Sample("r", "mlp", [], [c.index], [c.logprob], [1.0], choice=c) for c in batch]
+        grads = []
+        for score in (lambda: learner.logprobs(samples),
+                      lambda: learner.policy.logprobs([c.inputs for c in batch], [c.index for c in batch])):
+            learner.module.zero_grad(set_to_none=True)
+            lp, entropy = score()
+            (lp.sum() + entropy.sum()).backward()
+            grads.append([lp.detach().numpy().tobytes(), entropy.detach().numpy().tobytes()]
+                         + [p.grad.numpy().tobytes() for p in learner.parameters()])
+        assert grads[0] == grads[1]
+    with pytest.raises(ValueError, match="Choice.inputs"):
+        learner.logprobs([Sample("r", "mlp", [], [0], [0.0], [1.0], choice=Choice(0, 0.0, "mlp"))])
+
+
 # ---------------------------------------------------------------------- config.json
 def _old_layout(run: Path) -> dict:
     """Rewrite run/config.json as the trainer wrote it before the "resolved" block: the resolved action mode and the

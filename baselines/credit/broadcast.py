@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from baselines.credit.base import CreditMethod, check_batch, check_positive, check_std, fill, groups, normalize, \
-    outcome, register
+from baselines.credit.base import CreditMethod, check_batch, check_positive, check_std, fill, groups, \
+    normalize_many, outcome, register
 from baselines.episode import Episode
 
 
@@ -30,15 +30,20 @@ class Broadcast(CreditMethod):
         self.eps = check_positive("eps", eps)
 
     def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
-        episodes = check_batch(episodes, self.name)
-        value: dict[tuple[int, str], float] = {}
+        episodes = check_batch(episodes, self.name)     # every acting agent's outcome is a finite number
+        agents_of = [dict.fromkeys(t.agent for t in e.turns) for e in episodes]
+        cells: list[tuple[list[int], str]] = []         # (the group's episodes where the agent acts, the agent)
+        returns: list[list[float]] = []
         for members in groups(episodes).values():
-            agents = dict.fromkeys(t.agent for i in members for t in episodes[i].turns)
-            for agent in agents:
-                having = [i for i in members if any(t.agent == agent for t in episodes[i].turns)]
-                scores = normalize([outcome(episodes[i], i, agent) for i in having], self.std, self.eps)
-                value.update({(i, agent): a for i, a in zip(having, scores)})
-        return fill(episodes, lambda i, k, t: value[(i, t.agent)])
+            for agent in dict.fromkeys(a for i in members for a in agents_of[i]):
+                having = [i for i in members if agent in agents_of[i]]
+                cells.append((having, agent))
+                returns.append([float(episodes[i].rewards[agent]) for i in having])    # outcome(), checked above
+        value: dict[tuple[int, str], float] = {}
+        for (having, agent), scores in zip(cells, normalize_many(returns, self.std, self.eps)):
+            for i, a in zip(having, scores):
+                value[(i, agent)] = a
+        return [[value[(i, t.agent)] for t in e.turns] for i, e in enumerate(episodes)]
 
 
 @register("none")

@@ -18,7 +18,7 @@ import numpy as np
 
 from baselines.episode import Episode
 
-__all__ = ["EpisodeStats", "episode_stats", "summarize"]
+__all__ = ["EpisodeStats", "episode_stats", "row_means", "summarize"]
 
 
 @dataclass
@@ -45,19 +45,56 @@ class EpisodeStats:
 def episode_stats(episodes: Sequence[Episode]) -> EpisodeStats:
     """The rewards, invalid moves and tokens of ``episodes`` (main episodes; branches count only their tokens)."""
     stats = EpisodeStats()
+    team_rewards = stats.team_rewards
+    roles: list[str] = []               # each (episode, role)'s role and its rewards, in order; averaged below
+    rewards: list[list[float]] = []
+    invalid = turns = tokens_main = tokens_branches = 0
     for e in episodes:
         for team, r in e.team_rewards.items():
-            stats.team_rewards.setdefault(team, []).append(float(r))
+            rs = team_rewards.get(team)
+            if rs is None:
+                rs = team_rewards[team] = []
+            rs.append(float(r))
         by_role: dict[str, list[float]] = {}
+        got = e.rewards.get
         for t in e.turns:
-            by_role.setdefault(t.role, []).append(float(e.rewards.get(t.agent, 0.0)))
-            stats.invalid += t.invalid
-        stats.turns += len(e.turns)
-        for role, rs in by_role.items():
-            stats.role_rewards.setdefault(role, []).append(float(np.mean(rs)))
-        stats.tokens_main += e.tokens_generated
-        stats.tokens_branches += e.branch_tokens_generated
+            rs = by_role.get(t.role)
+            if rs is None:
+                rs = by_role[t.role] = []
+            rs.append(float(got(t.agent, 0.0)))
+            invalid += t.invalid
+        turns += len(e.turns)
+        roles.extend(by_role)
+        rewards.extend(by_role.values())
+        tokens_main += e.tokens_generated
+        tokens_branches += e.branch_tokens_generated
+    stats.invalid, stats.turns, stats.tokens_main, stats.tokens_branches = invalid, turns, tokens_main, tokens_branches
+    for role, mean in zip(roles, row_means(rewards)):
+        stats.role_rewards.setdefault(role, []).append(mean)
     return stats
+
+
+def row_means(rows: Sequence[Sequence[float]]) -> list[float]:
+    """``float(np.mean(row))`` of each row, the same floats bit for bit, with one NumPy call per row length: the rows
+    of a length are stacked and averaged along axis 1 (each row of a C-contiguous array is summed as the row alone;
+    ``tests/test_rollout_summary.py`` checks it on random rows). A row of one value is that value plus 0.0
+    (``(0.0 + x) / 1``)."""
+    out: list[float] = [0.0] * len(rows)
+    by_length: dict[int, list[int]] = {}
+    for r, row in enumerate(rows):
+        if len(row) == 1:
+            out[r] = float(row[0]) + 0.0      # NumPy's sum starts from +0.0: a -0.0 alone averages to 0.0
+        else:
+            by_length.setdefault(len(row), []).append(r)
+    for n, which in by_length.items():
+        if n == 0:      # np.mean of nothing: NaN, with NumPy's warning
+            for r in which:
+                out[r] = float(np.mean(rows[r]))
+            continue
+        means = np.asarray([rows[r] for r in which], dtype=np.float64).mean(axis=1).tolist()
+        for r, m in zip(which, means):
+            out[r] = m
+    return out
 
 
 def summarize(episodes: Sequence[Episode], wall_s: float | None = None) -> dict[str, Any]:

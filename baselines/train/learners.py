@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -93,6 +95,8 @@ class Learner:
     """One set of trained (or frozen) weights and the roles that play with them. Made by :func:`build_team` only,
     which also gives a learner with trained roles its optimizer and forward module (:meth:`set_up_training`)."""
 
+    foreach: bool | None = None    # AdamW's ``foreach``: None = torch's choice (the per-tensor loop on the CPU)
+
     def __init__(self, module: nn.Module, policies: dict[str, Policy], trainable: list[str], name: str,
                  model_name: str) -> None:
         self.module, self.policies, self.trainable, self.name = module, policies, trainable, name
@@ -113,7 +117,7 @@ class Learner:
         """The optimizer (AdamW over :meth:`parameters`) and the module the update's forward passes run through:
         ``prepare(module, optimizer)`` wraps both for data parallel (the identity on one process), and
         ``compile`` runs ``torch.compile`` on the wrapped module."""
-        optimizer = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=weight_decay)
+        optimizer = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=weight_decay, foreach=self.foreach)
         module, self.optimizer = prepare(self.module, optimizer)
         self.forward_module = torch.compile(module) if compile else module
 
@@ -171,12 +175,20 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
 
 
 class MLPLearner(Learner):
+    foreach = True    # AdamW's multi-tensor step: the same floats as the per-tensor loop, with fewer Python calls
+
     def __init__(self, roles, policy, trainable, name) -> None:
         super().__init__(policy.module, {r: policy for r in roles}, trainable, name, "mlp")
         self.policy = policy
+        self._parameters: list[nn.Parameter] | None = None
 
     def logprobs(self, samples):
         return self._score(self.policy, samples)
+
+    def parameters(self):
+        if self._parameters is None:       # an MLP's parameters and their requires_grad never change
+            self._parameters = super().parameters()
+        return self._parameters
 
     def ref_logprobs(self, samples):
         if self.reference is None:
@@ -189,7 +201,43 @@ class MLPLearner(Learner):
         if policy is self.policy and self.forward_module is not self.module:
             policy = copy.copy(policy)
             policy.module = self.forward_module
-        return policy.logprobs([s.choice.inputs for s in samples], [s.choice.index for s in samples])
+        x, mask = _mlp_rows(policy, [s.choice.inputs for s in samples])
+        # MLPPolicy.logprobs on these rows, its ops in its order (the same floats): the rows are stacked here, all at
+        # once, instead of one NumPy write per row and field in MLPPolicy.log_policy
+        logp, mask = policy._log_policy(x, mask)
+        picked = logp.gather(-1, torch.tensor([s.choice.index for s in samples], device=logp.device)[:, None])[:, 0]
+        legal = mask > 0
+        p = logp.exp() * legal
+        entropy = -(p * torch.where(legal, logp, 0.0)).sum(-1)       # 0.0: zeros_like(logp)'s values, one op less
+        return picked, entropy
+
+
+def _mlp_rows(policy, inputs) -> tuple[np.ndarray, np.ndarray]:
+    """The input rows (observation, then the role one-hot) and the masks of recorded MLP decisions, as
+    :meth:`MLPPolicy.log_policy <baselines.policies.mlp.MLPPolicy.log_policy>` builds them (the same float32 values:
+    each Python float converted once to float32), with one NumPy call per field where every row has one length."""
+    if any(v is None for v in inputs):
+        raise ValueError("an MLP decision is scored on its VectorInputs (Choice.inputs), and this one has none")
+    n = len(inputs)
+    x = np.zeros((n, policy.in_size), np.float32)
+    mask = np.zeros((n, policy.action_size), np.float32)
+    obs = [v.observation for v in inputs]
+    sizes = _stack(obs, x)
+    x[np.arange(n), [size + v.role_index for size, v in zip(sizes, inputs)]] = 1.0  # the role one-hot after the obs
+    _stack([v.mask for v in inputs], mask)
+    return x, mask
+
+
+def _stack(rows: list[list], out: np.ndarray) -> list[int]:
+    """Write ``rows`` into the first columns of ``out``'s rows (as ``out[i, :len(row)] = row``); returns the lengths."""
+    sizes = [len(row) for row in rows]
+    size = sizes[0] if sizes else 0
+    if sizes.count(size) == len(sizes):
+        out[:, :size] = np.fromiter(chain.from_iterable(rows), out.dtype, len(rows) * size).reshape(len(rows), size)
+    else:
+        for i, row in enumerate(rows):
+            out[i, :len(row)] = row
+    return sizes
 
 
 class LLMLearner(Learner):

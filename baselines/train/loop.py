@@ -38,6 +38,7 @@ __all__ = ["train"]
 
 CHECKPOINTS = "checkpoints"      # the run folder's checkpoint folder
 METRICS = "metrics.jsonl"        # one JSON line of metrics per step
+COLLECT_EVERY = 4                # an MLP run's full garbage collection: after every 4th step (_collect_once_per_step)
 
 
 class _Dist:
@@ -99,8 +100,14 @@ def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: 
         for k, (t, a) in enumerate(zip(e.turns, row)):
             if t.role not in roles_now or t.replayed or not t.completion_ids:
                 continue
-            if t.choice is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
-                kind, lps = t.choice.kind, [float(t.choice.logprob)]
+            c = t.choice
+            if c is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
+                if not per_token and a.__class__ is float:      # the common case, in short: one scored unit
+                    out.append(Sample(t.role, "mlp" if c.scoring == "mlp" else "choice", list(t.prompt_ids),
+                                      list(t.completion_ids), [float(c.logprob)], [a], list(t.legal_actions),
+                                      0.0, c))
+                    continue
+                kind, lps = c.kind, [float(c.logprob)]
             else:
                 kind, lps = "generate", [float(x) for x in t.logprobs]
             if per_token:          # one value per completion token; a decision scored as one unit takes the first
@@ -152,20 +159,22 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
     for learner in team.learners:
         if not set(learner.trainable) & roles_now:
             continue
-        mine = [s for s in local if s.role in learner.trainable and s.role in roles_now]
+        trains = set(learner.trainable) & roles_now
+        mine = [s for s in local if s.role in trains]
         weight_of: dict[int, float] = {}      # token_weight depends on the sample's length only: once per length
         for s in mine:
-            w = weight_of.get(s.n)
+            n = len(s.sampler_lp)             # s.n
+            w = weight_of.get(n)
             if w is None:
-                w = weight_of[s.n] = token_weight(s.n, total[learner.name], cfg.aggregation)
+                w = weight_of[n] = token_weight(n, total[learner.name], cfg.aggregation)
             s.weight = w
         entropy_coef = cfg.entropy(learner.model_name)
         if cfg.kl_coef == 0 and entropy_coef == 0:
             # A zero advantage contributes nothing to the loss or its gradient: skip its forward pass. The weights
             # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
-            mine = [s for s in mine if any(a != 0.0 for a in s.adv)]
+            mine = [s for s in mine if s.adv.count(0.0) < len(s.adv)]     # some a != 0.0 (NaN included)
         _ppo_epochs(learner, cfg, dist, mine, entropy_coef, stats)
-        stats.trained_tokens += sum(s.n for s in mine)
+        stats.trained_tokens += sum(len(s.sampler_lp) for s in mine)
     return stats.as_dict()
 
 
@@ -192,18 +201,19 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
                 new = new.float()
                 if old[n] is None:
                     old[n] = new.detach()
-                    sampled = torch.tensor([x for s in mb for x in s.sampler_lp], dtype=torch.float32)
-                    finite = torch.isfinite(sampled)   # a sampler's -inf never reaches the loss; skip it here too
-                    stats.gaps.extend((old[n].cpu() - sampled).abs()[finite].tolist())
+                    # |recomputed - sampled| in float32 (NumPy's float32 ops are torch's, element by element)
+                    sampled = np.array([x for s in mb for x in s.sampler_lp], dtype=np.float32)
+                    finite = np.isfinite(sampled)      # a sampler's -inf never reaches the loss; skip it here too
+                    stats.gaps.extend(np.abs(old[n].cpu().numpy() - sampled)[finite].tolist())
                     if cfg.kl_coef > 0:
                         ref[n] = learner.ref_logprobs(mb).detach().float()
                 dev = new.device
                 adv = torch.tensor([x for s in mb for x in s.adv], dtype=torch.float32, device=dev)
-                w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
+                w = torch.tensor([s.weight for s in mb for _ in s.sampler_lp], dtype=torch.float32, device=dev)
                 loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
                                        clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
                                        kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
-                dist.backward(loss * scale)
+                dist.backward(loss * scale if scale != 1.0 else loss)    # x * 1.0 is x, and so is its gradient
             stats.clip_frac += st["clipped"] / epochs
             stats.kl += st.get("kl", 0.0) / epochs
             stats.ratio_max = max(stats.ratio_max, st["ratio_max"])
@@ -227,7 +237,13 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
     adv_by_role: dict[str, list[float]] = {}
     for e, row in zip(episodes, advantages):
         for t, a in zip(e.turns, row):
-            adv_by_role.setdefault(t.role, []).extend(a if isinstance(a, list) else [a])
+            xs = adv_by_role.get(t.role)
+            if xs is None:
+                xs = adv_by_role[t.role] = []
+            if isinstance(a, list):
+                xs.extend(a)
+            else:
+                xs.append(a)
     for team, r in stats.means(stats.team_rewards).items():
         m[f"reward/team/{team}"] = r
     for role, rs in sorted(stats.role_rewards.items()):
@@ -319,22 +335,27 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
     metrics: dict[str, Any] = {}
     if freeze:
         gc.freeze()
-    with _collect_once_per_step(freeze):
-        for step in range(start, cfg.steps):
-            metrics = _step(cfg, run, dist, team, method, engine, log, step, start, freeze)
-    if log is not None:
-        log.close()
+    try:
+        with _collect_once_per_step(freeze):
+            for step in range(start, cfg.steps):
+                metrics = _step(cfg, run, dist, team, method, engine, log, step, start, freeze)
+    finally:
+        if log is not None:
+            log.close()
     return metrics
 
 
 @contextmanager
 def _collect_once_per_step(enabled: bool):
-    """With ``enabled`` (MLP runs): no automatic collections while a step runs, one full collection after it (at the
-    end of :func:`_step`). A step
+    """With ``enabled`` (MLP runs): no automatic collections while a step runs, one full collection after every
+    :data:`COLLECT_EVERY`-th step (and the first and the last; at the end of :func:`_step`). A step
     allocates about 10^5 short-lived, mostly acyclic records (turns, branches) that reference counting frees when the
     step's locals go; automatic collections in between would walk them all again (a profile of a coma step on
     team_umbrella delay 30 put them at about 1.5 of its 6.5 CPU-s). The collection after the step finds what cycles
-    are left, on a heap that is small again. Collection order changes no result."""
+    are left, on a heap that is small again. Every step's collection walks the objects that live on (the envs'
+    state, about 10^3), 200-300 us, a tenth of a Kuhn step's credit-and-update time, and finds no cycle in a broadcast
+    run; so it runs every few steps (a coma step on team_umbrella leaves about 10^5 cyclic objects, a few MB, which
+    wait at most that many steps). Collection order changes no result."""
     if not enabled:
         yield
         return
@@ -361,7 +382,7 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     # ---- update: this process's turns, weights over the whole batch
     roles_now = _roles_trained(cfg, team, step)
     everything = _samples(episodes, advantages, roles_now, method.per_token)
-    total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
+    total = {lr.name: [len(s.sampler_lp) for s in everything if s.role in lr.trainable] for lr in team.learners}
     local = everything if dist.world == 1 else _samples(episodes[mine], advantages[mine], roles_now,
                                                         method.per_token)
     upd = _update(team, cfg, dist, local, total, roles_now)
@@ -380,7 +401,7 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     if dist.main and ((step + 1) % cfg.save_every == 0 or step + 1 == cfg.steps):
         _save(cfg, run.out, step + 1, team, method)
     del episodes, mine, advantages, everything, local
-    if freeze:
+    if freeze and (step == start or (step + 1) % COLLECT_EVERY == 0 or step + 1 == cfg.steps):
         gc.collect()
         if step == start:
             gc.freeze()  # what the first step built for good (torch._dynamo, imported by the first optimizer step)
@@ -490,6 +511,7 @@ class _Log:
 
     def __init__(self, cfg: TrainConfig, out: Path, start: int) -> None:
         self.path = out / METRICS
+        self.file = None
         self.writer = _tensorboard(cfg, out, start)
         self.run = None
         if cfg.wandb:
@@ -503,8 +525,10 @@ class _Log:
             self.bar = Progress(cfg.steps, f"train {cfg.env} {cfg.credit}", unit="step", initial=start)   # TTY: a bar
 
     def write(self, step: int, metrics: dict[str, Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(metrics, sort_keys=True) + "\n")
+        if self.file is None:       # opened once, at the first step; each line is flushed as it is written
+            self.file = open(self.path, "a", encoding="utf-8")
+        self.file.write(json.dumps(metrics, sort_keys=True) + "\n")
+        self.file.flush()
         if self.writer is not None:
             for k, v in metrics.items():
                 if isinstance(v, (int, float)) and k != "step":
@@ -518,6 +542,9 @@ class _Log:
             self.bar.update(1, reward=f"{reward:+.3f}", tok_s=f"{tps:.0f}")
 
     def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
         if self.bar is not None:
             self.bar.close()
         if self.writer is not None:

@@ -39,8 +39,9 @@ def policy_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, adv: torch.Tensor, w
     sums, so micro-batches add up: ``clipped``, ``kl``, ``ratio_max``)."""
     log_ratio = (new_lp - old_lp).clamp(-20.0, 20.0)
     ratio = torch.exp(log_ratio)
-    unclipped = -adv * ratio
-    clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    neg_adv = -adv
+    unclipped = neg_adv * ratio
+    clipped = neg_adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
     per_token = torch.maximum(unclipped, clipped)
     with torch.no_grad():
         stats = {"clipped": float(((clipped > unclipped).float() * weights).sum()),
