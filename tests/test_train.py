@@ -341,9 +341,9 @@ def test_per_token_advantages_reach_each_generated_token_and_a_flag_that_disagre
     assert samples and all(s.kind == "generate" and s.adv == [float(j) for j in range(s.n)] for s in samples)
 
 
-def test_the_mlp_learner_scores_decisions_as_the_policy_does_bit_for_bit():
-    # the update stacks the recorded inputs itself (learners._mlp_rows); its log-probabilities, entropies and
-    # gradients must be MLPPolicy.logprobs' own, with rows of one length and with rows of several lengths
+def test_the_mlp_scores_recorded_decisions_on_the_rows_it_read_bit_for_bit():
+    # log_policy stacks the recorded inputs with one NumPy call per field; its rows, log-probabilities and gradients
+    # must be those of writing each row and field by itself, with rows of one length and of several lengths
     from baselines.policies.base import Choice, VectorInputs
     from baselines.train.learners import Sample
 
@@ -352,6 +352,7 @@ def test_the_mlp_learner_scores_decisions_as_the_policy_does_bit_for_bit():
     team = build_team(TrainConfig(env="mini_hanabi-v1", action_mode="discrete", model="mlp"), env,
                       sorted(set(env.roles.values())))
     learner = team.learners[0]
+    policy = learner.policy
     episodes = RolloutEngine(team.policies, show_progress=False).run("mini_hanabi-v1", 3, 2, seed=4,
                                                                      env_kwargs=kwargs)
     choices = [t.choice for e in episodes for t in e.turns]
@@ -360,15 +361,24 @@ def test_the_mlp_learner_scores_decisions_as_the_policy_does_bit_for_bit():
         c.inputs.observation[:int(rng.integers(1, len(c.inputs.observation)))],
         c.inputs.mask[:max(c.index + 1, int(rng.integers(1, len(c.inputs.mask) + 1)))], c.inputs.role_index))
         for c in choices[:7]]
+
+    def row_by_row(inputs):
+        x = np.zeros((len(inputs), policy.in_size), np.float32)
+        mask = np.zeros((len(inputs), policy.action_size), np.float32)
+        for i, v in enumerate(inputs):
+            x[i, :len(v.observation)] = v.observation
+            x[i, len(v.observation) + v.role_index] = 1.0
+            mask[i, :len(v.mask)] = v.mask
+        return policy._log_policy(x, mask)
+
     for batch in (choices, short + choices):
-        samples = [Sample("r", "mlp", [], [c.index], [c.logprob], [1.0], choice=c) for c in batch]
+        inputs = [c.inputs for c in batch]
         grads = []
-        for score in (lambda: learner.logprobs(samples),
-                      lambda: learner.policy.logprobs([c.inputs for c in batch], [c.index for c in batch])):
+        for score in (lambda: policy.log_policy(inputs), lambda: row_by_row(inputs)):
             learner.module.zero_grad(set_to_none=True)
-            lp, entropy = score()
-            (lp.sum() + entropy.sum()).backward()
-            grads.append([lp.detach().numpy().tobytes(), entropy.detach().numpy().tobytes()]
+            logp, mask = score()
+            logp.sum().backward()
+            grads.append([logp.detach().numpy().tobytes(), mask.numpy().tobytes()]
                          + [p.grad.numpy().tobytes() for p in learner.parameters()])
         assert grads[0] == grads[1]
     with pytest.raises(ValueError, match="Choice.inputs"):

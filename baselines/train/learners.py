@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -201,43 +199,7 @@ class MLPLearner(Learner):
         if policy is self.policy and self.forward_module is not self.module:
             policy = copy.copy(policy)
             policy.module = self.forward_module
-        x, mask = _mlp_rows(policy, [s.choice.inputs for s in samples])
-        # MLPPolicy.logprobs on these rows, its ops in its order (the same floats): the rows are stacked here, all at
-        # once, instead of one NumPy write per row and field in MLPPolicy.log_policy
-        logp, mask = policy._log_policy(x, mask)
-        picked = logp.gather(-1, torch.tensor([s.choice.index for s in samples], device=logp.device)[:, None])[:, 0]
-        legal = mask > 0
-        p = logp.exp() * legal
-        entropy = -(p * torch.where(legal, logp, 0.0)).sum(-1)       # 0.0: zeros_like(logp)'s values, one op less
-        return picked, entropy
-
-
-def _mlp_rows(policy, inputs) -> tuple[np.ndarray, np.ndarray]:
-    """The input rows (observation, then the role one-hot) and the masks of recorded MLP decisions, as
-    :meth:`MLPPolicy.log_policy <baselines.policies.mlp.MLPPolicy.log_policy>` builds them (the same float32 values:
-    each Python float converted once to float32), with one NumPy call per field where every row has one length."""
-    if any(v is None for v in inputs):
-        raise ValueError("an MLP decision is scored on its VectorInputs (Choice.inputs), and this one has none")
-    n = len(inputs)
-    x = np.zeros((n, policy.in_size), np.float32)
-    mask = np.zeros((n, policy.action_size), np.float32)
-    obs = [v.observation for v in inputs]
-    sizes = _stack(obs, x)
-    x[np.arange(n), [size + v.role_index for size, v in zip(sizes, inputs)]] = 1.0  # the role one-hot after the obs
-    _stack([v.mask for v in inputs], mask)
-    return x, mask
-
-
-def _stack(rows: list[list], out: np.ndarray) -> list[int]:
-    """Write ``rows`` into the first columns of ``out``'s rows (as ``out[i, :len(row)] = row``); returns the lengths."""
-    sizes = [len(row) for row in rows]
-    size = sizes[0] if sizes else 0
-    if sizes.count(size) == len(sizes):
-        out[:, :size] = np.fromiter(chain.from_iterable(rows), out.dtype, len(rows) * size).reshape(len(rows), size)
-    else:
-        for i, row in enumerate(rows):
-            out[i, :len(row)] = row
-    return sizes
+        return policy.logprobs([s.choice.inputs for s in samples], [s.choice.index for s in samples])
 
 
 class LLMLearner(Learner):
