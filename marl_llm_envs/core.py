@@ -115,6 +115,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from marl_llm_envs.fast_rng import pcg64_seed_state
 from marl_llm_envs.text import (CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable,
                                  short_repr, short_text)
 
@@ -126,6 +127,9 @@ ACTION_MODES = ("text", "discrete")
 # process (never changed once built; action_mask hands out copies). Bounded: past the bound masks are built per call.
 _MASKS: dict[tuple[int, ...], np.ndarray] = {}
 _MASK_CACHE_SIZE = 16384    # at most about 6 MB (full Hanabi: about 350 bytes a mask)
+# seed -> PCG64's (state, inc) as default_rng(seed) starts: a pure function of the seed (np_random), bounded
+_SEED_STATES: dict[int, tuple[int, int]] = {}
+_SEED_CACHE_SIZE = 8192     # about 1.5 MB
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
 
 
@@ -184,6 +188,7 @@ class TextEnv(AECEnv):
         self.agents = []
         self._rng: np.random.Generator | None = np.random.default_rng()
         self._rng_state: dict | None = None  # a clone's snapshot of its parent's RNG, materialised on first use
+        self._spare_rng: np.random.Generator | None = None  # the last episode's generator, reseeded by np_random
         self._seed: int | None = None
         self._log: tuple | None = None
         self._ablations: tuple = ()
@@ -273,17 +278,34 @@ class TextEnv(AECEnv):
 
     @property
     def np_random(self) -> np.random.Generator:
-        """The env's own RNG: ``numpy.random.default_rng(seed)`` after ``reset(seed)``, built on first use; a clone
-        builds its copy of the parent's RNG state on first use too."""
+        """The env's own RNG: ``numpy.random.default_rng(seed)`` after ``reset(seed)``, seeded on first use; a clone
+        builds its copy of the parent's RNG state on first use too.
+
+        The same draws as a new ``default_rng(seed)``, without building one per episode: ``reset`` keeps the previous
+        episode's generator and sets its ``bit_generator.state`` to the one ``default_rng(seed)`` starts in
+        (:func:`marl_llm_envs.fast_rng.pcg64_seed_state`, kept per seed in a bounded module table, as the envs of
+        one group are reset with the same seed). A generator taken from ``np_random`` is therefore reseeded by the
+        env's next ``reset``."""
         rng = self._rng
         if rng is not None:
             return rng
-        if self._rng_state is None:
-            rng = self._rng = np.random.default_rng(self._seed)
-        else:
-            rng = np.random.Generator(np.random.PCG64())
-            rng.bit_generator.state = self._rng_state
-            self._rng, self._rng_state = rng, None
+        state, seed = self._rng_state, self._seed
+        if state is None and seed is not None:     # after reset(seed): the state default_rng(seed) starts in
+            pair = _SEED_STATES.get(seed)
+            if pair is None:
+                pair = pcg64_seed_state(seed)
+                if len(_SEED_STATES) < _SEED_CACHE_SIZE:
+                    _SEED_STATES[seed] = pair
+            state = {"bit_generator": "PCG64", "state": {"state": pair[0], "inc": pair[1]}, "has_uint32": 0,
+                     "uinteger": 0}
+        if state is None:
+            rng = self._rng = np.random.default_rng(seed)
+            return rng
+        rng = self._spare_rng       # the generator of this env's previous episode, reseeded (never a clone's)
+        if rng is None:
+            rng = np.random.Generator(np.random.PCG64(0))
+        rng.bit_generator.state = state
+        self._rng, self._rng_state, self._spare_rng = rng, None, None
         return rng
 
     def legal_actions(self, agent: str | None = None) -> list[str]:
@@ -328,7 +350,11 @@ class TextEnv(AECEnv):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         self._seed = int(seed)
-        self._rng = self._rng_state = None  # np_random builds default_rng(seed) on first use
+        rng = self._rng
+        if rng is not None:
+            self._spare_rng = rng           # np_random reseeds it on first use (the state of default_rng(seed))
+            self._rng = None
+        self._rng_state = None
         seats = self.possible_agents
         self.agents = list(seats)
         self.rewards = dict.fromkeys(seats, 0.0)
@@ -706,6 +732,7 @@ class TextEnv(AECEnv):
                 d[name] = value.copy()
         if self._rng is not None:
             d["_rng"], d["_rng_state"] = None, self._rng.bit_generator.state
+        d["_spare_rng"] = None                  # the parent's own; a clone builds its own generator
         new.__dict__ = d
         return new
 
