@@ -195,6 +195,11 @@ class TextEnv(AECEnv):
         self._ablated: frozenset[str] = frozenset()
         self._steps = 0
         self._present: dict[str, list[str]] | bool | None = None
+        cls = type(self)
+        # step's shortcut for a plain int is what the base's _read_text / _interpret / _accumulate_rewards do with it
+        self._plain_discrete = (action_mode == "discrete" and cls._interpret is TextEnv._interpret
+                                and cls._read_text is TextEnv._read_text
+                                and cls._accumulate_rewards is AECEnv._accumulate_rewards)
         self._build_spaces()
 
     # ------------------------------------------------------------------ spaces
@@ -399,7 +404,10 @@ class TextEnv(AECEnv):
         ``"text"`` key, and the prompt is never rendered. Everything else is identical."""
         if self._seed is None:
             raise _before_reset("observe()")
-        vector = np.zeros(self.vector_size, np.float32)
+        zero = self.__dict__.get("_zero_vector")
+        if zero is None or zero.shape[0] != self.vector_size:
+            zero = self._zero_vector = np.zeros(self.vector_size, np.float32)   # never changed: copied out
+        vector = zero.copy()
         self._vector(agent, vector)
         obs = {"text": self._prompt(agent), "observation": vector} if text else {"observation": vector}
         if self.action_mode == "discrete":
@@ -449,9 +457,16 @@ class TextEnv(AECEnv):
             raise
 
     def agent_iter(self, max_iter: int = 2**63):
+        """PettingZoo's ``agent_iter``: the agent to move while any agent is left, at most ``max_iter`` times (a
+        generator, cheaper per step than PettingZoo's iterator class; the same agents and the same stop)."""
         if self._seed is None:
             raise _before_reset("agent_iter()")
-        return super().agent_iter(max_iter)
+        return self._agents_to_move(max_iter)
+
+    def _agents_to_move(self, max_iter: int):
+        while self.agents and max_iter > 0:
+            max_iter -= 1
+            yield self.agent_selection
 
     def _check_order(self, call: str) -> None:
         """Raise the out-of-order error for ``call`` if there is one (called only on a failing path)."""
@@ -526,6 +541,26 @@ class TextEnv(AECEnv):
         agent = self._begin_step(action)
         if agent is None:
             return
+        if type(action) is int and self._plain_discrete:
+            # the common case: a legal index from a live agent in discrete mode, the base's own reading of it (what
+            # _read_text and _interpret do for a plain int, then the valid branch below)
+            info = self.infos[agent]
+            n = self._n_actions.get(agent)
+            if n is not None and 0 <= action < n and "ignored_chars" not in info and action in self._legal_ids(agent):
+                self._retries[agent] = 0
+                if self._error:
+                    self._error.pop(agent, None)
+                if info["invalid_action"] is not None:
+                    self.infos[agent] = {**info, "invalid_action": None}
+                self._apply(agent, self._index_to_move(agent, action))
+                if self._ablated:
+                    self._play_ablated()
+                cumulative = self._cumulative_rewards
+                for a, r in self.rewards.items():      # PettingZoo's _accumulate_rewards
+                    cumulative[a] += r
+                if self.render_mode == "human":
+                    self.render()
+                return
         action = self._read_text(agent, action)
         move, reason = self._interpret(agent, action)
         info = self.infos[agent]
@@ -608,12 +643,13 @@ class TextEnv(AECEnv):
             self._apply(agent, self._null_move(agent))
 
     # ------------------------------------------------------------------ outcomes (used by games)
-    def _give(self, rewards: dict[str, float]) -> None:
+    def _give(self, rewards: dict[str, float], _extra: dict[str, Any] | None = None) -> None:
         """Add step rewards and publish each team's return so far in ``infos[agent]["team_reward"]``.
 
         A team's return is the mean of its members' rewards (team members are always given equal rewards): every seat
         of the team, or, once agents have joined or left the episode (``_add_agent``, ``_remove_agent``,
-        ``_reopen``), its members in ``agents``. A team with no member there keeps its return."""
+        ``_reopen``), its members in ``agents``. A team with no member there keeps its return. (``_extra``:
+        :meth:`_finish`'s info keys, added in the same update of each info.)"""
         step_rewards = self.rewards
         for agent, r in rewards.items():
             step_rewards[agent] += r
@@ -633,16 +669,19 @@ class TextEnv(AECEnv):
             if members:
                 team_return[team] += sum([rewards.get(a, 0.0) for a in members]) / len(members)
         infos, teams = self.infos, self.teams
-        for agent in self.agents:
-            infos[agent] = {**infos[agent], "team_reward": team_return[teams[agent]]}
+        if _extra:
+            for agent in self.agents:
+                infos[agent] = {**infos[agent], "team_reward": team_return[teams[agent]], **_extra}
+        else:
+            for agent in self.agents:
+                infos[agent] = {**infos[agent], "team_reward": team_return[teams[agent]]}
 
     def _finish(self, rewards: dict[str, float] | None = None, **extra_info: Any) -> None:
         """End the episode: add final rewards, mark every agent terminated, add ``extra_info`` to every info."""
-        self._give(rewards or {})
+        self._give(rewards or {}, extra_info)
+        terminations = self.terminations
         for agent in self.agents:
-            self.terminations[agent] = True
-            if extra_info:
-                self.infos[agent] = {**self.infos[agent], **extra_info}
+            terminations[agent] = True
 
     def _set_team_return(self, team: str, value: float) -> None:
         """Overwrite ``team``'s return so far, and ``team_reward`` in its members' infos (for an ablation that rescores
