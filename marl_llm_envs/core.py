@@ -127,8 +127,9 @@ ACTION_MODES = ("text", "discrete")
 # process (never changed once built; action_mask hands out copies). Bounded: past the bound masks are built per call.
 _MASKS: dict[tuple[int, ...], np.ndarray] = {}
 _MASK_CACHE_SIZE = 16384    # at most about 6 MB (full Hanabi: about 350 bytes a mask)
-# seed -> PCG64's (state, inc) as default_rng(seed) starts: a pure function of the seed (np_random), bounded
-_SEED_STATES: dict[int, tuple[int, int]] = {}
+# seed -> the bit_generator.state default_rng(seed) starts in: a pure function of the seed (np_random; the setter
+# only reads it, and nothing changes it once built), bounded
+_SEED_STATES: dict[int, dict] = {}
 _SEED_CACHE_SIZE = 8192     # about 1.5 MB
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
 
@@ -296,13 +297,13 @@ class TextEnv(AECEnv):
             return rng
         state, seed = self._rng_state, self._seed
         if state is None and seed is not None:     # after reset(seed): the state default_rng(seed) starts in
-            pair = _SEED_STATES.get(seed)
-            if pair is None:
-                pair = pcg64_seed_state(seed)
+            state = _SEED_STATES.get(seed)
+            if state is None:
+                pcg, inc = pcg64_seed_state(seed)
+                state = {"bit_generator": "PCG64", "state": {"state": pcg, "inc": inc}, "has_uint32": 0,
+                         "uinteger": 0}
                 if len(_SEED_STATES) < _SEED_CACHE_SIZE:
-                    _SEED_STATES[seed] = pair
-            state = {"bit_generator": "PCG64", "state": {"state": pair[0], "inc": pair[1]}, "has_uint32": 0,
-                     "uinteger": 0}
+                    _SEED_STATES[seed] = state
         if state is None:
             rng = self._rng = np.random.default_rng(seed)
             return rng

@@ -18,8 +18,9 @@ first ``random()`` double directly, in about half that time:
 ``default_rng`` would fail that test rather than change results silently.
 
 Reseeding a live generator. :func:`pcg64_seed_state` is the PCG64 ``(state, inc)`` that ``default_rng(seed)`` starts
-in (the same steps 1 and 2, written out for one integer seed): an env sets its generator's ``bit_generator.state``
-to it at each ``reset(seed)`` instead of building a new generator (``TextEnv.np_random``), the same draws after.
+in (NumPy's SeedSequence pool, then step 1's state words and step 2): an env sets its generator's
+``bit_generator.state`` to it at each ``reset(seed)`` instead of building a new generator (``TextEnv.np_random``),
+the same draws after.
 
 Draws from a live generator. ``Generator.choice`` costs 50-120 us per scalar draw (argument checks and array
 conversions), against 1-15 us for the draw it makes. :func:`weighted_choice` and :func:`uniform_choice` make the same
@@ -96,89 +97,28 @@ def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
 
 def pcg64_seed_state(seed: int) -> tuple[int, int]:
     """PCG64's ``(state, inc)`` in ``numpy.random.default_rng(seed).bit_generator.state`` (a non-negative int seed):
-    :func:`_seed_inc`'s SeedSequence hashing written out step by step for the 4 words of a seed below ``2**128`` (the
-    literals are the successive ``hash_const`` values of ``hashmix``, ``(value XOR-ed in, multiplier)`` per call,
-    which do not depend on the data: ``_constants(_INIT_A, _MULT_A, 16)`` and ``_constants(_INIT_B, _MULT_B, 8)``),
-    then PCG64's ``srandom`` (state 0 stepped, ``+= seed``, stepped). About half the cost of building the generator
-    (``tests/test_env_fast_paths.py`` compares it with NumPy on thousands of seeds); larger seeds take the
-    general path."""
-    if seed >> 128:
-        initstate, inc = _seed_inc([seed])
-        return ((inc + initstate) * _PCG_MULT + inc) & _M128, inc
-    m = 0xFFFFFFFF
-    v = (((seed & m) ^ 0x43b0d7e5) * 0xae5a53a9) & m
-    p0 = v ^ (v >> 16)
-    v = ((((seed >> 32) & m) ^ 0xae5a53a9) * 0x8488043d) & m
-    p1 = v ^ (v >> 16)
-    v = ((((seed >> 64) & m) ^ 0x8488043d) * 0x5a9057e1) & m
-    p2 = v ^ (v >> 16)
-    v = ((((seed >> 96) & m) ^ 0x5a9057e1) * 0x9205b1d5) & m
-    p3 = v ^ (v >> 16)
-    # pool[d] = mix(pool[d], hashmix(pool[s])) for every s and every d != s, in order
-    v = ((p0 ^ 0x9205b1d5) * 0xe9096e59) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p1 - 0x4973F715 * v) & m
-    p1 = r ^ (r >> 16)
-    v = ((p0 ^ 0xe9096e59) * 0x8d5cb6ad) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p2 - 0x4973F715 * v) & m
-    p2 = r ^ (r >> 16)
-    v = ((p0 ^ 0x8d5cb6ad) * 0x9bb16511) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p3 - 0x4973F715 * v) & m
-    p3 = r ^ (r >> 16)
-    v = ((p1 ^ 0x9bb16511) * 0xc238c5) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p0 - 0x4973F715 * v) & m
-    p0 = r ^ (r >> 16)
-    v = ((p1 ^ 0xc238c5) * 0x4d029a09) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p2 - 0x4973F715 * v) & m
-    p2 = r ^ (r >> 16)
-    v = ((p1 ^ 0x4d029a09) * 0xcc132e1d) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p3 - 0x4973F715 * v) & m
-    p3 = r ^ (r >> 16)
-    v = ((p2 ^ 0xcc132e1d) * 0x83a97b41) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p0 - 0x4973F715 * v) & m
-    p0 = r ^ (r >> 16)
-    v = ((p2 ^ 0x83a97b41) * 0xfa8ddcb5) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p1 - 0x4973F715 * v) & m
-    p1 = r ^ (r >> 16)
-    v = ((p2 ^ 0xfa8ddcb5) * 0xac4c06b9) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p3 - 0x4973F715 * v) & m
-    p3 = r ^ (r >> 16)
-    v = ((p3 ^ 0xac4c06b9) * 0x26ff5a8d) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p0 - 0x4973F715 * v) & m
-    p0 = r ^ (r >> 16)
-    v = ((p3 ^ 0x26ff5a8d) * 0xe554a71) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p1 - 0x4973F715 * v) & m
-    p1 = r ^ (r >> 16)
-    v = ((p3 ^ 0xe554a71) * 0x78c50da5) & m
-    v ^= v >> 16
-    r = (0xCA01F9DD * p2 - 0x4973F715 * v) & m
-    p2 = r ^ (r >> 16)
-    # generate_state(4, uint64): 8 words hashed from the pool with the second constant sequence
-    v = ((p0 ^ 0x8b51f9dd) * 0x464a0a99) & m
+    NumPy's own ``SeedSequence(seed)`` mixes the entropy pool (its ``pool``), then ``generate_state(4, uint64)`` is
+    written out here (8 ``hashmix`` calls; the literals are the successive ``hash_const`` values, ``(value XOR-ed in,
+    multiplier)`` per call, which do not depend on the data: ``_constants(_INIT_B, _MULT_B, 8)``), then PCG64's
+    ``srandom`` (state 0 stepped, ``+= seed``, stepped). About two thirds of the cost of building the generator
+    (``tests/test_env_fast_paths.py`` compares it with NumPy on thousands of seeds)."""
+    p0, p1, p2, p3 = np.random.SeedSequence(seed).pool.tolist()
+    m = _M32
+    v = ((p0 ^ 0x8B51F9DD) * 0x464A0A99) & m
     s0 = v ^ (v >> 16)
-    v = ((p1 ^ 0x464a0a99) * 0x819d14a5) & m
+    v = ((p1 ^ 0x464A0A99) * 0x819D14A5) & m
     s1 = v ^ (v >> 16)
-    v = ((p2 ^ 0x819d14a5) * 0xd369fdc1) & m
+    v = ((p2 ^ 0x819D14A5) * 0xD369FDC1) & m
     s2 = v ^ (v >> 16)
-    v = ((p3 ^ 0xd369fdc1) * 0x501638ad) & m
+    v = ((p3 ^ 0xD369FDC1) * 0x501638AD) & m
     s3 = v ^ (v >> 16)
-    v = ((p0 ^ 0x501638ad) * 0xa600c129) & m
+    v = ((p0 ^ 0x501638AD) * 0xA600C129) & m
     s4 = v ^ (v >> 16)
-    v = ((p1 ^ 0xa600c129) * 0x8b0167f5) & m
+    v = ((p1 ^ 0xA600C129) * 0x8B0167F5) & m
     s5 = v ^ (v >> 16)
-    v = ((p2 ^ 0x8b0167f5) * 0x5c1e2ed1) & m
+    v = ((p2 ^ 0x8B0167F5) * 0x5C1E2ED1) & m
     s6 = v ^ (v >> 16)
-    v = ((p3 ^ 0x5c1e2ed1) * 0x301d747d) & m
+    v = ((p3 ^ 0x5C1E2ED1) * 0x301D747D) & m
     s7 = v ^ (v >> 16)
     inc = ((s5 << 97) | (s4 << 65) | (s7 << 33) | (s6 << 1) | 1) & _M128
     return ((inc + ((s1 << 96) | (s0 << 64) | (s3 << 32) | s2)) * _PCG_MULT + inc) & _M128, inc
