@@ -132,6 +132,8 @@ _MASK_CACHE_SIZE = 16384    # at most about 6 MB (full Hanabi: about 350 bytes a
 _SEED_STATES: dict[int, dict] = {}
 _SEED_CACHE_SIZE = 8192     # about 1.5 MB
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
+_NO_AGENTS: frozenset[str] = frozenset()
+_2_64 = 2**64    # a plain int of at most 64 bits is logged as it is (_loggable's first case)
 
 
 class TextEnv(AECEnv):
@@ -335,6 +337,9 @@ class TextEnv(AECEnv):
         this agent's turn; a new array on every call."""
         if self._seed is None:
             raise _before_reset("action_mask()")
+        return self._mask(agent)
+
+    def _mask(self, agent: str) -> np.ndarray:
         n = self._n_actions.get(agent)
         if n is None:                                         # not one of possible_agents: what its names give
             n = len(self.action_names(agent))
@@ -351,42 +356,49 @@ class TextEnv(AECEnv):
         return np.zeros(n, np.int8)
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        if seed is None:
-            seed = int(self.np_random.integers(2**63 - 1))
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
-        self._seed = int(seed)
+        if type(seed) is not int or seed < 0:          # a plain non-negative int needs no further checks
+            if seed is None:
+                seed = int(self.np_random.integers(2**63 - 1))
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+                raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+            seed = int(seed)
+        self._seed = seed
         rng = self._rng
         if rng is not None:
             self._spare_rng = rng           # np_random reseeds it on first use (the state of default_rng(seed))
             self._rng = None
         self._rng_state = None
         seats = self.possible_agents
-        self.agents = list(seats)
-        self.rewards = dict.fromkeys(seats, 0.0)
-        self._cumulative_rewards = dict.fromkeys(seats, 0.0)
-        self.terminations = dict.fromkeys(seats, False)
-        self.truncations = dict.fromkeys(seats, False)
-        self._team_return = dict.fromkeys(self.teams.values(), 0.0)
         start = self.__dict__.get("_start_tables")
         if start is None or start[0] is not seats or start[1] is not self.teams or start[2] is not self.roles:
             start = self._start_tables = self._build_start_tables()
-        self.infos = {a: info.copy() for a, info in start[3]}
-        self._retries = dict.fromkeys(seats, 0)
+        _, _, _, infos, zeros, falses, retries, team_zeros = start
+        self.agents = list(seats)
+        self.rewards = zeros.copy()
+        self._cumulative_rewards = zeros.copy()
+        self.terminations = falses.copy()
+        self.truncations = falses.copy()
+        self._team_return = team_zeros.copy()
+        self.infos = {a: info.copy() for a, info in infos}
+        self._retries = retries.copy()
         self._error: dict[str, str] = {}
         self._log = None
         self._ablations = ()
-        self._ablated = frozenset()
+        self._ablated = _NO_AGENTS
         self._steps = 0
         self._present = None    # the teams' members: every seat until agents join or leave (see _give)
         self._start()
 
     def _build_start_tables(self) -> tuple:
-        """What every ``reset`` starts from, built once per env (static, shared by clones; never changed in place):
-        the seats, teams and roles it was built from, and each seat's info at the start of an episode
-        (:meth:`_base_info` while every team's return is 0, as ``reset`` has just set it)."""
-        infos = tuple((agent, self._base_info(agent)) for agent in self.possible_agents)
-        return self.possible_agents, self.teams, self.roles, infos
+        """What every ``reset`` starts from, built once per env (static, shared by clones; never changed in place,
+        only copied): the seats, teams and roles it was built from, each seat's info at the start of an episode
+        (:meth:`_base_info` while every team's return is 0, as ``reset`` sets it), and the seat -> 0.0, seat ->
+        False, seat -> 0 and team -> 0.0 tables ``reset`` copies."""
+        seats = self.possible_agents
+        self._team_return = dict.fromkeys(self.teams.values(), 0.0)     # (reset sets it again right after)
+        infos = tuple((agent, self._base_info(agent)) for agent in seats)
+        return (seats, self.teams, self.roles, infos, dict.fromkeys(seats, 0.0), dict.fromkeys(seats, False),
+                dict.fromkeys(seats, 0), dict.fromkeys(self.teams.values(), 0.0))
 
     def _base_info(self, agent: str) -> dict[str, Any]:
         team = self.teams[agent]
@@ -410,10 +422,11 @@ class TextEnv(AECEnv):
             zero = self._zero_vector = np.zeros(self.vector_size, np.float32)   # never changed: copied out
         vector = zero.copy()
         self._vector(agent, vector)
-        obs = {"text": self._prompt(agent), "observation": vector} if text else {"observation": vector}
-        if self.action_mode == "discrete":
-            obs["action_mask"] = self.action_mask(agent)
-        return obs
+        if self._plain_discrete or self.action_mode == "discrete":
+            if text:
+                return {"text": self._prompt(agent), "observation": vector, "action_mask": self._mask(agent)}
+            return {"observation": vector, "action_mask": self._mask(agent)}
+        return {"text": self._prompt(agent), "observation": vector} if text else {"observation": vector}
 
     def observe_text(self, agent: str) -> str:
         """``observe(agent)["text"]`` alone: the prompt, without computing the vector or the mask (the rollout engine
@@ -489,11 +502,12 @@ class TextEnv(AECEnv):
             self._log = (self._log, None)
             self._was_dead_step(action)
             return None
-        self._log = (self._log, _loggable(action))
+        self._log = (self._log, action if type(action) is int and -_2_64 < action < _2_64 else _loggable(action))
         self._steps += 1
         self._cumulative_rewards[agent] = 0.0
-        for a in self.rewards:
-            self.rewards[a] = 0.0
+        rewards = self.rewards
+        for a in rewards:
+            rewards[a] = 0.0
         return agent
 
     def _was_dead_step(self, action: Any) -> None:
@@ -515,13 +529,14 @@ class TextEnv(AECEnv):
             if terms[a] or truncs[a]:
                 dead = a
                 break
+        skip = self.__dict__.get("_skip_agent_selection")
         if dead is not None:
-            if getattr(self, "_skip_agent_selection", None) is None:
+            if skip is None:
                 self._skip_agent_selection = self.agent_selection
             self.agent_selection = dead
         else:
-            if getattr(self, "_skip_agent_selection", None) is not None:
-                self.agent_selection = self._skip_agent_selection
+            if skip is not None:
+                self.agent_selection = skip
             self._skip_agent_selection = None
         rewards = self.rewards
         for a in rewards:
@@ -667,7 +682,9 @@ class TextEnv(AECEnv):
         team_return = self._team_return
         for team in team_return:
             members = members_of[team]
-            if members:
+            if len(members) == 1:      # sum([r]) / len([r]) is (0 + r) / 1 (sum starts from the int 0)
+                team_return[team] += (0 + rewards.get(members[0], 0.0)) / 1
+            elif members:
                 team_return[team] += sum([rewards.get(a, 0.0) for a in members]) / len(members)
         infos, teams = self.infos, self.teams
         if _extra:
