@@ -128,7 +128,8 @@ ACTION_MODES = ("text", "discrete")
 _MASKS: dict[tuple[int, ...], np.ndarray] = {}
 _MASK_CACHE_SIZE = 16384    # at most about 6 MB (full Hanabi: about 350 bytes a mask)
 # seed -> the bit_generator.state default_rng(seed) starts in: a pure function of the seed (np_random; the setter
-# only reads it, and nothing changes it once built), bounded
+# only reads it, and nothing changes it once built), bounded (emptied when full). It pays where envs are reset with
+# the same seed (the rollout engine resets each group's envs with one seed)
 _SEED_STATES: dict[int, dict] = {}
 _SEED_CACHE_SIZE = 8192     # about 1.5 MB
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
@@ -304,8 +305,9 @@ class TextEnv(AECEnv):
                 pcg, inc = pcg64_seed_state(seed)
                 state = {"bit_generator": "PCG64", "state": {"state": pcg, "inc": inc}, "has_uint32": 0,
                          "uinteger": 0}
-                if len(_SEED_STATES) < _SEED_CACHE_SIZE:
-                    _SEED_STATES[seed] = state
+                if len(_SEED_STATES) >= _SEED_CACHE_SIZE:
+                    _SEED_STATES.clear()        # full: start again (the seeds of the current groups come back)
+                _SEED_STATES[seed] = state
         if state is None:
             rng = self._rng = np.random.default_rng(seed)
             return rng
