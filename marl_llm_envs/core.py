@@ -419,10 +419,11 @@ class TextEnv(AECEnv):
         ``"text"`` key, and the prompt is never rendered. Everything else is identical."""
         if self._seed is None:
             raise _before_reset("observe()")
-        zero = self.__dict__.get("_zero_vector")
-        if zero is None or zero.shape[0] != self.vector_size:
-            zero = self._zero_vector = np.zeros(self.vector_size, np.float32)   # never changed: copied out
-        vector = zero.copy()
+        size = self.vector_size
+        zero = self.__dict__.get("_zero_vector")       # (size, a zero vector of it): never changed, copied out
+        if zero is None or zero[0] != size:
+            zero = self._zero_vector = (size, np.zeros(size, np.float32))
+        vector = zero[1].copy()
         self._vector(agent, vector)
         if self._plain_discrete or self.action_mode == "discrete":
             if text:
