@@ -32,8 +32,10 @@ One place for what all our text environments have in common (the games only writ
   ``legal_actions``, ``action_mask``, ``ablate`` and ``transcript`` before the first ``reset`` ("reset() needs to be called before step()"); ``step`` or ``last`` once
   the episode has ended and every agent has been removed ("step() after the episode ended: call reset()"). While
   the episode is ending, each finished agent still takes its ``step(None)``, as in every PettingZoo AEC env.
-* **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it. ``reset()`` without a seed draws
-  the next episode's seed from the env's own RNG, so every episode has a concrete seed in its transcript. The global
+* **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it: the episode draws exactly what
+  ``numpy.random.default_rng(seed)`` draws (the env keeps one generator and sets it to the state ``default_rng(seed)``
+  starts in, rather than building one per episode; see ``np_random``). ``reset()`` without a seed draws the next
+  episode's seed from the env's own RNG, so every episode has a concrete seed in its transcript. The global
   ``random`` module and NumPy's global state are never touched.
 * **Global state.** ``state()`` (PettingZoo's API) is the concatenation of every agent's ``"observation"`` vector,
   for a centralized critic (``baselines.credit``'s ``mappo``); a game overrides it where a shorter union of the
