@@ -32,8 +32,10 @@ One place for what all our text environments have in common (the games only writ
   ``legal_actions``, ``action_mask``, ``ablate`` and ``transcript`` before the first ``reset`` ("reset() needs to be called before step()"); ``step`` or ``last`` once
   the episode has ended and every agent has been removed ("step() after the episode ended: call reset()"). While
   the episode is ending, each finished agent still takes its ``step(None)``, as in every PettingZoo AEC env.
-* **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it. ``reset()`` without a seed draws
-  the next episode's seed from the env's own RNG, so every episode has a concrete seed in its transcript. The global
+* **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it: the episode draws exactly what
+  ``numpy.random.default_rng(seed)`` draws (the env keeps one generator and sets it to the state ``default_rng(seed)``
+  starts in, rather than building one per episode; see ``np_random``). ``reset()`` without a seed draws the next
+  episode's seed from the env's own RNG, so every episode has a concrete seed in its transcript. The global
   ``random`` module and NumPy's global state are never touched.
 * **Global state.** ``state()`` (PettingZoo's API) is the concatenation of every agent's ``"observation"`` vector,
   for a centralized critic (``baselines.credit``'s ``mappo``); a game overrides it where a shorter union of the
@@ -115,6 +117,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from marl_llm_envs.fast_rng import pcg64_seed_state
 from marl_llm_envs.text import (CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable,
                                  short_repr, short_text)
 
@@ -126,7 +129,14 @@ ACTION_MODES = ("text", "discrete")
 # process (never changed once built; action_mask hands out copies). Bounded: past the bound masks are built per call.
 _MASKS: dict[tuple[int, ...], np.ndarray] = {}
 _MASK_CACHE_SIZE = 16384    # at most about 6 MB (full Hanabi: about 350 bytes a mask)
+# seed -> the bit_generator.state default_rng(seed) starts in: a pure function of the seed (np_random; the setter
+# only reads it, and nothing changes it once built), bounded (emptied when full). It pays where envs are reset with
+# the same seed (the rollout engine resets each group's envs with one seed)
+_SEED_STATES: dict[int, dict] = {}
+_SEED_CACHE_SIZE = 8192     # about 1.5 MB
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
+_NO_AGENTS: frozenset[str] = frozenset()
+_2_64 = 2**64    # a plain int of at most 64 bits is logged as it is (_loggable's first case)
 
 
 class TextEnv(AECEnv):
@@ -184,12 +194,18 @@ class TextEnv(AECEnv):
         self.agents = []
         self._rng: np.random.Generator | None = np.random.default_rng()
         self._rng_state: dict | None = None  # a clone's snapshot of its parent's RNG, materialised on first use
+        self._spare_rng: np.random.Generator | None = None  # the last episode's generator, reseeded by np_random
         self._seed: int | None = None
         self._log: tuple | None = None
         self._ablations: tuple = ()
         self._ablated: frozenset[str] = frozenset()
         self._steps = 0
         self._present: dict[str, list[str]] | bool | None = None
+        cls = type(self)
+        # step's shortcut for a plain int is what the base's _read_text / _interpret / _accumulate_rewards do with it
+        self._plain_discrete = (action_mode == "discrete" and cls._interpret is TextEnv._interpret
+                                and cls._read_text is TextEnv._read_text
+                                and cls._accumulate_rewards is AECEnv._accumulate_rewards)
         self._build_spaces()
 
     # ------------------------------------------------------------------ spaces
@@ -273,17 +289,35 @@ class TextEnv(AECEnv):
 
     @property
     def np_random(self) -> np.random.Generator:
-        """The env's own RNG: ``numpy.random.default_rng(seed)`` after ``reset(seed)``, built on first use; a clone
-        builds its copy of the parent's RNG state on first use too."""
+        """The env's own RNG: ``numpy.random.default_rng(seed)`` after ``reset(seed)``, seeded on first use; a clone
+        builds its copy of the parent's RNG state on first use too.
+
+        The same draws as a new ``default_rng(seed)``, without building one per episode: ``reset`` keeps the previous
+        episode's generator and sets its ``bit_generator.state`` to the one ``default_rng(seed)`` starts in
+        (:func:`marl_llm_envs.fast_rng.pcg64_seed_state`, kept per seed in a bounded module table, as the envs of
+        one group are reset with the same seed). A generator taken from ``np_random`` is therefore reseeded by the
+        env's next ``reset``."""
         rng = self._rng
         if rng is not None:
             return rng
-        if self._rng_state is None:
-            rng = self._rng = np.random.default_rng(self._seed)
-        else:
-            rng = np.random.Generator(np.random.PCG64())
-            rng.bit_generator.state = self._rng_state
-            self._rng, self._rng_state = rng, None
+        state, seed = self._rng_state, self._seed
+        if state is None and seed is not None:     # after reset(seed): the state default_rng(seed) starts in
+            state = _SEED_STATES.get(seed)
+            if state is None:
+                pcg, inc = pcg64_seed_state(seed)
+                state = {"bit_generator": "PCG64", "state": {"state": pcg, "inc": inc}, "has_uint32": 0,
+                         "uinteger": 0}
+                if len(_SEED_STATES) >= _SEED_CACHE_SIZE:
+                    _SEED_STATES.clear()        # full: start again (the seeds of the current groups come back)
+                _SEED_STATES[seed] = state
+        if state is None:
+            rng = self._rng = np.random.default_rng(seed)
+            return rng
+        rng = self._spare_rng       # the generator of this env's previous episode, reseeded (never a clone's)
+        if rng is None:
+            rng = np.random.Generator(np.random.PCG64(0))
+        rng.bit_generator.state = state
+        self._rng, self._rng_state, self._spare_rng = rng, None, None
         return rng
 
     def legal_actions(self, agent: str | None = None) -> list[str]:
@@ -307,6 +341,9 @@ class TextEnv(AECEnv):
         this agent's turn; a new array on every call."""
         if self._seed is None:
             raise _before_reset("action_mask()")
+        return self._mask(agent)
+
+    def _mask(self, agent: str) -> np.ndarray:
         n = self._n_actions.get(agent)
         if n is None:                                         # not one of possible_agents: what its names give
             n = len(self.action_names(agent))
@@ -323,38 +360,49 @@ class TextEnv(AECEnv):
         return np.zeros(n, np.int8)
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        if seed is None:
-            seed = int(self.np_random.integers(2**63 - 1))
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
-        self._seed = int(seed)
-        self._rng = self._rng_state = None  # np_random builds default_rng(seed) on first use
+        if type(seed) is not int or seed < 0:          # a plain non-negative int needs no further checks
+            if seed is None:
+                seed = int(self.np_random.integers(2**63 - 1))
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+                raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+            seed = int(seed)
+        self._seed = seed
+        rng = self._rng
+        if rng is not None:
+            self._spare_rng = rng           # np_random reseeds it on first use (the state of default_rng(seed))
+            self._rng = None
+        self._rng_state = None
         seats = self.possible_agents
-        self.agents = list(seats)
-        self.rewards = dict.fromkeys(seats, 0.0)
-        self._cumulative_rewards = dict.fromkeys(seats, 0.0)
-        self.terminations = dict.fromkeys(seats, False)
-        self.truncations = dict.fromkeys(seats, False)
-        self._team_return = dict.fromkeys(self.teams.values(), 0.0)
         start = self.__dict__.get("_start_tables")
         if start is None or start[0] is not seats or start[1] is not self.teams or start[2] is not self.roles:
             start = self._start_tables = self._build_start_tables()
-        self.infos = {a: info.copy() for a, info in start[3]}
-        self._retries = dict.fromkeys(seats, 0)
+        _, _, _, infos, zeros, falses, retries, team_zeros = start
+        self.agents = list(seats)
+        self.rewards = zeros.copy()
+        self._cumulative_rewards = zeros.copy()
+        self.terminations = falses.copy()
+        self.truncations = falses.copy()
+        self._team_return = team_zeros.copy()
+        self.infos = {a: info.copy() for a, info in infos}
+        self._retries = retries.copy()
         self._error: dict[str, str] = {}
         self._log = None
         self._ablations = ()
-        self._ablated = frozenset()
+        self._ablated = _NO_AGENTS
         self._steps = 0
         self._present = None    # the teams' members: every seat until agents join or leave (see _give)
         self._start()
 
     def _build_start_tables(self) -> tuple:
-        """What every ``reset`` starts from, built once per env (static, shared by clones; never changed in place):
-        the seats, teams and roles it was built from, and each seat's info at the start of an episode
-        (:meth:`_base_info` while every team's return is 0, as ``reset`` has just set it)."""
-        infos = tuple((agent, self._base_info(agent)) for agent in self.possible_agents)
-        return self.possible_agents, self.teams, self.roles, infos
+        """What every ``reset`` starts from, built once per env (static, shared by clones; never changed in place,
+        only copied): the seats, teams and roles it was built from, each seat's info at the start of an episode
+        (:meth:`_base_info` while every team's return is 0, as ``reset`` sets it), and the seat -> 0.0, seat ->
+        False, seat -> 0 and team -> 0.0 tables ``reset`` copies."""
+        seats = self.possible_agents
+        self._team_return = dict.fromkeys(self.teams.values(), 0.0)     # (reset sets it again right after)
+        infos = tuple((agent, self._base_info(agent)) for agent in seats)
+        return (seats, self.teams, self.roles, infos, dict.fromkeys(seats, 0.0), dict.fromkeys(seats, False),
+                dict.fromkeys(seats, 0), dict.fromkeys(self.teams.values(), 0.0))
 
     def _base_info(self, agent: str) -> dict[str, Any]:
         team = self.teams[agent]
@@ -373,12 +421,17 @@ class TextEnv(AECEnv):
         ``"text"`` key, and the prompt is never rendered. Everything else is identical."""
         if self._seed is None:
             raise _before_reset("observe()")
-        vector = np.zeros(self.vector_size, np.float32)
+        size = self.vector_size
+        zero = self.__dict__.get("_zero_vector")       # (size, a zero vector of it): never changed, copied out
+        if zero is None or zero[0] != size:
+            zero = self._zero_vector = (size, np.zeros(size, np.float32))
+        vector = zero[1].copy()
         self._vector(agent, vector)
-        obs = {"text": self._prompt(agent), "observation": vector} if text else {"observation": vector}
-        if self.action_mode == "discrete":
-            obs["action_mask"] = self.action_mask(agent)
-        return obs
+        if self._plain_discrete or self.action_mode == "discrete":
+            if text:
+                return {"text": self._prompt(agent), "observation": vector, "action_mask": self._mask(agent)}
+            return {"observation": vector, "action_mask": self._mask(agent)}
+        return {"text": self._prompt(agent), "observation": vector} if text else {"observation": vector}
 
     def observe_text(self, agent: str) -> str:
         """``observe(agent)["text"]`` alone: the prompt, without computing the vector or the mask (the rollout engine
@@ -423,9 +476,16 @@ class TextEnv(AECEnv):
             raise
 
     def agent_iter(self, max_iter: int = 2**63):
+        """PettingZoo's ``agent_iter``: the agent to move while any agent is left, at most ``max_iter`` times (a
+        generator, cheaper per step than PettingZoo's iterator class; the same agents and the same stop)."""
         if self._seed is None:
             raise _before_reset("agent_iter()")
-        return super().agent_iter(max_iter)
+        return self._agents_to_move(max_iter)
+
+    def _agents_to_move(self, max_iter: int):
+        while self.agents and max_iter > 0:
+            max_iter -= 1
+            yield self.agent_selection
 
     def _check_order(self, call: str) -> None:
         """Raise the out-of-order error for ``call`` if there is one (called only on a failing path)."""
@@ -447,11 +507,12 @@ class TextEnv(AECEnv):
             self._log = (self._log, None)
             self._was_dead_step(action)
             return None
-        self._log = (self._log, _loggable(action))
+        self._log = (self._log, action if type(action) is int and -_2_64 < action < _2_64 else _loggable(action))
         self._steps += 1
         self._cumulative_rewards[agent] = 0.0
-        for a in self.rewards:
-            self.rewards[a] = 0.0
+        rewards = self.rewards
+        for a in rewards:
+            rewards[a] = 0.0
         return agent
 
     def _was_dead_step(self, action: Any) -> None:
@@ -473,13 +534,14 @@ class TextEnv(AECEnv):
             if terms[a] or truncs[a]:
                 dead = a
                 break
+        skip = self.__dict__.get("_skip_agent_selection")
         if dead is not None:
-            if getattr(self, "_skip_agent_selection", None) is None:
+            if skip is None:
                 self._skip_agent_selection = self.agent_selection
             self.agent_selection = dead
         else:
-            if getattr(self, "_skip_agent_selection", None) is not None:
-                self.agent_selection = self._skip_agent_selection
+            if skip is not None:
+                self.agent_selection = skip
             self._skip_agent_selection = None
         rewards = self.rewards
         for a in rewards:
@@ -500,6 +562,26 @@ class TextEnv(AECEnv):
         agent = self._begin_step(action)
         if agent is None:
             return
+        if type(action) is int and self._plain_discrete:
+            # the common case: a legal index from a live agent in discrete mode, the base's own reading of it (what
+            # _read_text and _interpret do for a plain int, then the valid branch below)
+            info = self.infos[agent]
+            n = self._n_actions.get(agent)
+            if n is not None and 0 <= action < n and "ignored_chars" not in info and action in self._legal_ids(agent):
+                self._retries[agent] = 0
+                if self._error:
+                    self._error.pop(agent, None)
+                if info["invalid_action"] is not None:
+                    self.infos[agent] = {**info, "invalid_action": None}
+                self._apply(agent, self._index_to_move(agent, action))
+                if self._ablated:
+                    self._play_ablated()
+                cumulative = self._cumulative_rewards
+                for a, r in self.rewards.items():      # PettingZoo's _accumulate_rewards
+                    cumulative[a] += r
+                if self.render_mode == "human":
+                    self.render()
+                return
         action = self._read_text(agent, action)
         move, reason = self._interpret(agent, action)
         info = self.infos[agent]
@@ -582,12 +664,13 @@ class TextEnv(AECEnv):
             self._apply(agent, self._null_move(agent))
 
     # ------------------------------------------------------------------ outcomes (used by games)
-    def _give(self, rewards: dict[str, float]) -> None:
+    def _give(self, rewards: dict[str, float], _extra: dict[str, Any] | None = None) -> None:
         """Add step rewards and publish each team's return so far in ``infos[agent]["team_reward"]``.
 
         A team's return is the mean of its members' rewards (team members are always given equal rewards): every seat
         of the team, or, once agents have joined or left the episode (``_add_agent``, ``_remove_agent``,
-        ``_reopen``), its members in ``agents``. A team with no member there keeps its return."""
+        ``_reopen``), its members in ``agents``. A team with no member there keeps its return. (``_extra``:
+        :meth:`_finish`'s info keys, added in the same update of each info.)"""
         step_rewards = self.rewards
         for agent, r in rewards.items():
             step_rewards[agent] += r
@@ -604,19 +687,24 @@ class TextEnv(AECEnv):
         team_return = self._team_return
         for team in team_return:
             members = members_of[team]
-            if members:
+            if len(members) == 1:      # sum([r]) / len([r]) is (0 + r) / 1 (sum starts from the int 0)
+                team_return[team] += (0 + rewards.get(members[0], 0.0)) / 1
+            elif members:
                 team_return[team] += sum([rewards.get(a, 0.0) for a in members]) / len(members)
         infos, teams = self.infos, self.teams
-        for agent in self.agents:
-            infos[agent] = {**infos[agent], "team_reward": team_return[teams[agent]]}
+        if _extra:
+            for agent in self.agents:
+                infos[agent] = {**infos[agent], "team_reward": team_return[teams[agent]], **_extra}
+        else:
+            for agent in self.agents:
+                infos[agent] = {**infos[agent], "team_reward": team_return[teams[agent]]}
 
     def _finish(self, rewards: dict[str, float] | None = None, **extra_info: Any) -> None:
         """End the episode: add final rewards, mark every agent terminated, add ``extra_info`` to every info."""
-        self._give(rewards or {})
+        self._give(rewards or {}, extra_info)
+        terminations = self.terminations
         for agent in self.agents:
-            self.terminations[agent] = True
-            if extra_info:
-                self.infos[agent] = {**self.infos[agent], **extra_info}
+            terminations[agent] = True
 
     def _set_team_return(self, team: str, value: float) -> None:
         """Overwrite ``team``'s return so far, and ``team_reward`` in its members' infos (for an ablation that rescores
@@ -706,6 +794,7 @@ class TextEnv(AECEnv):
                 d[name] = value.copy()
         if self._rng is not None:
             d["_rng"], d["_rng_state"] = None, self._rng.bit_generator.state
+        d["_spare_rng"] = None                  # the parent's own; a clone builds its own generator
         new.__dict__ = d
         return new
 

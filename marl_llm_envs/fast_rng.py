@@ -17,6 +17,11 @@ first ``random()`` double directly, in about half that time:
 ``tests/test_speed_same_results.py`` checks it against NumPy on thousands of keys, so a NumPy that changed
 ``default_rng`` would fail that test rather than change results silently.
 
+Reseeding a live generator. :func:`pcg64_seed_state` is the PCG64 ``(state, inc)`` that ``default_rng(seed)`` starts
+in (NumPy's SeedSequence pool, then step 1's state words and step 2): an env sets its generator's
+``bit_generator.state`` to it at each ``reset(seed)`` instead of building a new generator (``TextEnv.np_random``),
+the same draws after.
+
 Draws from a live generator. ``Generator.choice`` costs 50-120 us per scalar draw (argument checks and array
 conversions), against 1-15 us for the draw it makes. :func:`weighted_choice` and :func:`uniform_choice` make the same
 draw from the same stream as ``rng.choice(items, p=p)`` and ``rng.choice(items)`` (NumPy's ``choice`` with
@@ -32,7 +37,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["choice_cdf", "first_uniform", "first_uniforms", "uniform_choice", "weighted_choice"]
+__all__ = ["choice_cdf", "first_uniform", "first_uniforms", "pcg64_seed_state", "uniform_choice", "weighted_choice"]
 
 _M32 = 0xFFFFFFFF
 _U32 = np.uint64(_M32)
@@ -88,6 +93,35 @@ def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
     seed = (((state[1] << 32) | state[0]) << 64) | ((state[3] << 32) | state[2])
     inc = ((((((state[5] << 32) | state[4]) << 64) | ((state[7] << 32) | state[6])) << 1) | 1) & _M128
     return seed, inc
+
+
+def pcg64_seed_state(seed: int) -> tuple[int, int]:
+    """PCG64's ``(state, inc)`` in ``numpy.random.default_rng(seed).bit_generator.state`` (a non-negative int seed):
+    NumPy's own ``SeedSequence(seed)`` mixes the entropy pool (its ``pool``), then ``generate_state(4, uint64)`` is
+    written out here (8 ``hashmix`` calls; the literals are the successive ``hash_const`` values, ``(value XOR-ed in,
+    multiplier)`` per call, which do not depend on the data: ``_constants(_INIT_B, _MULT_B, 8)``), then PCG64's
+    ``srandom`` (state 0 stepped, ``+= seed``, stepped). About two thirds of the cost of building the generator
+    (``tests/test_env_fast_paths.py`` compares it with NumPy on thousands of seeds)."""
+    p0, p1, p2, p3 = np.random.SeedSequence(seed).pool.tolist()
+    m = _M32
+    v = ((p0 ^ 0x8B51F9DD) * 0x464A0A99) & m
+    s0 = v ^ (v >> 16)
+    v = ((p1 ^ 0x464A0A99) * 0x819D14A5) & m
+    s1 = v ^ (v >> 16)
+    v = ((p2 ^ 0x819D14A5) * 0xD369FDC1) & m
+    s2 = v ^ (v >> 16)
+    v = ((p3 ^ 0xD369FDC1) * 0x501638AD) & m
+    s3 = v ^ (v >> 16)
+    v = ((p0 ^ 0x501638AD) * 0xA600C129) & m
+    s4 = v ^ (v >> 16)
+    v = ((p1 ^ 0xA600C129) * 0x8B0167F5) & m
+    s5 = v ^ (v >> 16)
+    v = ((p2 ^ 0x8B0167F5) * 0x5C1E2ED1) & m
+    s6 = v ^ (v >> 16)
+    v = ((p3 ^ 0x5C1E2ED1) * 0x301D747D) & m
+    s7 = v ^ (v >> 16)
+    inc = ((s5 << 97) | (s4 << 65) | (s7 << 33) | (s6 << 1) | 1) & _M128
+    return ((inc + ((s1 << 96) | (s0 << 64) | (s3 << 32) | s2)) * _PCG_MULT + inc) & _M128, inc
 
 
 def first_uniform(entropy: Iterable[int]) -> float:

@@ -1,7 +1,11 @@
 """The envs' fast paths (issue 17) give what the plain computation gives: masks handed out as fresh arrays, the
-dead-agent step as PettingZoo's, arithmetic distractors as the variant trees' values, Hanabi's memo tables per game."""
+dead-agent step as PettingZoo's, arithmetic distractors as the variant trees' values, Hanabi's memo tables per game,
+the reseeded generator as ``default_rng(seed)``, step's shortcut for a plain int as the general path, ``agent_iter``
+as PettingZoo's iterator."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -9,6 +13,7 @@ from pettingzoo import AECEnv
 
 from marl_llm_envs import make
 from marl_llm_envs.envs import hanabi
+from marl_llm_envs.fast_rng import pcg64_seed_state
 from marl_llm_envs.tasks.arithmetic import (ArithmeticTasks, _eval_tree, _leaf_variants, _op_variants,
                                             _variant_values)
 
@@ -122,3 +127,82 @@ def test_hanabi_memo_tables_keep_each_game_apart():
     finally:
         hanabi._MEMO.clear()
         hanabi._MEMO.update(saved)
+
+
+def test_pcg64_seed_state_is_numpys_default_rng_state_bit_for_bit():
+    # the SeedSequence hashing written out by hand: every literal must be right for every seed
+    seeds = [*range(2000), 2**31 - 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63 - 1, 2**64 - 1, 2**64, 2**96 + 5,
+             2**128 - 1, 2**128, 2**200 + 3]
+    seeds += [int(s) for s in np.random.default_rng(0).integers(0, 2**63 - 1, 1000)]
+    for seed in seeds:
+        state = np.random.default_rng(seed).bit_generator.state["state"]
+        assert pcg64_seed_state(seed) == (state["state"], state["inc"]), seed
+
+
+@pytest.mark.parametrize("env_id", ["kuhn_poker-v0", "voting-v0", "mini_hanabi-v1"])
+def test_reset_reseeds_the_env_generator_as_default_rng_would(env_id):
+    # reset(seed) reuses the last episode's generator: the game must start from default_rng(seed)'s state, whatever
+    # the last episode left in it (a buffered 32-bit half included), and a clone's generator stays its own
+    env = make(env_id, action_mode="discrete")
+    start, seen = env._start, []
+
+    def spy():
+        seen.append(env.np_random.bit_generator.state)
+        start()
+
+    env._start = spy
+    for seed in (5, 5, 2**40 + 1, 0, 7, 2**130):
+        env.reset(seed=seed)
+        assert seen[-1] == np.random.default_rng(seed).bit_generator.state
+        env.np_random.integers(3, dtype=np.int32)      # leaves a buffered uint32 behind (has_uint32 = 1)
+        clone = env.clone()
+        expected = clone.np_random.bit_generator.state
+        env.reset(seed=seed)
+        assert seen[-1] == np.random.default_rng(seed).bit_generator.state
+        assert clone.np_random is not env.np_random and clone.np_random.bit_generator.state == expected
+
+
+def _trace_plain_or_numpy(env_id: str, numpy_ints: bool, seed: int, policy: str) -> list:
+    env = make(env_id, action_mode="discrete", invalid_move=policy, max_retries=2)
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    trace = []
+    for agent in env.agent_iter(max_iter=300):
+        obs, reward, term, trunc, info = env.last()
+        trace.append((agent, obs["text"], obs["observation"].tolist(), obs["action_mask"].tolist(), repr(reward),
+                      term, trunc, repr(info), repr(env.rewards), repr(env._cumulative_rewards)))
+        if term or trunc:
+            env.step(None)
+            continue
+        n = len(obs["action_mask"])
+        if rng.random() < 0.8:      # a legal move: the shortcut, or the general path for a NumPy integer
+            index = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+            env.step(np.int64(index) if numpy_ints else index)
+        else:                       # maybe illegal or out of range (the invalid record shows the input's repr)
+            env.step(int(rng.integers(-1, n + 1)))
+    trace.append(json.dumps({k: v for k, v in env.transcript().items() if k != "actions"}))
+    return trace
+
+
+@pytest.mark.parametrize("env_id", ["kuhn_poker-v0", "voting-v0", "mini_hanabi-v1", "leduc_holdem-v0",
+                                    "simple_negotiation-v0"])
+@pytest.mark.parametrize("policy", ["penalty", "retry", "random"])
+def test_a_plain_int_step_plays_as_the_general_path(env_id, policy):
+    # step's shortcut for a plain int (discrete mode) must do what the general path does with the same index given
+    # as a NumPy integer: observations, rewards, cumulative rewards, infos, invalid moves and what follows them
+    for seed in range(6):
+        assert _trace_plain_or_numpy(env_id, False, seed, policy) == _trace_plain_or_numpy(env_id, True, seed, policy)
+
+
+@pytest.mark.parametrize("max_iter", [0, 1, 3, 2**63])
+def test_agent_iter_yields_what_pettingzoos_iterator_yields(max_iter):
+    traces = []
+    for iterate in (lambda env: env.agent_iter(max_iter), lambda env: AECEnv.agent_iter(env, max_iter)):
+        env = make("kuhn_poker-v0", action_mode="discrete", rounds=2)
+        env.reset(seed=4)
+        trace = []
+        for agent in iterate(env):
+            trace.append(agent)
+            env.step(None if env.terminations[agent] else int(np.flatnonzero(env.action_mask(agent))[0]))
+        traces.append((trace, list(env.agents)))
+    assert traces[0] == traces[1]

@@ -156,8 +156,11 @@ class raw_env(PokerMatchEnv):
         history = self._history
         for i, (_, move) in enumerate(history[:3]):
             out[4 + 2 * i + (1 if move == BET or move == CALL else 0)] = 1.0
-        out[10] = self._chips[agent] / (2.0 * self.rounds)
-        out[11] = self._hand / self.rounds
+        chips, hand = self._chips[agent], self._hand
+        if chips:
+            out[10] = chips / (2.0 * self.rounds)
+        if hand:
+            out[11] = hand / self.rounds
         if self._facing_bet():
             out[12] = 1.0
         if self._last_showdown is not None and self._last_showdown[0]:
