@@ -439,3 +439,25 @@ def test_a_run_written_before_the_resolved_block_loads_resumes_and_counts_as_fin
     train(cfg(tmp_path / "whole", 3))
     assert _comparable(_metrics(run / "metrics.jsonl")) == _comparable(_metrics(tmp_path / "whole" / "metrics.jsonl"))
     assert complete_run(run, 3) and read_run_config(run).resolved.config_hash == old["config_hash"]
+
+
+def test_the_mlps_multi_tensor_clip_and_adamw_steps_give_the_per_tensor_floats():
+    # MLPLearner.foreach: gradient clipping and AdamW through torch's foreach ops (fewer Python calls a step); the
+    # weights after several clipped steps must be those of the per-tensor loops, bit for bit
+    from baselines.policies.mlp import MLP
+
+    weights = []
+    for foreach in (None, True):
+        torch.manual_seed(0)
+        model = MLP(30, 5)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01, foreach=foreach)
+        data = torch.Generator().manual_seed(1)
+        norms = []
+        for step in range(6):
+            opt.zero_grad(set_to_none=True)
+            x = torch.randn(64, 30, generator=data)
+            (model(x) ** 2).sum().mul(10.0 ** (step - 2)).backward()
+            norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=foreach).item())
+            opt.step()
+        weights.append((norms, [p.detach().numpy().tobytes() for p in model.parameters()]))
+    assert weights[0] == weights[1]

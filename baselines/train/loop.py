@@ -220,7 +220,8 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
             if entropy is not None:
                 stats.entropy_sum += float((entropy.detach() * w).sum())
                 stats.entropy_weight += float(w.sum())
-        norm = torch.nn.utils.clip_grad_norm_(learner.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
+        norm = torch.nn.utils.clip_grad_norm_(learner.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else math.inf,
+                                              foreach=learner.foreach)   # the MLP: one norm and one scale call
         stats.grad_norm = max(stats.grad_norm, float(norm))
         learner.optimizer.step()
 
