@@ -100,14 +100,8 @@ def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: 
         for k, (t, a) in enumerate(zip(e.turns, row)):
             if t.role not in roles_now or t.replayed or not t.completion_ids:
                 continue
-            c = t.choice
-            if c is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
-                if not per_token and a.__class__ is float:      # the common case, in short: one scored unit
-                    out.append(Sample(t.role, "mlp" if c.scoring == "mlp" else "choice", list(t.prompt_ids),
-                                      list(t.completion_ids), [float(c.logprob)], [a], list(t.legal_actions),
-                                      0.0, c))
-                    continue
-                kind, lps = c.kind, [float(c.logprob)]
+            if t.choice is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
+                kind, lps = t.choice.kind, [float(t.choice.logprob)]
             else:
                 kind, lps = "generate", [float(x) for x in t.logprobs]
             if per_token:          # one value per completion token; a decision scored as one unit takes the first
@@ -163,10 +157,9 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
         mine = [s for s in local if s.role in trains]
         weight_of: dict[int, float] = {}      # token_weight depends on the sample's length only: once per length
         for s in mine:
-            n = len(s.sampler_lp)             # s.n
-            w = weight_of.get(n)
+            w = weight_of.get(s.n)
             if w is None:
-                w = weight_of[n] = token_weight(n, total[learner.name], cfg.aggregation)
+                w = weight_of[s.n] = token_weight(s.n, total[learner.name], cfg.aggregation)
             s.weight = w
         entropy_coef = cfg.entropy(learner.model_name)
         if cfg.kl_coef == 0 and entropy_coef == 0:
@@ -174,7 +167,7 @@ def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], tota
             # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
             mine = [s for s in mine if s.adv.count(0.0) < len(s.adv)]     # some a != 0.0 (NaN included)
         _ppo_epochs(learner, cfg, dist, mine, entropy_coef, stats)
-        stats.trained_tokens += sum(len(s.sampler_lp) for s in mine)
+        stats.trained_tokens += sum(s.n for s in mine)
     return stats.as_dict()
 
 
@@ -209,7 +202,7 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
                         ref[n] = learner.ref_logprobs(mb).detach().float()
                 dev = new.device
                 adv = torch.tensor([x for s in mb for x in s.adv], dtype=torch.float32, device=dev)
-                w = torch.tensor([s.weight for s in mb for _ in s.sampler_lp], dtype=torch.float32, device=dev)
+                w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
                 loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
                                        clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
                                        kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
@@ -383,7 +376,7 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     # ---- update: this process's turns, weights over the whole batch
     roles_now = _roles_trained(cfg, team, step)
     everything = _samples(episodes, advantages, roles_now, method.per_token)
-    total = {lr.name: [len(s.sampler_lp) for s in everything if s.role in lr.trainable] for lr in team.learners}
+    total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
     local = everything if dist.world == 1 else _samples(episodes[mine], advantages[mine], roles_now,
                                                         method.per_token)
     upd = _update(team, cfg, dist, local, total, roles_now)
