@@ -14,6 +14,7 @@ from baselines.credit import CreditMethod, list_credits, make_credit
 from baselines.credit.base import normalize, normalize_many
 from baselines.episode import Branch, Episode, Turn
 from baselines.rollout import BranchSpec
+from tests.float_rows import hard_float_rows
 
 TEAM = {"thinker": "team", "solver": "team"}
 
@@ -154,22 +155,7 @@ def _bits(rows):
 def test_normalize_many_gives_normalize_of_each_row_bit_for_bit(std):
     # broadcast's advantages come from normalize_many (one NumPy call per group size); a run's results must be the
     # same floats as normalize() row by row, signed zeros, huge and tiny values, long rows (pairwise sums) included
-    rng = np.random.default_rng(11)
-    rows = []
-    for n in range(600):
-        size = int(rng.integers(0, 12)) if n % 4 else int(rng.integers(8, 300))
-        kind = n % 5
-        if kind == 0:
-            row = rng.normal(size=size) * 10.0 ** int(rng.integers(-6, 7))
-        elif kind == 1:
-            row = rng.integers(-2, 3, size=size) * 0.1
-        elif kind == 2:
-            row = rng.choice([0.0, -0.0, 1.0, -1.0, 0.5, 1 / 3, 1e-17], size=size)
-        elif kind == 3:
-            row = rng.random(size) * 1e9 + rng.random(size)
-        else:
-            row = np.full(size, float(rng.normal()))
-        rows.append(row.tolist())
+    rows = hard_float_rows(11, 600, min_size=0)
     got = normalize_many(rows, std, 1e-6)
     assert _bits(got) == _bits(normalize(r, std, 1e-6) for r in rows)
     assert normalize_many([], std) == []

@@ -6,27 +6,13 @@ import numpy as np
 
 from baselines.episode import Episode, Turn
 from baselines.rollout.summary import episode_stats, row_means
+from tests.float_rows import hard_float_rows
 
 
 def test_row_means_gives_numpys_mean_of_each_row_bit_for_bit():
     # episode_stats averages every (episode, role) through row_means (one NumPy call per row length); the logged
     # rewards must be the same floats as np.mean row by row: signed zeros, long rows (pairwise sums), NaN included
-    rng = np.random.default_rng(5)
-    rows = []
-    for n in range(800):
-        size = int(rng.integers(1, 12)) if n % 4 else int(rng.integers(8, 300))
-        kind = n % 5
-        if kind == 0:
-            row = rng.normal(size=size) * 10.0 ** int(rng.integers(-6, 7))
-        elif kind == 1:
-            row = rng.integers(-2, 3, size=size) * 0.1
-        elif kind == 2:
-            row = rng.choice([0.0, -0.0, 1.0, -1.0, 0.5, 1 / 3, 1e-17], size=size)
-        elif kind == 3:
-            row = rng.random(size) * 1e9 + rng.random(size)
-        else:
-            row = np.full(size, float(rng.normal()))
-        rows.append(row.tolist())
+    rows = hard_float_rows(5, 800, min_size=1)
     rows += [[float("nan")], [float("nan"), 1.0], [-0.0], [-0.0, -0.0]]
     got = np.asarray(row_means(rows)).tobytes()
     assert got == np.asarray([np.mean(r) for r in rows]).tobytes()
