@@ -1,8 +1,7 @@
 """Instructions per episode of issue 17's env-only loop, counted by valgrind: a measure the machine's load cannot move.
 
-The loop (the same as ``train_throughput.py``'s env-only rate): one env, ``reset(seed)`` per episode,
-``env.last(text=False)`` every step, a uniformly random legal index from the mask (``np.flatnonzero`` and
-``random.Random(0).randrange``), ``step``; dead agents step ``None``. Seeds are ``1000, 1001, ...`` or, with
+The loop is ``env_loop.play_random`` (the one ``train_throughput.py`` times), without text, with
+``random.Random(0)``: one env, ``reset(seed)`` per episode, a uniformly random legal move every step. Seeds are ``1000, 1001, ...`` or, with
 ``--group N``, each seed ``N`` times in a row (training resets each group's envs with one seed).
 
 How: the script runs itself under ``valgrind --tool=callgrind --collect-atstart=no
@@ -22,27 +21,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
 import sys
 
+from env_loop import play_random
+
 
 def _loop(env, episodes: int, group: int) -> None:
-    import random
-
-    import numpy as np
-
-    rng = random.Random(0)
-    for episode in range(episodes):
-        env.reset(seed=1000 + episode // group)
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = env.last(text=False)
-            if term or trunc:
-                env.step(None)
-                continue
-            legal = np.flatnonzero(obs["action_mask"])
-            env.step(int(legal[rng.randrange(len(legal))]))
+    """The counted call: ``env_loop.play_random`` over seeds 1000, 1001, ..., each ``group`` times in a row."""
+    play_random(env, (1000 + episode // group for episode in range(episodes)), random.Random(0))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,8 +12,8 @@ For each env, one process under ``valgrind --tool=callgrind`` (the counters are 
 * **training**: ``baselines.train`` with ``--model mlp`` (broadcast, ``16 x 4`` episodes per step, one torch
   thread), a 1-step run and an ``N + 1``-step run with the same seeds; their difference over the decisions of steps
   1..N (as train_throughput.py defines its rate);
-* **env-only** (the anchor, in the same process): one env, ``reset(seed=episode)`` per episode,
-  ``env.last(text=False)`` every step, a uniformly random legal index, ``step`` (the issue's loop), per step.
+* **env-only** (the anchor, in the same process): the issue's loop, ``env_loop.play_random`` (one env,
+  ``reset(seed=episode)`` per episode, ``env.last(text=False)`` every step, a uniformly random legal index), per step.
 
 ``--code DIR`` (repeatable) counts another checkout of the project (e.g. ``git worktree add --detach /tmp/before
 <commit>``) in the same run; the table then gives each code state's counts and their ratios to the first one.
@@ -54,7 +54,6 @@ import json, os, random, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 env_id, kwargs, steps, episodes = sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-import numpy as np
 import torch
 torch.set_num_threads(1)
 from baselines.train import TrainConfig, train
@@ -77,21 +76,12 @@ def run(n):
 
 env = make(env_id, action_mode="discrete", **kwargs)
 rng = random.Random(0)
+sys.path.append(sys.argv[6])          # the harness's benchmarks folder, for the env-only loop
+from env_loop import play_random      # noqa: E402
 
 
 def env_only(n):
-    moves = 0
-    for episode in range(n):
-        env.reset(seed=episode)
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = env.last(text=False)
-            if term or trunc:
-                env.step(None)
-                continue
-            legal = np.flatnonzero(obs["action_mask"])
-            env.step(int(legal[rng.randrange(len(legal))]))
-            moves += 1
-    return moves
+    return play_random(env, range(n), rng)
 
 
 run(1)              # imports, the first AdamW step's torch._dynamo import
@@ -114,7 +104,8 @@ def count(code: str, env_id: str, kwargs: dict, steps: int, episodes: int) -> di
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cg.out")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-instr=no",
-               sys.executable, "-c", CHILD, code, env_id, json.dumps(kwargs), str(steps), str(episodes)]
+               sys.executable, "-c", CHILD, code, env_id, json.dumps(kwargs), str(steps), str(episodes),
+               str(Path(__file__).resolve().parent)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=dict(os.environ, CG_GO=out + ".go"))
         counts = None

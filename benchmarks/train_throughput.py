@@ -165,33 +165,24 @@ MLP_ENVS = [("voting-v0", {"n_voters": 7}), ("voting-v0", {"n_voters": 16}), ("k
 
 
 def env_only_rate(env_id: str, kwargs: dict, seconds: float, text: bool) -> float | None:
-    """Steps/s of the issue's loop: one env, reset per episode, env.last() every step, random legal moves."""
+    """Steps/s of the issue's loop (``env_loop.play_random``), one episode after another (seeds 0, 1, ...) until
+    ``seconds`` of CPU time have passed; ``None`` without text on code that has no ``last(text=False)``."""
     import inspect
     import random
 
-    import numpy as np
-
+    from env_loop import play_random
     from marl_llm_envs import make
 
     env = make(env_id, action_mode="discrete", **kwargs)
     if not text and "text" not in inspect.signature(env.last).parameters:
         return None
-    last = env.last if text else (lambda: env.last(text=False))
     rng = random.Random(0)
     steps, episode = 0, 0
     deadline = time.process_time() + seconds
     t0 = time.process_time()
     while True:
-        env.reset(seed=episode)
+        steps += play_random(env, (episode,), rng, text)
         episode += 1
-        for agent in env.agent_iter():
-            obs, _, term, trunc, _ = last()
-            if term or trunc:
-                env.step(None)
-                continue
-            legal = np.flatnonzero(obs["action_mask"])
-            env.step(int(legal[rng.randrange(len(legal))]))
-            steps += 1
         if time.process_time() > deadline:
             return steps / (time.process_time() - t0)
 
