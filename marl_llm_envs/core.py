@@ -100,6 +100,8 @@ an env module overrides, reads or writes one).
   an ablation that rescores a finished episode.
 * ``ablated`` (the ablated agents, a frozenset), ``episode_seed`` (``None`` before the first ``reset``) and
   ``np_random``: read-only.
+* ``_random_index(n)``: ``int(self.np_random.integers(n))``, the same draw from the same stream, for a game's scalar
+  draw (a deal); cheaper than the generator's own while nothing else has drawn from it this episode.
 * ``_action_index``: agent -> {action name in lower case: index}, built from ``action_names``; read-only.
 * ``_to_move()``: the last words of a render ("to move: player_1" or "game over").
 * ``_begin_step(action)`` and ``_read_text(agent, action)``: the opening of ``step``, for a game that writes its own
@@ -117,7 +119,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from marl_llm_envs.fast_rng import pcg64_seed_state
+from marl_llm_envs.fast_rng import pcg64_integer, pcg64_seed_state
 from marl_llm_envs.text import (CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable,
                                  short_repr, short_text)
 
@@ -129,11 +131,6 @@ ACTION_MODES = ("text", "discrete")
 # process (never changed once built; action_mask hands out copies). Bounded: past the bound masks are built per call.
 _MASKS: dict[tuple[int, ...], np.ndarray] = {}
 _MASK_CACHE_SIZE = 16384    # at most about 6 MB (full Hanabi: about 350 bytes a mask)
-# seed -> the bit_generator.state default_rng(seed) starts in: a pure function of the seed (np_random; the setter
-# only reads it, and nothing changes it once built), bounded (emptied when full). It pays where envs are reset with
-# the same seed (the rollout engine resets each group's envs with one seed)
-_SEED_STATES: dict[int, dict] = {}
-_SEED_CACHE_SIZE = 8192     # about 1.5 MB
 INVALID_MOVE_POLICIES = ("penalty", "retry", "random")
 _NO_AGENTS: frozenset[str] = frozenset()
 _2_64 = 2**64    # a plain int of at most 64 bits is logged as it is (_loggable's first case)
@@ -193,7 +190,9 @@ class TextEnv(AECEnv):
         }
         self.agents = []
         self._rng: np.random.Generator | None = np.random.default_rng()
-        self._rng_state: dict | None = None  # a clone's snapshot of its parent's RNG, materialised on first use
+        # while no generator is live (_rng is None): its state as plain ints, (state, inc, has_uint32, uinteger), or
+        # None for the state default_rng(episode seed) starts in (see np_random and _random_index)
+        self._pcg: tuple[int, int, int, int] | None = None
         self._spare_rng: np.random.Generator | None = None  # the last episode's generator, reseeded by np_random
         self._seed: int | None = None
         self._log: tuple | None = None
@@ -294,31 +293,37 @@ class TextEnv(AECEnv):
 
         The same draws as a new ``default_rng(seed)``, without building one per episode: ``reset`` keeps the previous
         episode's generator and sets its ``bit_generator.state`` to the one ``default_rng(seed)`` starts in
-        (:func:`marl_llm_envs.fast_rng.pcg64_seed_state`, kept per seed in a bounded module table, as the envs of
-        one group are reset with the same seed). A generator taken from ``np_random`` is therefore reseeded by the
-        env's next ``reset``."""
+        (:func:`marl_llm_envs.fast_rng.pcg64_seed_state`), or to where :meth:`_random_index`'s draws have taken it.
+        A generator taken from ``np_random`` is therefore reseeded by the env's next ``reset``."""
         rng = self._rng
         if rng is not None:
             return rng
-        state, seed = self._rng_state, self._seed
-        if state is None and seed is not None:     # after reset(seed): the state default_rng(seed) starts in
-            state = _SEED_STATES.get(seed)
-            if state is None:
-                pcg, inc = pcg64_seed_state(seed)
-                state = {"bit_generator": "PCG64", "state": {"state": pcg, "inc": inc}, "has_uint32": 0,
-                         "uinteger": 0}
-                if len(_SEED_STATES) >= _SEED_CACHE_SIZE:
-                    _SEED_STATES.clear()        # full: start again (the seeds of the current groups come back)
-                _SEED_STATES[seed] = state
-        if state is None:
-            rng = self._rng = np.random.default_rng(seed)
-            return rng
+        pcg = self._pcg
+        if pcg is None:
+            if self._seed is None:
+                rng = self._rng = np.random.default_rng()
+                return rng
+            pcg = (*pcg64_seed_state(self._seed), 0, 0)     # after reset(seed): where default_rng(seed) starts
         rng = self._spare_rng       # the generator of this env's previous episode, reseeded (never a clone's)
         if rng is None:
             rng = np.random.Generator(np.random.PCG64(0))
-        rng.bit_generator.state = state
-        self._rng, self._rng_state, self._spare_rng = rng, None, None
+        rng.bit_generator.state = {"bit_generator": "PCG64", "state": {"state": pcg[0], "inc": pcg[1]},
+                                   "has_uint32": pcg[2], "uinteger": pcg[3]}
+        self._rng, self._pcg, self._spare_rng = rng, None, None
         return rng
+
+    def _random_index(self, n: int) -> int:
+        """``int(self.np_random.integers(n))``: the same draw, and the generator's stream after it is the same. While
+        no generator is live this episode (nothing has asked for ``np_random`` since ``reset``), it is drawn from the
+        generator's state in plain ints (:func:`marl_llm_envs.fast_rng.pcg64_integer`), without setting up a NumPy
+        generator; ``np_random`` later continues from there."""
+        if self._rng is not None or type(n) is not int or not 1 <= n <= 1 << 32:
+            return int(self.np_random.integers(n))
+        pcg = self._pcg
+        if pcg is None:
+            pcg = (*pcg64_seed_state(self._seed), 0, 0)
+        index, self._pcg = pcg64_integer(pcg, n)
+        return index
 
     def legal_actions(self, agent: str | None = None) -> list[str]:
         """The legal moves of ``agent`` (default: the agent to move) as text actions, e.g. ``["[check]", "[bet]"]``.
@@ -371,7 +376,7 @@ class TextEnv(AECEnv):
         if rng is not None:
             self._spare_rng = rng           # np_random reseeds it on first use (the state of default_rng(seed))
             self._rng = None
-        self._rng_state = None
+        self._pcg = None
         seats = self.possible_agents
         start = self.__dict__.get("_start_tables")
         if start is None or start[0] is not seats or start[1] is not self.teams or start[2] is not self.roles:
@@ -609,7 +614,7 @@ class TextEnv(AECEnv):
                 self._error.pop(agent, None)
                 if self.invalid_move == "random":
                     legal = self._legal_ids(agent)
-                    index = legal[int(self.np_random.integers(len(legal)))]
+                    index = legal[self._random_index(len(legal))]
                     record["replaced_by"] = f"[{self.action_names(agent)[index]}]"
                     self._apply(agent, self._index_to_move(agent, index))
                 else:
@@ -792,8 +797,10 @@ class TextEnv(AECEnv):
             value = d.get(name)
             if value is not None:
                 d[name] = value.copy()
-        if self._rng is not None:
-            d["_rng"], d["_rng_state"] = None, self._rng.bit_generator.state
+        if self._rng is not None:               # the clone's generator starts where the parent's is now
+            state = self._rng.bit_generator.state
+            d["_rng"], d["_pcg"] = None, (state["state"]["state"], state["state"]["inc"], state["has_uint32"],
+                                          state["uinteger"])
         d["_spare_rng"] = None                  # the parent's own; a clone builds its own generator
         new.__dict__ = d
         return new

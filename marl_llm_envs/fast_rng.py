@@ -20,7 +20,8 @@ first ``random()`` double directly, in about half that time:
 Reseeding a live generator. :func:`pcg64_seed_state` is the PCG64 ``(state, inc)`` that ``default_rng(seed)`` starts
 in (NumPy's SeedSequence pool, then step 1's state words and step 2): an env sets its generator's
 ``bit_generator.state`` to it at each ``reset(seed)`` instead of building a new generator (``TextEnv.np_random``),
-the same draws after.
+the same draws after. :func:`pcg64_integer` makes ``int(rng.integers(n))`` from such a state in plain ints and
+returns the state after it (``TextEnv._random_index``: a deal drawn at ``reset`` needs no NumPy generator at all).
 
 Draws from a live generator. ``Generator.choice`` costs 50-120 us per scalar draw (argument checks and array
 conversions), against 1-15 us for the draw it makes. :func:`weighted_choice` and :func:`uniform_choice` make the same
@@ -37,7 +38,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["choice_cdf", "first_uniform", "first_uniforms", "pcg64_seed_state", "uniform_choice", "weighted_choice"]
+__all__ = ["choice_cdf", "first_uniform", "first_uniforms", "pcg64_integer", "pcg64_seed_state", "uniform_choice",
+           "weighted_choice"]
 
 _M32 = 0xFFFFFFFF
 _U32 = np.uint64(_M32)
@@ -122,6 +124,39 @@ def pcg64_seed_state(seed: int) -> tuple[int, int]:
     s7 = v ^ (v >> 16)
     inc = ((s5 << 97) | (s4 << 65) | (s7 << 33) | (s6 << 1) | 1) & _M128
     return ((inc + ((s1 << 96) | (s0 << 64) | (s3 << 32) | s2)) * _PCG_MULT + inc) & _M128, inc
+
+
+def pcg64_integer(pcg: tuple[int, int, int, int], n: int) -> tuple[int, tuple[int, int, int, int]]:
+    """``int(rng.integers(n))`` for ``1 <= n <= 2**32`` on a PCG64 generator whose state is ``pcg = (state, inc,
+    has_uint32, uinteger)`` (its ``bit_generator.state``), and that state after the draw: the same number and the
+    same stream, without a generator. NumPy draws a scalar int64 below ``n`` from 32-bit words
+    (numpy/random/src/distributions: ``random_bounded_uint64_fill`` with ``rng = n - 1``: no word at all for
+    ``n = 1``, one word for ``n = 2**32``, else Lemire's ``buffered_bounded_lemire_uint32``, which redraws while the
+    low half of ``word * n`` is below ``(2**32 - n) % n``); ``next_uint32`` hands out a buffered upper half first,
+    else steps the LCG, keeps the output's upper half and returns its lower one."""
+    state, inc, has32, word32 = pcg
+    if n == 1:
+        return 0, pcg
+    threshold = -1
+    while True:
+        if has32:
+            word, has32 = word32, 0
+        else:
+            state = (state * _PCG_MULT + inc) & _M128
+            w = ((state >> 64) ^ state) & _M64          # XSL-RR output
+            r = state >> 122
+            out = ((w >> r) | (w << ((-r) & 63))) & _M64
+            word, word32, has32 = out & _M32, out >> 32, 1
+        if n == 1 << 32:
+            return word, (state, inc, has32, word32)
+        m = word * n
+        leftover = m & _M32
+        if leftover >= n:                                # the common case: no threshold to compute
+            return m >> 32, (state, inc, has32, word32)
+        if threshold < 0:
+            threshold = ((1 << 32) - n) % n
+        if leftover >= threshold:
+            return m >> 32, (state, inc, has32, word32)
 
 
 def first_uniform(entropy: Iterable[int]) -> float:

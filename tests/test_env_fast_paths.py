@@ -1,6 +1,6 @@
 """The envs' fast paths (issue 17) give what the plain computation gives: masks handed out as fresh arrays, the
 dead-agent step as PettingZoo's, arithmetic distractors as the variant trees' values, Hanabi's memo tables per game,
-the reseeded generator as ``default_rng(seed)``, step's shortcut for a plain int as the general path, ``agent_iter``
+the reseeded generator as ``default_rng(seed)``, a scalar draw made without a generator as NumPy's, step's shortcut for a plain int as the general path, ``agent_iter``
 as PettingZoo's iterator."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pettingzoo import AECEnv
 
 from marl_llm_envs import make
 from marl_llm_envs.envs import hanabi
-from marl_llm_envs.fast_rng import pcg64_seed_state
+from marl_llm_envs.fast_rng import pcg64_integer, pcg64_seed_state
 from marl_llm_envs.tasks.arithmetic import (ArithmeticTasks, _eval_tree, _leaf_variants, _op_variants,
                                             _variant_values)
 
@@ -137,6 +137,64 @@ def test_pcg64_seed_state_is_numpys_default_rng_state_bit_for_bit():
     for seed in seeds:
         state = np.random.default_rng(seed).bit_generator.state["state"]
         assert pcg64_seed_state(seed) == (state["state"], state["inc"]), seed
+
+
+def _pcg_state(rng: np.random.Generator) -> tuple[int, int, int, int]:
+    state = rng.bit_generator.state
+    return state["state"]["state"], state["state"]["inc"], state["has_uint32"], state["uinteger"]
+
+
+def test_pcg64_integer_is_numpys_integers_draw_and_leaves_its_state():
+    # the same number as int(rng.integers(n)) and the generator's state after it, from a fresh state and from one
+    # with a buffered 32-bit half; the bounds include n = 1 (no word drawn), 2**32 (a plain word) and bounds where
+    # Lemire's method often rejects a word and redraws (n just above 2**31)
+    picker = np.random.default_rng(5)
+    bounds = [1, 2, 3, 4, 5, 6, 7, 10, 100, 2**16 + 1, 2**31 - 1, 2**31, 2**31 + 1, 3 * 2**30, 2**32 - 1, 2**32]
+    draws = redraws = 0
+    for seed in range(400):
+        rng = np.random.default_rng(seed)
+        for _ in range(12):
+            if picker.random() < 0.3:
+                rng.integers(5, dtype=np.int32)          # leaves has_uint32 = 1 or takes the buffered half
+            n = int(picker.choice(bounds)) if picker.random() < 0.7 else int(picker.integers(1, 2**32 + 1))
+            before = _pcg_state(rng)
+            got, after = pcg64_integer(before, n)
+            assert got == int(rng.integers(n)), (seed, n)
+            assert after == _pcg_state(rng), (seed, n)
+            draws += 1
+            if before[2] == 0 and after[0] != before[0] and after[2] == 0:
+                redraws += 1      # two words taken from one fresh state: the first was rejected
+    assert draws == 4800 and redraws > 0
+
+
+@pytest.mark.parametrize("env_id", ["kuhn_poker-v0", "leduc_holdem-v0", "team_umbrella-v0", "free_riding-v0",
+                                    "think_solve-v0"])
+def test_a_scalar_draw_without_a_generator_is_the_generators_own_draw(env_id):
+    # _random_index(n) is documented as int(np_random.integers(n)); it draws from the state in plain ints until
+    # something asks for np_random. An env whose _random_index is that expression must see the same draws, and the
+    # same generator state after them, at the start, in clones, through mixed draws and in "random" invalid moves
+    fast = make(env_id, action_mode="discrete", invalid_move="random")
+    plain_class = type("Plain", (type(fast),), {"_random_index": lambda self, n: int(self.np_random.integers(n))})
+    plain = plain_class(action_mode="discrete", invalid_move="random")
+    moves = np.random.default_rng(0)
+    for seed in (0, 3, 2**40 + 7, 12345):
+        fast.reset(seed=seed)
+        plain.reset(seed=seed)
+        fast_clone, plain_clone = fast.clone(), plain.clone()
+        for n in (6, 2**31 + 1, 2**32, 1, 3):
+            assert fast_clone._random_index(n) == plain_clone._random_index(n)
+        assert fast_clone.np_random.random() == plain_clone.np_random.random()
+        assert fast_clone._random_index(7) == plain_clone._random_index(7)
+        assert _pcg_state(fast_clone.np_random) == _pcg_state(plain_clone.np_random)
+        for agent in fast.agent_iter(max_iter=60):       # invalid moves are replaced by a random legal move
+            obs, reward, term, trunc, info = fast.last()
+            want = plain.last()
+            assert (obs["text"], obs["observation"].tolist(), reward, term, trunc, info) == \
+                (want[0]["text"], want[0]["observation"].tolist(), *want[1:])
+            action = None if term or trunc else int(moves.integers(len(obs["action_mask"]) + 2))
+            fast.step(action)
+            plain.step(action)
+        assert _pcg_state(fast.np_random) == _pcg_state(plain.np_random)
 
 
 @pytest.mark.parametrize("env_id", ["kuhn_poker-v0", "voting-v0", "mini_hanabi-v1"])

@@ -111,7 +111,7 @@ class raw_env(TextEnv):
 
     # -------------------------------------------------------------- game
     def _start(self) -> None:
-        self.card = COLOURS[int(self.np_random.integers(3))]
+        self.card = COLOURS[self._random_index(3)]
         self.choice: str | None = None
         self._moves: dict[str, str | None] = {a: None for a in self.possible_agents}
         self._moved: frozenset[str] = frozenset()

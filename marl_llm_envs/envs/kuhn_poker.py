@@ -88,7 +88,7 @@ class raw_env(PokerMatchEnv):
 
     # -------------------------------------------------------------- game
     def _deal(self) -> None:
-        p0, p1 = DEALS[int(self.np_random.integers(len(DEALS)))]
+        p0, p1 = DEALS[self._random_index(len(DEALS))]
         self._cards = {"player_0": p0, "player_1": p1}
         self._first = self._first_player()
         self._history: list[tuple[str, int]] = []

@@ -166,7 +166,7 @@ class raw_env(PokerMatchEnv):
 
     # -------------------------------------------------------------- game
     def _deal(self) -> None:
-        p0, p1, public = DEALS[int(self.np_random.integers(len(DEALS)))]
+        p0, p1, public = DEALS[self._random_index(len(DEALS))]
         self._cards = {"player_0": p0, "player_1": p1}
         self._public = public  # dealt face down now, shown once round 1 is over
         self._first = self._first_player()

@@ -344,7 +344,7 @@ class raw_env(ProblemEnv):
         if self.np_random.random() < accuracy:
             return truth
         wrong = [i for i in range(self.num_candidates) if i != truth]
-        return wrong[int(self.np_random.integers(len(wrong)))]
+        return wrong[self._random_index(len(wrong))]
 
     def part_answer_index(self, part: int) -> int:
         """Privileged: the label index of part ``part``'s true result in discrete mode (for tests and oracle

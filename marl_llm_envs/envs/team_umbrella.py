@@ -129,7 +129,7 @@ class raw_env(TextEnv):
 
     # -------------------------------------------------------------- game
     def _start(self) -> None:
-        self.weather = WEATHER[int(self.np_random.integers(2))]
+        self.weather = WEATHER[self._random_index(2)]
         self._eps = (self.np_random.integers(2, size=self.delay) * 2 - 1).astype(float) * self.noise
         self.round = 0                      # 0-based: round 0 is the decision
         self.umbrella: bool | None = None

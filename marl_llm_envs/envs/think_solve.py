@@ -212,14 +212,14 @@ class raw_env(ProblemEnv):
             if right:
                 return self._answer_index
             wrong = [i for i in range(self.num_candidates) if i != self._answer_index]
-            return wrong[int(self.np_random.integers(len(wrong)))]
+            return wrong[self._random_index(len(wrong))]
         if right:
             return self.task.answer
         wrong = list(self.task.distractors[: self.num_candidates - 1])
         if not wrong:
             raise ValueError(f"task {self.task.task_id} has no distractors, so thinker_clue_accuracy cannot draw a "
                              "wrong clue")
-        return wrong[int(self.np_random.integers(len(wrong)))]
+        return wrong[self._random_index(len(wrong))]
 
     def clue(self) -> str | None:
         """The thinker's private clue as shown to it (a label such as ``"B"`` in discrete mode, an answer in text
