@@ -43,6 +43,14 @@ def test_first_uniform_is_numpys_default_rng_first_draw_bit_for_bit():
         same[0] = [0] * width
         same[1] = [2**32 - 1] * width
         assert first_uniforms(same) == [np.random.default_rng(k).random() for k in same], width
+    for size in (1, 2, 7, 33):       # batch sizes (lanes per int); entries as tuples, ranges and iterators too
+        batch = [[int(k) for k in rng.integers(0, 2**32, size=4)] for _ in range(size)]
+        batch[-1] = [2**32 - 1, 0, 2**32 - 1, 0]
+        mixed = [tuple(k) if i % 3 == 1 else iter(k) if i % 3 == 2 else k for i, k in enumerate(batch)]
+        want = [np.random.default_rng(k).random() for k in batch]
+        assert first_uniforms(batch) == want and first_uniforms(mixed) == want, size
+    assert first_uniforms([range(3), iter([2**40, 5])]) == [np.random.default_rng(k).random()
+                                                             for k in ([0, 1, 2], [2**40, 5])]
 
 
 def test_mlp_sampling_matches_numpys_choice_on_the_request_key():
