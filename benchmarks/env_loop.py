@@ -14,6 +14,14 @@ from typing import Iterable
 
 import numpy as np
 
+# Where the env-only loops take their seeds, one 32-bit word each (as the issue's seeds 0, 1, ... are, so NumPy's
+# seeding costs the same), and none of them a seed that a training run resets: with base seed 0 those are 0, 1, 2,
+# ... below 2**24 (``baselines.rollout.training_seeds``). A benchmark that trains and then runs the loop in one
+# process would otherwise replay the trained seeds, and code that keeps per-seed state (59a5cf1's table of
+# generator states, which was module-wide) was measured partly on repeats.
+COUNTED_SEEDS = 2**31            # the counted loop, the no-text row
+WARMUP_SEEDS = 2**31 + 2**30     # the warm-up, the with-text row
+
 
 def play_random(env, seeds: Iterable[int], rng: random.Random, text: bool = False) -> int:
     """Play one episode per seed; returns the moves of live agents (dead steps not counted)."""

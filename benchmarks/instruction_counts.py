@@ -13,7 +13,8 @@ For each env, one process under ``valgrind --tool=callgrind`` (the counters are 
   thread), a 1-step run and an ``N + 1``-step run with the same seeds; their difference over the decisions of steps
   1..N (as train_throughput.py defines its rate);
 * **env-only** (the anchor, in the same process): the issue's loop, ``env_loop.play_random`` (one env,
-  ``reset(seed=episode)`` per episode, ``env.last(text=False)`` every step, a uniformly random legal index), per step.
+  ``reset(seed)`` per episode on seeds no training run resets, from ``env_loop.COUNTED_SEEDS``,
+  ``env.last(text=False)`` every step, a uniformly random legal index), per step.
 
 ``--code DIR`` (repeatable) counts another checkout of the project (e.g. ``git worktree add --detach /tmp/before
 <commit>``) in the same run; the table then gives each code state's counts and their ratios to the first one.
@@ -77,7 +78,7 @@ def run(n):
 env = make(env_id, action_mode="discrete", **kwargs)
 rng = random.Random(0)
 sys.path.append(sys.argv[6])          # the harness's benchmarks folder, for the env-only loop
-from env_loop import play_random      # noqa: E402
+from env_loop import COUNTED_SEEDS, WARMUP_SEEDS, play_random      # noqa: E402
 
 
 def env_only(seeds):
@@ -85,13 +86,13 @@ def env_only(seeds):
 
 
 run(1)              # imports, the first AdamW step's torch._dynamo import
-env_only(range(10**6, 10**6 + 20))     # seeds the counted loop does not reset (none is reset twice, as in training)
+env_only(range(WARMUP_SEEDS, WARMUP_SEEDS + 20))     # seeds neither training nor the counted loop resets
 mark("warm")
 run(1)
 mark("one")
 rows = run(steps + 1)[1:]
 mark("many")
-moves = env_only(range(episodes))
+moves = env_only(range(COUNTED_SEEDS, COUNTED_SEEDS + episodes))
 mark("envonly")
 print("COUNTS", sum(r["tokens/main"] + r["tokens/branches"] for r in rows), moves, flush=True)
 '''

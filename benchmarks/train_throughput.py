@@ -166,20 +166,21 @@ MLP_ENVS = [("voting-v0", {"n_voters": 7}), ("voting-v0", {"n_voters": 16}), ("k
 
 def env_only_rate(env_id: str, kwargs: dict, seconds: float, text: bool) -> float | None:
     """Steps/s of the issue's loop (``env_loop.play_random``), one episode after another until ``seconds`` of CPU
-    time have passed; ``None`` without text on code that has no ``last(text=False)``. Seeds 0, 1, ... without text
-    and 10**6, 10**6 + 1, ... with it: as in training, no seed is reset twice in a process (code that keeps per-seed
-    state would otherwise be timed on repeats)."""
+    time have passed; ``None`` without text on code that has no ``last(text=False)``. Seeds from
+    ``env_loop.COUNTED_SEEDS`` without text and from ``WARMUP_SEEDS`` with it: as in training, no seed is reset twice
+    in a process, by these rows or by the training runs (code that keeps per-seed state would otherwise be timed on
+    repeats)."""
     import inspect
     import random
 
-    from env_loop import play_random
+    from env_loop import COUNTED_SEEDS, WARMUP_SEEDS, play_random
     from marl_llm_envs import make
 
     env = make(env_id, action_mode="discrete", **kwargs)
     if not text and "text" not in inspect.signature(env.last).parameters:
         return None
     rng = random.Random(0)
-    steps, episode = 0, 10**6 if text else 0
+    steps, episode = 0, WARMUP_SEEDS if text else COUNTED_SEEDS
     deadline = time.process_time() + seconds
     t0 = time.process_time()
     while True:
