@@ -19,8 +19,8 @@ import numpy as np
 # ... below 2**24 (``baselines.rollout.training_seeds``). A benchmark that trains and then runs the loop in one
 # process would otherwise replay the trained seeds, and code that keeps per-seed state (59a5cf1's table of
 # generator states, which was module-wide) was measured partly on repeats.
-COUNTED_SEEDS = 2**31            # the counted loop, the no-text row
-WARMUP_SEEDS = 2**31 + 2**30     # the warm-up, the with-text row
+COUNTED_SEEDS = 2**31            # instruction_counts' counted loop; train_throughput's rows, one after another
+WARMUP_SEEDS = 2**31 + 2**30     # instruction_counts' warm-up
 
 
 def play_random(env, seeds: Iterable[int], rng: random.Random, text: bool = False) -> int:

@@ -164,30 +164,30 @@ MLP_ENVS = [("voting-v0", {"n_voters": 7}), ("voting-v0", {"n_voters": 16}), ("k
             ("mini_hanabi-v1", {})]
 
 
-def env_only_rate(env_id: str, kwargs: dict, seconds: float, text: bool) -> float | None:
-    """Steps/s of the issue's loop (``env_loop.play_random``), one episode after another until ``seconds`` of CPU
-    time have passed; ``None`` without text on code that has no ``last(text=False)``. Seeds from
-    ``env_loop.COUNTED_SEEDS`` without text and from ``WARMUP_SEEDS`` with it: as in training, no seed is reset twice
-    in a process, by these rows or by the training runs (code that keeps per-seed state would otherwise be timed on
-    repeats)."""
+def env_only_rate(env_id: str, kwargs: dict, seconds: float, text: bool, seed: int) -> tuple[float | None, int]:
+    """(steps/s, the next unused seed) of the issue's loop (``env_loop.play_random``), one episode after another on
+    seeds ``seed``, ``seed + 1``, ... until ``seconds`` of CPU time have passed; ``None`` without text on code that
+    has no ``last(text=False)``. The caller hands each row the seed the previous row stopped at, from
+    ``env_loop.COUNTED_SEEDS`` on: as in training, no seed is reset twice in a process, by these rows (of any env)
+    or by the training runs (code that keeps per-seed state would otherwise be timed on repeats)."""
     import inspect
     import random
 
-    from env_loop import COUNTED_SEEDS, WARMUP_SEEDS, play_random
+    from env_loop import play_random
     from marl_llm_envs import make
 
     env = make(env_id, action_mode="discrete", **kwargs)
     if not text and "text" not in inspect.signature(env.last).parameters:
-        return None
+        return None, seed
     rng = random.Random(0)
-    steps, episode = 0, WARMUP_SEEDS if text else COUNTED_SEEDS
+    steps, episode = 0, seed
     deadline = time.process_time() + seconds
     t0 = time.process_time()
     while True:
         steps += play_random(env, (episode,), rng, text)
         episode += 1
         if time.process_time() > deadline:
-            return steps / (time.process_time() - t0)
+            return steps / (time.process_time() - t0), episode
 
 
 def training_rate(env_id: str, kwargs: dict, args) -> tuple[float, float, int]:
@@ -240,10 +240,13 @@ def mlp_main(args) -> None:
     print("| env | env-only steps/CPU-s (text) | env-only steps/CPU-s (no text) | MLP training decisions/CPU-s | "
           "training / env-only (no text) | rollout share of a step |")
     print("|---|---:|---:|---:|---:|---:|")
+    from env_loop import COUNTED_SEEDS
+
     training_rate("kuhn_poker-v0", {}, argparse.Namespace(tasks=1, group_size=1, steps=1))   # imports paid here
+    seed = COUNTED_SEEDS
     for env_id, kwargs in MLP_ENVS:
-        with_text = env_only_rate(env_id, kwargs, args.seconds, text=True)
-        no_text = env_only_rate(env_id, kwargs, args.seconds, text=False)
+        with_text, seed = env_only_rate(env_id, kwargs, args.seconds, True, seed)
+        no_text, seed = env_only_rate(env_id, kwargs, args.seconds, False, seed)
         rate, rollout, _ = training_rate(env_id, kwargs, args)
         anchor = no_text if no_text is not None else with_text
         name = env_id + "".join(f" {k}={v}" for k, v in kwargs.items())
