@@ -177,3 +177,26 @@ def test_a_branch_role_that_this_envs_kwargs_leave_without_a_seat_names_no_agent
     assert BranchSpec("ablate", "decider").agents(env) == ["decider"]
     with pytest.raises(ValueError, match="neither an agent"):
         BranchSpec("ablate", "idler").agents(env)
+
+
+def test_json_safe_converts_a_shared_dict_once_and_shares_nothing():
+    import math
+
+    import numpy as np
+
+    from baselines.episode import json_safe
+
+    flat = {"a": 1.5, "b": np.float32(0.25), "c": math.inf, 3: None}        # a NumPy scalar, a non-finite float
+    nested = {"x": [1, (2, 3)], "y": flat}
+    infos = {"p0": {"without": flat, "n": nested}, "p1": {"without": flat, "n": nested}, "p2": flat}
+    out = json_safe(infos)
+    want_flat = {"a": 1.5, "b": 0.25, "c": "inf", "3": None}
+    assert out == {"p0": {"without": want_flat, "n": {"x": [1, [2, 3]], "y": want_flat}},
+                   "p1": {"without": want_flat, "n": {"x": [1, [2, 3]], "y": want_flat}}, "p2": want_flat}
+    assert json.loads(json.dumps(out, allow_nan=False)) == out
+    # every appearance is its own object, as a conversion of each one alone would give
+    dicts = [out["p0"]["without"], out["p1"]["without"], out["p2"], out["p0"]["n"]["y"], out["p1"]["n"]["y"]]
+    assert len({id(d) for d in dicts}) == len(dicts)
+    assert out["p0"]["n"] is not out["p1"]["n"] and out["p0"]["n"]["x"] is not out["p1"]["n"]["x"]
+    out["p0"]["without"]["a"] = 0.0
+    assert out["p1"]["without"]["a"] == 1.5 and flat["a"] == 1.5

@@ -269,7 +269,7 @@ class raw_env(ProblemEnv):
         """The verifier's score of ``aggregate`` (``"fraction"``: the fraction of voters whose own ballot is right,
         ``exclude``'s ballot left out) plus the penalty of every spoiled ballot (but ``exclude``'s). ``right``: that
         number of right ballots when the caller has counted it already."""
-        spoiled = len(self._spoiled - {exclude})
+        spoiled = len(self._spoiled) - (exclude in self._spoiled)
         if self.fraction:
             if right is None:
                 right = sum(self._correct(self._ballots.get(v)) for v in self.possible_agents if v != exclude)
@@ -283,15 +283,30 @@ class raw_env(ProblemEnv):
 
     def _count(self) -> dict[str, Any]:
         # One pass over the ballots: the groups and each voter's correctness are computed once and reused for every
-        # "without v" recount (the same numbers as recounting from scratch per voter).
+        # "without v" recount (the same numbers as recounting from scratch per voter). A recount without v depends only
+        # on v's group and on whether v is its first member (the group that loses v's ballot, and the seat it is
+        # listed by), so voters who share both share one recount; without a ballot, v changes nothing.
         groups = self._groups()
         aggregate = self._aggregate(groups=groups)
-        own_correct = {v: self._correct(self._ballots.get(v)) for v in self.possible_agents}
+        ballots = self._ballots
+        own_correct = {v: self._correct(ballots.get(v)) for v in self.possible_agents}
         right = sum(own_correct.values())
-        without = {v: self._team_reward(self._aggregate(exclude=v, groups=groups), exclude=v,
-                                        right=right - own_correct[v]) for v in self.possible_agents}
+        recounts: dict[tuple[str, bool], Any] = {}
+        without = {}
+        for v in self.possible_agents:
+            ballot = ballots.get(v)
+            if ballot is None:
+                without_v = aggregate
+            else:
+                key = self._key(ballot)
+                at = (key, groups[key][0][0] == self._seat[v])
+                if at in recounts:
+                    without_v = recounts[at]
+                else:
+                    without_v = recounts[at] = self._aggregate(exclude=v, groups=groups)
+            without[v] = self._team_reward(without_v, exclude=v, right=right - own_correct[v])
         return {
-            "votes": {v: self._show(self._ballots.get(v)) for v in self.possible_agents},
+            "votes": {v: self._show(ballots.get(v)) for v in self.possible_agents},
             "own_correct": own_correct,
             "aggregate": self._show(aggregate),
             "correct": self._correct(aggregate),
