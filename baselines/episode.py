@@ -50,9 +50,10 @@ __all__ = ["Branch", "Episode", "SCHEMA_VERSION", "Turn", "json_safe", "read_jso
 def json_safe(value: Any, _seen: dict[int, Any] | None = None) -> Any:
     """``value`` with NumPy scalars/arrays, tuples and sets turned into JSON types (unknown objects -> ``repr``).
 
-    A dict that appears more than once in ``value`` (the voting env puts one ``team_reward_without`` dict in every
-    voter's infos) is converted once: where its converted form holds no container, later appearances get a copy of it
-    (the result never shares a dict between two places, as a fresh conversion would not). ``_seen`` is internal."""
+    A dict of more than 8 items that appears more than once in ``value`` (the voting env puts one
+    ``team_reward_without`` dict in every voter's infos) is converted once: where its converted form holds no
+    container, later appearances get a copy of it (the result never shares a dict between two places, as a fresh
+    conversion would not). ``_seen`` is internal."""
     kind = type(value)      # the exact built-in types first (the rollout calls this on every episode's infos)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -65,7 +66,7 @@ def json_safe(value: Any, _seen: dict[int, Any] | None = None) -> Any:
             if t is float:
                 if not math.isfinite(v):
                     v = repr(v)
-            elif t is dict:
+            elif t is dict and len(v) > 8:             # (a small dict converts about as fast as it is looked up)
                 if _seen is None:
                     _seen = {}
                 seen = _seen.get(id(v))

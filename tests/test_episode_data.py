@@ -186,13 +186,15 @@ def test_json_safe_converts_a_shared_dict_once_and_shares_nothing():
 
     from baselines.episode import json_safe
 
-    flat = {"a": 1.5, "b": np.float32(0.25), "c": math.inf, 3: None}        # a NumPy scalar, a non-finite float
-    nested = {"x": [1, (2, 3)], "y": flat}
+    pad = {f"k{i}": i for i in range(6)}          # more than 8 items: the size json_safe converts once
+    flat = {"a": 1.5, "b": np.float32(0.25), "c": math.inf, 3: None, **pad}      # a NumPy scalar, a non-finite float
+    nested = {"x": [1, (2, 3)], "y": flat, **pad, "z": None}
     infos = {"p0": {"without": flat, "n": nested}, "p1": {"without": flat, "n": nested}, "p2": flat}
     out = json_safe(infos)
-    want_flat = {"a": 1.5, "b": 0.25, "c": "inf", "3": None}
-    assert out == {"p0": {"without": want_flat, "n": {"x": [1, [2, 3]], "y": want_flat}},
-                   "p1": {"without": want_flat, "n": {"x": [1, [2, 3]], "y": want_flat}}, "p2": want_flat}
+    want_flat = {"a": 1.5, "b": 0.25, "c": "inf", "3": None, **pad}
+    want_nested = {"x": [1, [2, 3]], "y": want_flat, **pad, "z": None}
+    assert out == {"p0": {"without": want_flat, "n": want_nested}, "p1": {"without": want_flat, "n": want_nested},
+                   "p2": want_flat}
     assert json.loads(json.dumps(out, allow_nan=False)) == out
     # every appearance is its own object, as a conversion of each one alone would give
     dicts = [out["p0"]["without"], out["p1"]["without"], out["p2"], out["p0"]["n"]["y"], out["p1"]["n"]["y"]]
