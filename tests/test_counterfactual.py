@@ -262,11 +262,12 @@ def test_ablated_tic_tac_toe_player_marks_the_first_empty_cell():
 @pytest.mark.parametrize("mode", ["text", "discrete"])
 @pytest.mark.parametrize("tie_break", ["random", "first", "none"])
 @pytest.mark.parametrize("n_voters", [4, 9])     # 9: voters share groups, so _count reuses recounts
-def test_voting_leave_one_out_infos_equal_the_ablated_recount(mode, tie_break, n_voters):
+@pytest.mark.parametrize("scheme", ["signed", "fraction"])
+def test_voting_leave_one_out_infos_equal_the_ablated_recount(mode, tie_break, n_voters, scheme):
     rng = np.random.default_rng(3)
     spoiled = 0
     for seed in range(30):
-        env = make("voting-v0", action_mode=mode, tie_break=tie_break, n_voters=n_voters)
+        env = make("voting-v0", action_mode=mode, tie_break=tie_break, n_voters=n_voters, reward_scheme=scheme)
         env.reset(seed=seed)
         while not env.done:  # random ballots, one in five spoiled
             env.step("[nonsense]" if rng.random() < 0.2 else random_legal(env, env.agent_selection, rng))

@@ -208,30 +208,31 @@ class raw_env(ProblemEnv):
             self._count_and_finish()
 
     # -------------------------------------------------------------- the count
-    def _key(self, ballot: Any) -> str:
-        return f"#label:{ballot}" if self.action_mode == "discrete" else answer_key(ballot)
-
-    def _groups(self) -> dict[str, list[tuple[int, Any]]]:
-        """The counted ballots grouped by answer: key -> ``[(voter position, ballot), ...]`` in seat order."""
-        groups: dict[str, list[tuple[int, Any]]] = {}
+    def _groups(self) -> tuple[dict[Any, list[tuple[int, Any]]], list[Any]]:
+        """The counted ballots grouped by answer, key -> ``[(voter position, ballot), ...]`` in seat order, and each
+        voter's key (None without a ballot). A key is the label index in discrete mode, else the answer's
+        :func:`answer_key` (equal answers written differently count together)."""
+        groups: dict[Any, list[tuple[int, Any]]] = {}
+        keys: list[Any] = []
+        discrete = self.action_mode == "discrete"
+        ballots = self._ballots
         for pos, voter in enumerate(self.possible_agents):
-            ballot = self._ballots.get(voter)
-            if ballot is not None:
-                key = self._key(ballot)
-                if key in groups:
-                    groups[key].append((pos, ballot))
-                else:
-                    groups[key] = [(pos, ballot)]
-        return groups
+            ballot = ballots.get(voter)
+            if ballot is None:
+                keys.append(None)
+                continue
+            key = ballot if discrete else answer_key(ballot)
+            keys.append(key)
+            members = groups.get(key)
+            if members is None:
+                groups[key] = [(pos, ballot)]
+            else:
+                members.append((pos, ballot))
+        return groups, keys
 
-    def _aggregate(self, exclude: str | None = None, groups: dict[str, list[tuple[int, Any]]] | None = None) -> Any:
-        """The plurality ballot (None when there is none), leaving out ``exclude``'s ballot; ``groups``: what
-        :meth:`_groups` returns now (computed when not given)."""
-        if groups is None:
-            groups = self._groups()
-        skip_key, skip = None, -1       # the group that loses exclude's ballot, and its seat
-        if exclude is not None and self._ballots.get(exclude) is not None:
-            skip_key, skip = self._key(self._ballots[exclude]), self._seat[exclude]
+    def _aggregate(self, groups: dict[Any, list[tuple[int, Any]]], skip_key: Any = None, skip: int = -1) -> Any:
+        """The plurality ballot of ``groups`` (what :meth:`_groups` returns; None when there is none), leaving out the
+        ballot of the voter at position ``skip`` in group ``skip_key``."""
         top, tied = 0, []               # the most votes, and the (first voter position, ballot) of each answer with them
         for key, members in groups.items():
             count, first = len(members), members[0]
@@ -265,63 +266,66 @@ class raw_env(ProblemEnv):
             return ballot == self._answer_index
         return self._verify(ballot)
 
-    def _team_reward(self, aggregate: Any, exclude: str | None = None, right: int | None = None) -> float:
-        """The verifier's score of ``aggregate`` (``"fraction"``: the fraction of voters whose own ballot is right,
-        ``exclude``'s ballot left out) plus the penalty of every spoiled ballot (but ``exclude``'s). ``right``: that
-        number of right ballots when the caller has counted it already."""
-        spoiled = len(self._spoiled) - (exclude in self._spoiled)
-        if self.fraction:
-            if right is None:
-                right = sum(self._correct(self._ballots.get(v)) for v in self.possible_agents if v != exclude)
-            return right / self.n_voters + spoiled * self.invalid_penalty
-        return self._score(self._correct(aggregate)) + spoiled * self.invalid_penalty
-
     def _show(self, ballot: Any) -> str | None:
         if ballot is None:
             return None
         return self.labels[ballot] if self.action_mode == "discrete" else printable(ballot, 500)
 
     def _count(self) -> dict[str, Any]:
-        # One pass over the ballots: the groups and each voter's correctness are computed once and reused for every
-        # "without v" recount (the same numbers as recounting from scratch per voter). A recount without v depends only
-        # on v's group and on whether v is its first member (the group that loses v's ballot, and the seat it is
-        # listed by), so voters who share both share one recount; without a ballot, v changes nothing.
-        groups = self._groups()
-        aggregate = self._aggregate(groups=groups)
-        ballots = self._ballots
-        own_correct = {v: self._correct(ballots.get(v)) for v in self.possible_agents}
+        """The count: the plurality answer and the team's reward, and for every voter the team's reward without its
+        ballot (and without its spoiled ballot's penalty).
+
+        The team's reward is the verifier's score of the plurality answer (``"fraction"``: the fraction of voters
+        whose own ballot is right) plus the penalty of every spoiled ballot. One pass groups the ballots and scores
+        each voter's own; a recount without voter v then depends only on v's group and on whether v is its first
+        member (the group that loses a ballot, and the seat it is listed by), so voters who share both share one
+        recount, and without a ballot v changes nothing (the same numbers as recounting from scratch per voter)."""
+        groups, keys = self._groups()
+        ballots, voters = self._ballots, self.possible_agents
+        own_correct = {v: self._correct(ballots.get(v)) for v in voters}
         right = sum(own_correct.values())
-        recounts: dict[tuple[str, bool], Any] = {}
-        without = {}
-        for v in self.possible_agents:
-            ballot = ballots.get(v)
-            if ballot is None:
-                without_v = aggregate
-            else:
-                key = self._key(ballot)
-                at = (key, groups[key][0][0] == self._seat[v])
-                if at in recounts:
-                    without_v = recounts[at]
+        aggregate = self._aggregate(groups)
+        correct = self._correct(aggregate)
+        spoiled, penalty = self._spoiled, self.invalid_penalty
+        without: dict[str, float] = {}
+        if self.fraction:
+            n = self.n_voters
+            team_reward = right / n + len(spoiled) * penalty
+            for v in voters:
+                without[v] = (right - own_correct[v]) / n + (len(spoiled) - (v in spoiled)) * penalty
+        else:
+            score = self._score(correct)
+            team_reward = score + len(spoiled) * penalty
+            recounts: dict[tuple[Any, bool], float] = {}     # (group, first member?) -> the score without such a ballot
+            for pos, v in enumerate(voters):
+                key = keys[pos]
+                if key is None:
+                    score_v = score
                 else:
-                    without_v = recounts[at] = self._aggregate(exclude=v, groups=groups)
-            without[v] = self._team_reward(without_v, exclude=v, right=right - own_correct[v])
+                    at = (key, groups[key][0][0] == pos)
+                    score_v = recounts.get(at)
+                    if score_v is None:
+                        score_v = recounts[at] = self._score(self._correct(self._aggregate(groups, key, pos)))
+                without[v] = score_v + (len(spoiled) - (v in spoiled)) * penalty
         return {
-            "votes": {v: self._show(ballots.get(v)) for v in self.possible_agents},
+            "votes": {v: self._show(ballots.get(v)) for v in voters},
             "own_correct": own_correct,
             "aggregate": self._show(aggregate),
-            "correct": self._correct(aggregate),
-            "team_reward": self._team_reward(aggregate, right=right),
+            "correct": correct,
+            "team_reward": team_reward,
             "team_reward_without": without,
-            "spoiled": sorted(self._spoiled),
+            "spoiled": sorted(spoiled),
         }
 
     def _count_and_finish(self) -> None:
-        self._result = self._count()
-        r = self._result
+        r = self._result = self._count()
         self._team_finish(r["team_reward"], aggregate=r["aggregate"], correct=r["correct"],
                           team_reward_without=r["team_reward_without"])
-        for voter in self.agents:
-            self.infos[voter] = {**self.infos[voter], "vote": r["votes"][voter], "own_correct": r["own_correct"][voter]}
+        infos, votes, own_correct = self.infos, r["votes"], r["own_correct"]
+        for voter in self.agents:       # the infos _team_finish has just made (new dicts, which no caller has yet)
+            info = infos[voter]
+            info["vote"] = votes[voter]
+            info["own_correct"] = own_correct[voter]
 
     def outcome(self) -> dict[str, Any] | None:
         """The count of a finished episode, or ``None`` while voting goes on: ``votes`` and ``own_correct`` (dicts by
