@@ -69,6 +69,9 @@ def test_first_uniform_is_numpys_default_rng_first_draw_bit_for_bit():
             key[0] = 0
         keys.append(key)
         assert first_uniform(key) == np.random.default_rng(key).random(), key
+    for seed in [0, 1, 2**32 - 1, 2**32, 2**63 - 2, 2**64 - 1, 2**64, 2**130 + 7,
+                 *[int(k) for k in rng.integers(0, 2**63 - 1, size=500)]]:     # one int: the seed's own state
+        assert first_uniform([seed]) == first_uniform(iter([seed])) == np.random.default_rng(seed).random(), seed
     assert first_uniforms(keys) == [np.random.default_rng(k).random() for k in keys]   # the batched version
     for width in (1, 3, 4, 6):       # equally long keys of one-word entries: the batch read as one array
         same = [[int(k) for k in rng.integers(0, 2**32, size=width)] for _ in range(300)]
