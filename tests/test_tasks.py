@@ -679,3 +679,20 @@ def test_spec_round_trip_gives_the_same_tasks(gsm8k_file):
             a = [src.sample(np.random.default_rng(s), split) for s in range(3)]
             b = [rebuilt.sample(np.random.default_rng(s), split) for s in range(3)]
             assert a == b
+
+
+def test_split_and_task_id_are_the_question_hash_in_any_call_order():
+    # split_of and _task_id share the last question's digest: interleaved calls must still hash each question
+    import hashlib
+
+    from marl_llm_envs.tasks.base import _task_id
+
+    questions = [f"Compute {i} + {i * 7}." for i in range(300)] + ["", "é ∑ 😀", "Compute 0 + 0."]
+    for n, q in enumerate(questions):
+        digest = hashlib.sha256(q.encode("utf-8"))
+        want_split = "test" if int.from_bytes(digest.digest()[:8], "big") / 2.0**64 < 0.3 else "train"
+        other = questions[(n * 7) % len(questions)]
+        calls = [lambda: split_of(q, 0.3), lambda: split_of(other, 0.3), lambda: _task_id("t", "x", q)]
+        for order in ([0, 2], [2, 0], [0, 1, 2], [1, 2, 0]):
+            got = {i: calls[i]() for i in order}
+            assert got[0] == want_split and got[2] == f"t/x/{digest.hexdigest()[:12]}", (q, order)

@@ -101,12 +101,26 @@ def _check_fraction(test_fraction: float) -> float:
     return test_fraction
 
 
+_last_digest: tuple[str, bytes] = ("", hashlib.sha256(b"").digest())
+
+
+def _digest(question: str) -> bytes:
+    """SHA-256 of the question's UTF-8 text. A source hashes each drawn question twice (its split, then its task id),
+    so the last one is kept: the same str object (held here, so never another one at its address) has that digest."""
+    global _last_digest
+    last = _last_digest
+    if last[0] is question:
+        return last[1]
+    digest = hashlib.sha256(question.encode("utf-8")).digest()
+    _last_digest = (question, digest)
+    return digest
+
+
 def split_of(question: str, test_fraction: float = 0.1) -> str:
     """Split (``"train"``/``"test"``) of a question, from a stable SHA-256 hash of its text."""
-    digest = hashlib.sha256(question.encode("utf-8")).digest()
-    u = int.from_bytes(digest[:8], "big") / 2.0**64
+    u = int.from_bytes(_digest(question)[:8], "big") / 2.0**64
     return "test" if u < test_fraction else "train"
 
 
 def _task_id(tag: str, split: str, question: str) -> str:
-    return f"{tag}/{split}/{hashlib.sha256(question.encode('utf-8')).hexdigest()[:12]}"
+    return f"{tag}/{split}/{_digest(question)[:6].hex()}"      # the hash's first 12 hex digits
