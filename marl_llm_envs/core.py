@@ -79,6 +79,8 @@ an env module overrides, reads or writes one).
   index or one bracketed move name; a game with its own text grammar extends it).
 * ``_illegal(agent, name)``: the reason given for a well-formed move that is not legal now.
 * ``_index_to_move(agent, index)``: the move a legal index stands for (default: the index itself).
+* ``_is_legal(agent, index)``: ``index in _legal_ids(agent)`` for an index in range, which ``step`` asks of every
+  move (default: that expression; a game whose legal list is long to build answers it directly).
 * ``_on_ablate(agent)``: undo the agent's past contribution where the game's manual says so (default: nothing).
 * ``_null_turn(agent)``: whether the ablated ``agent``'s turn now is played by the env with ``_null_move`` (default:
   every turn; orchestrator-v0's ablated orchestrator still gives its final answer itself).
@@ -572,7 +574,7 @@ class TextEnv(AECEnv):
             # _read_text and _interpret do for a plain int, then the valid branch below)
             info = self.infos[agent]
             n = self._n_actions.get(agent)
-            if n is not None and 0 <= action < n and "ignored_chars" not in info and action in self._legal_ids(agent):
+            if n is not None and 0 <= action < n and "ignored_chars" not in info and self._is_legal(agent, action):
                 self._retries[agent] = 0
                 if self._error:
                     self._error.pop(agent, None)
@@ -627,6 +629,9 @@ class TextEnv(AECEnv):
     def _index_to_move(self, agent: str, index: int) -> Any:
         return index
 
+    def _is_legal(self, agent: str, index: int) -> bool:
+        return index in self._legal_ids(agent)
+
     def _interpret(self, agent: str, action: Any) -> tuple[Any, str | None]:
         if self.action_mode == "discrete":
             if type(action) is not int:         # a plain int is the common case: no further checks
@@ -642,7 +647,7 @@ class TextEnv(AECEnv):
                 n = len(self.action_names(agent))
             if not 0 <= action < n:
                 return None, f"action index {short_repr(action, 40)} is out of range 0..{n - 1}"
-            if action not in self._legal_ids(agent):
+            if not self._is_legal(agent, action):
                 return None, self._illegal(agent, self.action_names(agent)[action])
             return self._index_to_move(agent, action), None
         names = self.action_names(agent)
@@ -653,7 +658,7 @@ class TextEnv(AECEnv):
         index, reason = parse_bracketed(action, self._action_index[agent])
         if reason is not None:
             return None, reason
-        if index not in self._legal_ids(agent):
+        if not self._is_legal(agent, index):
             return None, self._illegal(agent, names[index])
         return self._index_to_move(agent, index), None
 

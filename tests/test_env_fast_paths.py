@@ -264,3 +264,28 @@ def test_agent_iter_yields_what_pettingzoos_iterator_yields(max_iter):
             env.step(None if env.terminations[agent] else int(np.flatnonzero(env.action_mask(agent))[0]))
         traces.append((trace, list(env.agents)))
     assert traces[0] == traces[1]
+
+
+@pytest.mark.parametrize("env_id", ["mini_hanabi-v1", "hanabi_small-v1", "hanabi-v1", "simple_hanabi-v1"])
+def test_hanabis_legality_check_is_membership_in_its_legal_list(env_id):
+    # step asks _is_legal(agent, index) of every move; Hanabi answers a discard or a play without listing the legal
+    # moves: it must agree with the list on every index, in states with and without information tokens left, with
+    # short hands at the end of the deck, and for the agent to move as well as for the others
+    env = make(env_id, action_mode="discrete")
+    moves = np.random.default_rng(1)
+    checked = tokens = 0
+    for seed in range(40):
+        env.reset(seed=seed)
+        for agent in env.agent_iter(max_iter=200):
+            obs, _, term, trunc, _ = env.last(text=False)
+            if term or trunc:
+                env.step(None)
+                continue
+            for who in env.possible_agents:
+                legal = set(env._legal_ids(who))
+                for index in range(len(env.action_names(who))):
+                    assert env._is_legal(who, index) == (index in legal), (seed, who, index)
+                    checked += 1
+            tokens += env._info in (0, env.max_information_tokens)
+            env.step(int(moves.choice(np.flatnonzero(obs["action_mask"]))))
+    assert checked > 2_000 and tokens > 0

@@ -344,6 +344,16 @@ class raw_env(TextEnv):
             legal += rank_ids
         return legal
 
+    def _is_legal(self, agent: str, index: int) -> bool:
+        """``index in self._legal_ids(agent)`` without listing the legal moves for a discard or a play (legal for a
+        card in hand; a discard while an information token is spent); a hint is looked up in the list."""
+        H = self.hand_size
+        if index < 2 * H:
+            if index < H and self._info >= self.max_information_tokens:
+                return False
+            return index % H < len(self._hands[self._seat(agent)])
+        return self._info > 0 and index in self._legal_ids(agent)
+
     def _null_move(self, agent: str) -> int:
         legal = self._legal_ids(agent)
         H = self.hand_size
