@@ -53,7 +53,8 @@ def json_safe(value: Any, _seen: dict[int, Any] | None = None) -> Any:
     A dict of more than 8 items that appears more than once in ``value`` (the voting env puts one
     ``team_reward_without`` dict in every voter's infos) is converted once: where its converted form holds no
     container, later appearances get a copy of it (the result never shares a dict between two places, as a fresh
-    conversion would not). ``_seen`` is internal."""
+    conversion would not). ``_seen`` is internal (a dict's items share it; a comprehension's do not, which would make
+    it a closure cell in every call)."""
     kind = type(value)      # the exact built-in types first (the rollout calls this on every episode's infos)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -66,6 +67,8 @@ def json_safe(value: Any, _seen: dict[int, Any] | None = None) -> Any:
             if t is float:
                 if not math.isfinite(v):
                     v = repr(v)
+            elif t is str or t is int or t is bool or v is None:
+                pass
             elif t is dict and len(v) > 8:             # (a small dict converts about as fast as it is looked up)
                 if _seen is None:
                     _seen = {}
@@ -78,13 +81,13 @@ def json_safe(value: Any, _seen: dict[int, Any] | None = None) -> Any:
                     if seen[2] is None:                 # its second appearance: is the converted form flat?
                         seen[2] = not any(type(x) is dict or type(x) is list for x in seen[1].values())
                     v = dict(seen[1]) if seen[2] else json_safe(v, _seen)
-            elif not (t is str or t is int or t is bool or v is None):
+            else:
                 v = json_safe(v, _seen)
             out[k if type(k) is str else str(k)] = v
         return out
     if kind is list or kind is tuple:
         return [v if (type(v) is str or type(v) is int or type(v) is bool or v is None
-                      or (type(v) is float and math.isfinite(v))) else json_safe(v, _seen) for v in value]
+                      or (type(v) is float and math.isfinite(v))) else json_safe(v) for v in value]
     if isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):
@@ -92,9 +95,9 @@ def json_safe(value: Any, _seen: dict[int, Any] | None = None) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
     if isinstance(value, dict):
-        return {str(k): json_safe(v, _seen) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [json_safe(v, _seen) for v in value]
+        return [json_safe(v) for v in value]
     tolist = getattr(value, "tolist", None)  # numpy scalars and arrays, torch tensors
     if callable(tolist):
         try:

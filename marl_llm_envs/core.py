@@ -207,6 +207,7 @@ class TextEnv(AECEnv):
         self._plain_discrete = (action_mode == "discrete" and cls._interpret is TextEnv._interpret
                                 and cls._read_text is TextEnv._read_text
                                 and cls._accumulate_rewards is AECEnv._accumulate_rewards)
+        self._own_is_legal = cls._is_legal is not TextEnv._is_legal   # else step's shortcut inlines the default
         self._build_spaces()
 
     # ------------------------------------------------------------------ spaces
@@ -574,7 +575,8 @@ class TextEnv(AECEnv):
             # _read_text and _interpret do for a plain int, then the valid branch below)
             info = self.infos[agent]
             n = self._n_actions.get(agent)
-            if n is not None and 0 <= action < n and "ignored_chars" not in info and self._is_legal(agent, action):
+            if n is not None and 0 <= action < n and "ignored_chars" not in info and (
+                    self._is_legal(agent, action) if self._own_is_legal else action in self._legal_ids(agent)):
                 self._retries[agent] = 0
                 if self._error:
                     self._error.pop(agent, None)
