@@ -1,6 +1,6 @@
 """Instructions per episode of issue 17's env-only loop, counted by valgrind: a measure the machine's load cannot move.
 
-The loop is ``env_loop.play_random`` (the one ``train_throughput.py`` times), without text, with
+The loop is ``env_loop.play_random`` (the one ``train_throughput.py`` times), without text (``--text``: with), with
 ``random.Random(0)``: one env, ``reset(seed)`` per episode, a uniformly random legal move every step. Seeds are ``1000, 1001, ...`` or, with
 ``--group N``, each seed ``N`` times in a row (training resets each group's envs with one seed).
 
@@ -30,9 +30,9 @@ import sys
 from env_loop import play_random
 
 
-def _loop(env, episodes: int, group: int) -> None:
+def _loop(env, episodes: int, group: int, text: bool) -> None:
     """The counted call: ``env_loop.play_random`` over seeds 1000, 1001, ..., each ``group`` times in a row."""
-    play_random(env, (1000 + episode // group for episode in range(episodes)), random.Random(0))
+    play_random(env, (1000 + episode // group for episode in range(episodes)), random.Random(0), text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kwargs", default="{}", help="the env's kwargs as JSON (default {})")
     parser.add_argument("--episodes", type=int, default=1000, help="episodes counted (default 1000)")
     parser.add_argument("--group", type=int, default=1, help="resets per seed in a row (default 1: every seed new)")
+    parser.add_argument("--text", action="store_true",
+                        help="observe with the text (a plain env.last(), which code from before text=False has too)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
@@ -60,21 +62,22 @@ def main(argv: list[str] | None = None) -> int:
         from marl_llm_envs import make
 
         env = make(args.env, action_mode="discrete", **kwargs)     # built outside the count
-        operator.call(_loop, env, args.episodes, args.group)
+        operator.call(_loop, env, args.episodes, args.group, args.text)
         return 0
     if shutil.which("valgrind") is None:
         print("env_instructions: valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
     command = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=*operator_call*",
                "--callgrind-out-file=/dev/null", sys.executable, os.path.abspath(__file__), args.env,
-               "--kwargs", args.kwargs, "--episodes", str(args.episodes), "--group", str(args.group), "--inside"]
+               "--kwargs", args.kwargs, "--episodes", str(args.episodes), "--group", str(args.group), "--inside",
+               *(["--text"] if args.text else [])]
     done = subprocess.run(command, capture_output=True, text=True)
     found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
     if done.returncode != 0 or found is None:
         print(done.stderr[-2000:], file=sys.stderr)
         return done.returncode or 1
     count = int(found.group(1))
-    print(f"{args.env} {args.kwargs} episodes={args.episodes} group={args.group}: "
+    print(f"{args.env} {args.kwargs} episodes={args.episodes} group={args.group}{' text' if args.text else ''}: "
           f"{count / args.episodes:,.0f} instructions/episode")
     return 0
 
