@@ -99,11 +99,17 @@ def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
 
 def pcg64_seed_state(seed: int) -> tuple[int, int]:
     """PCG64's ``(state, inc)`` in ``numpy.random.default_rng(seed).bit_generator.state`` (a non-negative int seed):
-    NumPy's own ``SeedSequence(seed)`` mixes the entropy pool (its ``pool``), then ``generate_state(4, uint64)`` is
-    written out here (8 ``hashmix`` calls; the literals are the successive ``hash_const`` values, ``(value XOR-ed in,
-    multiplier)`` per call, which do not depend on the data: ``_constants(_INIT_B, _MULT_B, 8)``), then PCG64's
-    ``srandom`` (state 0 stepped, ``+= seed``, stepped). About two thirds of the cost of building the generator
-    (``tests/test_env_fast_paths.py`` compares it with NumPy on thousands of seeds)."""
+    :func:`_seed_words`, then PCG64's ``srandom`` (state 0 stepped, ``+= seed``, stepped). About two thirds of the
+    cost of building the generator (``tests/test_env_fast_paths.py`` compares it with NumPy on thousands of seeds)."""
+    initstate, inc = _seed_words(seed)
+    return ((inc + initstate) * _PCG_MULT + inc) & _M128, inc
+
+
+def _seed_words(seed: int) -> tuple[int, int]:
+    """PCG64's 128-bit ``(initstate, inc)`` of ``default_rng(seed)`` (as :func:`_seed_inc` gives them): NumPy's own
+    ``SeedSequence(seed)`` mixes the entropy pool (its ``pool``), then ``generate_state(4, uint64)`` is written out
+    here (8 ``hashmix`` calls; the literals are the successive ``hash_const`` values, ``(value XOR-ed in,
+    multiplier)`` per call, which do not depend on the data: ``_constants(_INIT_B, _MULT_B, 8)``)."""
     p0, p1, p2, p3 = np.random.SeedSequence(seed).pool.tolist()
     m = _M32
     v = ((p0 ^ 0x8B51F9DD) * 0x464A0A99) & m
@@ -122,8 +128,7 @@ def pcg64_seed_state(seed: int) -> tuple[int, int]:
     s6 = v ^ (v >> 16)
     v = ((p3 ^ 0x5C1E2ED1) * 0x301D747D) & m
     s7 = v ^ (v >> 16)
-    inc = ((s5 << 97) | (s4 << 65) | (s7 << 33) | (s6 << 1) | 1) & _M128
-    return ((inc + ((s1 << 96) | (s0 << 64) | (s3 << 32) | s2)) * _PCG_MULT + inc) & _M128, inc
+    return (s1 << 96) | (s0 << 64) | (s3 << 32) | s2, ((s5 << 97) | (s4 << 65) | (s7 << 33) | (s6 << 1) | 1) & _M128
 
 
 def pcg64_integer(pcg: tuple[int, int, int, int], n: int) -> tuple[int, tuple[int, int, int, int]]:
@@ -161,15 +166,11 @@ def pcg64_integer(pcg: tuple[int, int, int, int], n: int) -> tuple[int, tuple[in
 
 def first_uniform(entropy: Iterable[int]) -> float:
     """The first ``random()`` of ``numpy.random.default_rng(list(entropy))`` (non-negative ints, as NumPy takes).
-    One int (a seed, as voting's tie-break draws from): ``default_rng([seed])`` is ``default_rng(seed)``, whose state
-    :func:`pcg64_seed_state` computes with NumPy's own pool hashing, about twice as fast as :func:`_seed_inc`."""
+    One int (a seed, as voting's tie-break draws from): ``default_rng([seed])`` is ``default_rng(seed)``, whose
+    words :func:`_seed_words` computes with NumPy's own pool hashing, about twice as fast as :func:`_seed_inc`."""
     entropy = entropy if type(entropy) is list else list(entropy)
     if len(entropy) == 1 and type(entropy[0]) is int and entropy[0] >= 0:
-        state, inc = pcg64_seed_state(entropy[0])
-        x = (state * _PCG_MULT + inc) & _M128           # next_uint64: one step, then the XSL-RR output
-        w = ((x >> 64) ^ x) & _M64
-        r = x >> 122
-        return ((((w >> r) | (w << ((-r) & 63))) & _M64) >> 11) * (1.0 / 9007199254740992.0)
+        return _draw(*_seed_words(entropy[0]))
     return _draw(*_seed_inc(entropy))
 
 
