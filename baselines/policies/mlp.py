@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from baselines.policies.base import Choice, Generation, Policy, Request, VectorInputs
 from marl_llm_envs.fast_rng import first_uniforms
@@ -39,7 +40,13 @@ class MLP(nn.Module):
                                  nn.Linear(hidden, out_size))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        # What ``self.net(x)`` computes (nn.Linear's forward is F.linear, nn.Tanh's is torch.tanh), without the five
+        # submodule calls: each costs more than its op on a micro-tier batch (forward hooks on the submodules are
+        # not run; none are registered, and the parameters and the state_dict keys are nn.Sequential's).
+        first, _, second, _, out = self.net
+        x = torch.tanh(F.linear(x, first.weight, first.bias))
+        x = torch.tanh(F.linear(x, second.weight, second.bias))
+        return F.linear(x, out.weight, out.bias)
 
 
 class MLPPolicy(Policy):
@@ -89,11 +96,17 @@ class MLPPolicy(Policy):
         return self._log_policy(x, mask)
 
     def _log_policy(self, x: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        device = next(self.module.parameters()).device
+        module = self.module
+        first = self.__dict__.get("_first_parameter")     # (module, its first parameter): .device follows .to()
+        if first is None or first[0] is not module:
+            first = self._first_parameter = (module, next(module.parameters()))
+        device = first[1].device
+        illegal = torch.from_numpy(mask <= 0).to(device)      # NumPy's comparison: the same bools, one op less
         x, mask = torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device)
-        t = self.temperature if self.temperature > 0 else 1.0
-        logits = (self.module(x).float() / t).masked_fill(mask <= 0, -1e9)
-        return torch.log_softmax(logits, dim=-1), mask
+        logits = module(x).float()
+        if self.temperature > 0 and self.temperature != 1.0:     # x / 1.0 is x: no op at the default temperature
+            logits = logits / self.temperature
+        return torch.log_softmax(logits.masked_fill(illegal, -1e9), dim=-1), mask
 
     def logprobs(self, inputs: Sequence[VectorInputs], actions: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(log pi(action), entropy)`` for recorded decisions (differentiable when grad is enabled)."""

@@ -73,7 +73,6 @@ import gc
 import hashlib
 import json
 import time
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
@@ -269,8 +268,11 @@ class _Recorded:
         self.index[(agent, occurrence)] = len(self.seen)
         self.seen.append((text, legal))
 
-    def occurrences_before(self, turn_index: int) -> Counter:
-        return Counter(t.agent for t in self.turns[:turn_index])
+    def occurrences_before(self, turn_index: int) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for t in self.turns[:turn_index]:
+            counts[t.agent] = counts.get(t.agent, 0) + 1
+        return counts
 
     def match(self, agent: str, occurrence: int, text: str, legal: tuple[str, ...]) -> tuple[Turn | None, str]:
         """The recorded turn this decision replays (``None``: the policy decides) and the decision's digest."""
@@ -307,7 +309,7 @@ class _Job:
         self.rewards: dict[str, float] = {}
         self.last_turn: dict[str, Turn] = {}
         self.before_first: dict[str, float] = {}
-        self.occurrence: Counter = Counter()
+        self.occurrence: dict[str, int] = {}      # agent -> its decisions so far (a plain dict: no Counter() per job)
         self.tokens = 0
         self.t0 = 0.0
         self.wall = 0.0
@@ -738,9 +740,9 @@ class RolloutEngine:
         if job.source is None or job.force_first:
             digest = _digest(text, legal)
             if job.record is not None:
-                job.record.add(agent, job.occurrence[agent], text, legal)
+                job.record.add(agent, job.occurrence.get(agent, 0), text, legal)
             return None, digest
-        return job.source.match(agent, job.occurrence[agent], text, legal)
+        return job.source.match(agent, job.occurrence.get(agent, 0), text, legal)
 
     def _step_replayed(self, job: _Job, agent: str, digest: str, rec: Turn, legal: tuple[str, ...]) -> None:
         """A branch decision that replays the main episode's recorded turn ``rec``."""
@@ -793,7 +795,8 @@ class RolloutEngine:
             turn.state = [float(x) for x in vector]
         job.turns.append(turn)
         job.last_turn[agent] = turn
-        job.occurrence[agent] += 1
+        occurrence = job.occurrence
+        occurrence[agent] = occurrence.get(agent, 0) + 1
         job.force_first = False
         env.step(action)
         job.step_index += 1
@@ -863,5 +866,5 @@ class RolloutEngine:
         job.last_turn = {a: mine[id(t)] for a, t in leader.last_turn.items()}
         job.rewards = dict(leader.rewards)
         job.before_first = dict(leader.before_first)
-        job.occurrence = Counter(leader.occurrence)
+        job.occurrence = dict(leader.occurrence)
         job.step_index = leader.step_index
