@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 
-def _set_fields(obj: Any, **values: Any) -> None:
-    """Set a frozen dataclass's fields at construction. :class:`Request`, :class:`VectorInputs` and :class:`Choice`
-    are built once per decision (hundreds of thousands in a micro-tier run), and the ``__init__`` that
-    ``dataclass(frozen=True)`` writes sets each field through ``object.__setattr__``, about twice the cost of
-    writing the instance dict once; they stay frozen (assignment raises) and compare, hash and print as before."""
-    obj.__dict__.update(values)
+_set_dict = object.__setattr__
+"""How :class:`Request`, :class:`VectorInputs` and :class:`Choice` set their fields at construction: their instance
+dict, written at once (``_set_dict(self, "__dict__", {...})``). They are built once per decision (hundreds of
+thousands in a micro-tier run), and the ``__init__`` that ``dataclass(frozen=True)`` writes sets each field through
+``object.__setattr__``, several times the cost; they stay frozen (assignment raises) and compare, hash and print as
+before."""
 
 
 @dataclass(frozen=True, init=False)
@@ -53,8 +53,9 @@ class Request:
 
     def __init__(self, env_id: str, agent: str, role: str, text: str, legal_actions: tuple[str, ...] = (),
                  env: Any = None, key: tuple[int, ...] = (), observation: Any = None, action_mask: Any = None) -> None:
-        _set_fields(self, env_id=env_id, agent=agent, role=role, text=text, legal_actions=legal_actions, env=env,
-                    key=key, observation=observation, action_mask=action_mask)
+        _set_dict(self, "__dict__", {"env_id": env_id, "agent": agent, "role": role, "text": text,
+                                     "legal_actions": legal_actions, "env": env, "key": key,
+                                     "observation": observation, "action_mask": action_mask})
 
 
 @dataclass(frozen=True, init=False)
@@ -67,7 +68,7 @@ class VectorInputs:
     role_index: int
 
     def __init__(self, observation: list[float], mask: list[int], role_index: int) -> None:
-        _set_fields(self, observation=observation, mask=mask, role_index=role_index)
+        _set_dict(self, "__dict__", {"observation": observation, "mask": mask, "role_index": role_index})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> VectorInputs:
@@ -107,9 +108,10 @@ class Choice:
     def __init__(self, index: int, logprob: float, scoring: str, probs: list[float] | None = None,
                  logliks: list[float] | None = None, scores: list[float] | None = None,
                  inputs: VectorInputs | None = None) -> None:
-        _set_fields(self, index=index, logprob=logprob, scoring=scoring, probs=[] if probs is None else probs,
-                    logliks=[] if logliks is None else logliks, scores=[] if scores is None else scores,
-                    inputs=inputs)
+        _set_dict(self, "__dict__", {"index": index, "logprob": logprob, "scoring": scoring,
+                                     "probs": [] if probs is None else probs,
+                                     "logliks": [] if logliks is None else logliks,
+                                     "scores": [] if scores is None else scores, "inputs": inputs})
 
     @property
     def kind(self) -> str:
