@@ -49,3 +49,33 @@ def test_mlp_choice_index_is_numpys_cdf_lookup_for_every_length():
             cdf = np.cumsum(p / p.sum())
             cdf /= cdf[-1]
             assert _choice_index(p.tolist(), u) == int(np.searchsorted(cdf, u, side="right")), (p.tolist(), u)
+
+
+def test_mlp_batched_choice_indices_equal_choice_index_row_by_row():
+    # MLPPolicy draws a tick's actions with _choice_indices (NumPy over all rows of one length at once, or the per-row
+    # loop for small batches); every index must be _choice_index's, row by row: on batches of one row length and of
+    # mixed lengths, above and below the batch size where NumPy takes over, with underflowed and all-zero rows and
+    # uniforms that fall exactly on a cdf entry.
+    from baselines.policies.mlp import _ROWS_IN_NUMPY, _choice_index, _choice_indices
+
+    rng = np.random.default_rng(5)
+    sizes = [1, 2, _ROWS_IN_NUMPY - 1, _ROWS_IN_NUMPY, 64, 70]
+    for trial in range(600):
+        m = sizes[trial % len(sizes)]
+        same = trial % 2 == 0
+        counts = [1 + trial % 12 if same else int(1 + rng.integers(12)) for _ in range(m)]
+        rows, us = [], []
+        for n, k in enumerate(counts):
+            logits = rng.normal(size=k) * rng.uniform(0.1, 30)
+            logp = logits - np.log(np.sum(np.exp(logits - logits.max()))) - logits.max()
+            logp[rng.random(k) < 0.1] = -1e9 if n % 7 == 0 else -800.0
+            if trial % 13 == 0 and n % 5 == 0:
+                logp[:] = -1e9                                 # every weight underflows: NaN arithmetic
+            p = np.exp(logp)
+            u = float(rng.random()) if n % 5 or p.sum() == 0 else float(np.cumsum(p / p.sum())[k // 2])
+            rows.append(p)
+            us.append(u)
+        with np.errstate(invalid="ignore"):
+            want = [_choice_index(r.tolist(), u) for r, u in zip(rows, us)]
+            got = _choice_indices(np.concatenate(rows), counts, us)
+        assert got == want, (trial, counts)

@@ -187,13 +187,8 @@ class MLPPolicy(Policy):
         base = 0 if seed is None else int(seed)
         uniforms = first_uniforms([[base, *[int(k) % 2**63 for k in r.key]] if r.key else [base, i]
                                    for i, r in enumerate(requests)])
-        probs = np.exp(logp[where]).tolist()     # elementwise: the same values as row by row
-        actions, at = [], 0
-        for legal, u in zip(legals, uniforms):
-            n = len(legal)
-            actions.append(legal[_choice_index(probs[at:at + n], u)])
-            at += n
-        return actions
+        picks = _choice_indices(np.exp(logp[where]), [len(legal) for legal in legals], uniforms)
+        return [legal[k] for legal, k in zip(legals, picks)]
 
 
 def _stack(rows: list[list], out: np.ndarray) -> list[int]:
@@ -206,6 +201,52 @@ def _stack(rows: list[list], out: np.ndarray) -> list[int]:
         for i, row in enumerate(rows):
             out[i, :len(row)] = row
     return sizes
+
+
+_ROWS_IN_NUMPY = 24       # measured: below it, the per-row loop of _choice_index is faster
+
+
+def _choice_indices(probs: np.ndarray, counts: list[int], uniforms: list[float]) -> list[int]:
+    """:func:`_choice_index` of each row, the rows laid end to end in ``probs`` (``counts[i]`` weights each),
+    computed for all rows of one length at once with NumPy's own operations in the same order: the row sums (``sum``
+    along the rows: each row is reduced as the row alone, as in :func:`baselines.rollout.summary.row_means`), the
+    division, ``cumsum`` along the rows (one addition after another), the division by the last entry, and the count
+    of entries ``<= u``, which is ``bisect_right`` on a nondecreasing row (the weights are not negative, and rounding
+    keeps their running sums in order). A row whose sum is not a positive finite number goes to
+    :func:`_choice_index` (NumPy's NaN and inf arithmetic), and so does every row of a batch of fewer than
+    :data:`_ROWS_IN_NUMPY` (where a dozen NumPy calls cost more than the loop). ``tests/test_fast_choice.py`` compares
+    the two."""
+    if len(counts) < _ROWS_IN_NUMPY:
+        flat, out, at = probs.tolist(), [], 0
+        for k, u in zip(counts, uniforms):
+            out.append(_choice_index(flat[at:at + k], u))
+            at += k
+        return out
+    n = counts[0]
+    if counts.count(n) == len(counts):          # the common case: every request has as many legal moves
+        groups = [(list(range(len(counts))), probs.reshape(len(counts), n), np.asarray(uniforms, np.float64))]
+    else:
+        by_length: dict[int, list[int]] = {}
+        for i, k in enumerate(counts):
+            by_length.setdefault(k, []).append(i)
+        starts = np.zeros(len(counts), np.intp)
+        np.cumsum(counts[:-1], out=starts[1:])
+        u_all = np.asarray(uniforms, np.float64)
+        groups = [(rows, probs[starts[rows][:, None] + np.arange(k)], u_all[rows]) for k, rows in by_length.items()]
+    out = [0] * len(counts)
+    for rows, p, u in groups:
+        s = p.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # bad rows are redone one by one below
+            cdf = np.cumsum(p / s[:, None], axis=1)
+            cdf /= cdf[:, -1:]
+        picks = (cdf <= u[:, None]).sum(axis=1).tolist()
+        if 0.0 < s.min() and s.max() < math.inf:
+            for r, k in zip(rows, picks):
+                out[r] = k
+        else:
+            for j, (r, k, total) in enumerate(zip(rows, picks, s.tolist())):
+                out[r] = k if 0.0 < total < math.inf else _choice_index(p[j].tolist(), uniforms[r])
+    return out
 
 
 def _choice_index(p: list[float], u: float) -> int:
