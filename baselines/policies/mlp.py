@@ -97,10 +97,7 @@ class MLPPolicy(Policy):
 
     def _log_policy(self, x: np.ndarray, mask: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         module = self.module
-        first = self.__dict__.get("_first_parameter")     # (module, its first parameter): .device follows .to()
-        if first is None or first[0] is not module:
-            first = self._first_parameter = (module, next(module.parameters()))
-        device = first[1].device
+        device = next(module.parameters()).device
         illegal = torch.from_numpy(mask <= 0).to(device)      # NumPy's comparison: the same bools, one op less
         x, mask = torch.from_numpy(x).to(device), torch.from_numpy(mask).to(device)
         logits = module(x).float()
