@@ -233,10 +233,11 @@ def _benchmark_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--submit", action="store_true", help="add every submission to the store")
     p.add_argument("--store", default=str(DEFAULT_STORE), help="with --submit: " + _STORE_HELP)
     p.add_argument("--export", choices=("marl-eval",), default=None, help="also write the results in this format")
-    p.add_argument("--jobs", type=int, default=1, help="suite: play the independent runs (seeds x methods x settings) "
-                                                        "in N processes (the results are the same as with 1)")
+    p.add_argument("--jobs", type=int, default=1, help="play the independent runs (seeds x methods x settings or envs; "
+                                                        "then each method's evaluation) in N processes (the results "
+                                                        "are the same as with 1)")
     p.add_argument("--ray", default=None, metavar="auto|ADDRESS|local",
-                   help="suite: play the runs over Ray (pip install 'marl-llm-envs[ray]'): auto = the running "
+                   help="play the runs over Ray (pip install 'marl-llm-envs[ray]'): auto = the running "
                         "cluster, an address, or local = a private local instance")
     p.add_argument("--no-progress", action="store_true", help="no progress output at all (bars are shown only on a "
                                                               "terminal; elsewhere one line per finished run)")

@@ -20,8 +20,9 @@ The suite. Where the tier has a credit-assignment suite (``leaderboard/protocols
 ``credit-micro``, ``credit-micro-quick`` with ``--quick``, ``credit-small``), that is what the tier runs, through
 :func:`leaderboard.suite.benchmark_suite`: every family and setting, per-family scores with CIs, a radar chart and
 scaling curves. ``--protocol credit-micro`` (or any classic protocol) runs the classic benchmark above.
-``jobs`` (``--jobs N``) plays the suite's independent runs in N processes and ``ray`` (``--ray auto|ADDRESS``) over
-Ray; the results are the same as with one process.
+``jobs`` (``--jobs N``) plays the independent runs in N processes and ``ray`` (``--ray auto|ADDRESS``) over Ray: a
+suite's runs, or a classic protocol's training runs (method x env x seed) and then each method's evaluation, both
+through :func:`leaderboard.suite.execute`; the results are the same as with one process.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
-from leaderboard.suite import complete_run, safe_name
+from leaderboard.suite import complete_run, execute, safe_name
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
@@ -41,10 +42,10 @@ BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "
 __all__ = ["BASELINES", "benchmark_credit"]
 
 
-def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[str] | str:
-    """Train (or reuse) the method's runs; returns their folders in (env, seed) order, or why it cannot train."""
+def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None) -> tuple[list[str], list[dict]] | str:
+    """The method's run folders in (env, seed) order and the training specs of those not finished yet (JSON-able,
+    for :func:`_train_one`), or why it cannot train."""
     from baselines.credit import make_credit
-    from baselines.train import TrainConfig, train
 
     t = protocol.train
     env_ids = sorted({task.env_id for task in protocol.tasks})
@@ -53,25 +54,56 @@ def _train_runs(protocol: Protocol, method: str, out: Path, model: str | None, p
             make_credit(method).branches(env_id)
         except ValueError as e:
             return str(e)
-    runs = []
+    runs, specs = [], []
     for env_id in env_ids:
         for seed in t["seeds"]:
             run = out / safe_name(method) / env_id / f"seed{seed}"
             runs.append(str(run))
-            if complete_run(run, t["steps"]):
-                continue
-            if run.exists():
-                import shutil
+            if not complete_run(run, t["steps"]):
+                specs.append({"method": method, "setting": env_id, "seed": seed, "out": str(run),
+                              "action_mode": protocol.action_mode, "model": model or t["model"], "mode": t["mode"],
+                              "steps": t["steps"], "tasks_per_step": t["tasks_per_step"],
+                              "group_size": t["group_size"]})
+    return runs, specs
 
-                shutil.rmtree(run)          # an unfinished run: start it again from scratch (same seed, same result)
-            cfg = TrainConfig(env=env_id, action_mode=protocol.action_mode, model=model or t["model"],
-                              mode=t["mode"], credit=method, steps=t["steps"], tasks_per_step=t["tasks_per_step"],
-                              group_size=t["group_size"], seed=seed, out=str(run), save_every=t["steps"],
-                              keep_checkpoints=1, tensorboard=False, progress=progress)
-            if progress:
-                print(f"train {method} on {env_id}, seed {seed}: {t['steps']} steps", file=sys.stderr)
-            train(cfg)
-    return runs
+
+def _train_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """Train one run of the classic benchmark from scratch (an unfinished one is removed first: same seed, same
+    result). Module-level, of JSON-able input, so a process pool or Ray can call it (``--jobs``, ``--ray``)."""
+    from baselines.train import TrainConfig, train
+
+    run = Path(spec["out"])
+    if run.exists():
+        import shutil
+
+        shutil.rmtree(run)
+    progress = bool(spec.get("progress"))
+    cfg = TrainConfig(env=spec["setting"], action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],
+                      credit=spec["method"], steps=spec["steps"], tasks_per_step=spec["tasks_per_step"],
+                      group_size=spec["group_size"], seed=spec["seed"], out=str(run), save_every=spec["steps"],
+                      keep_checkpoints=1, tensorboard=False, progress=progress)
+    if progress:
+        print(f"train {spec['method']} on {spec['setting']}, seed {spec['seed']}: {spec['steps']} steps",
+              file=sys.stderr)
+    train(cfg)
+    return {"out": str(run)}
+
+
+def _evaluate_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate one method's trained runs into its submission folder (afresh); module-level like
+    :func:`_train_one`."""
+    from leaderboard.evaluate import evaluate
+
+    sub = Path(spec["sub"])
+    if sub.exists():
+        import shutil
+
+        shutil.rmtree(sub)
+    by_env: dict[str, list[str]] = {}
+    for run in spec["runs"]:
+        by_env.setdefault(Path(run).parent.name, []).append(f"checkpoint:{run}")
+    evaluate(load_protocol(spec["protocol"]), by_env, sub, method=spec["name"], progress=False, note=spec["note"])
+    return {"sub": str(sub)}
 
 
 def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, baselines: Sequence[str] = BASELINES,
@@ -92,10 +124,8 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
         result = benchmark_suite(method, suite, baselines, out, jobs=jobs, ray=ray, progress=progress,
                                  submit_to=submit_to)
         return {**result, "suite": True}
-    if jobs != 1 or ray is not None:
-        raise ValueError("--jobs and --ray run a suite's runs (credit-<tier>@N); the classic protocols run in one "
-                         "process")
-    protocol = load_protocol(protocol or (f"credit-{tier}-quick" if quick else f"credit-{tier}"))
+    name = str(protocol) if protocol is not None else (f"credit-{tier}-quick" if quick else f"credit-{tier}")
+    protocol = load_protocol(name)
     if protocol.track != "credit":
         raise ValueError(f"{protocol.key} is not a credit-track protocol")
     if protocol.train["model"] == "submitter" and not model:
@@ -105,14 +135,30 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     skipped: dict[str, str] = {}
     folders: dict[str, Path] = {}
     validated = {}
+    runs: dict[str, list[str]] = {}
+    to_train: list[dict[str, Any]] = []
     for m in [method] + [b for b in baselines if b != method]:
-        runs = _train_runs(protocol, m, out, model, progress)
-        if isinstance(runs, str):
-            skipped[m] = runs
+        planned = _plan_runs(protocol, m, out, model)
+        if isinstance(planned, str):
+            skipped[m] = planned
             continue
+        runs[m], specs = planned
+        to_train += specs
+    in_process = jobs == 1 and ray is None
+    for spec in to_train:
+        spec["progress"] = progress and in_process      # trainers in other processes stay quiet; execute reports
+    execute(to_train, jobs=jobs, ray=ray, progress=progress and not in_process, fn=_train_one)
+    note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"
+    evaluations = []
+    for m in runs:
         folders[m] = out / safe_name(m) / "submission"
-        validated[m] = _evaluate_runs(protocol, m, runs, folders[m], f"python -m leaderboard benchmark-credit "
-                                                                     f"{method} on {protocol.key}", progress, submit_to)
+        evaluations.append({"method": m, "setting": "evaluation", "seed": "all", "name": safe_name(m),
+                            "runs": runs[m], "sub": str(folders[m]), "protocol": name, "note": note})
+        if progress:
+            print(f"evaluate {m} on {protocol.key}", file=sys.stderr)
+    execute(evaluations, jobs=jobs, ray=ray, fn=_evaluate_one)
+    for m in runs:
+        validated[m] = _validate(protocol, folders[m], submit_to)
     context = _context(method, protocol, model, skipped, time.perf_counter() - t0)
     board, text = _write_comparison(out, validated, context, export)
     return {"board": board, "skipped": skipped, "submissions": folders, "markdown": text, "out": out}
@@ -131,24 +177,11 @@ def _suite_of(tier: str, quick: bool, protocol: str | Path | None) -> str | None
     return None
 
 
-def _evaluate_runs(protocol: Protocol, m: str, runs: list[str], sub: Path, note: str, progress: bool,
-                   submit_to: str | Path | None):
-    """Evaluate method ``m``'s trained runs into the submission folder ``sub`` (afresh: evaluation is cheap next to
-    training), validate it like any submission, and submit it where asked; returns the validation."""
-    from leaderboard.evaluate import evaluate
+def _validate(protocol: Protocol, sub: Path, submit_to: str | Path | None):
+    """Validate an evaluated submission folder like any submission, and submit it where asked."""
     from leaderboard.store import submit
     from leaderboard.validate import validate
 
-    if sub.exists():
-        import shutil
-
-        shutil.rmtree(sub)
-    by_env: dict[str, list[str]] = {}
-    for run in runs:
-        by_env.setdefault(Path(run).parent.name, []).append(f"checkpoint:{run}")
-    if progress:
-        print(f"evaluate {m} on {protocol.key}", file=sys.stderr)
-    evaluate(protocol, by_env, sub, method=safe_name(m), progress=False, note=note)
     v = validate(sub, protocol=protocol)
     if submit_to is not None:
         submit(sub, submit_to, protocol=protocol)

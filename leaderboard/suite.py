@@ -474,35 +474,38 @@ def _exact_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, floa
 
 
 def execute(specs: Sequence[dict[str, Any]], jobs: int = 1, ray: str | None = None,
-            progress: bool = False) -> list[dict[str, Any]]:
-    """``run_one`` of every spec, results in the order of ``specs``: here (``jobs=1``), in ``jobs`` processes, or
-    over Ray (``ray="auto"``: the running cluster, as ``ray.init(address="auto")``; an address; ``"local"``: a
-    private local instance). The results do not depend on how they were run."""
+            progress: bool = False, fn: Callable[[dict[str, Any]], dict[str, Any]] = run_one) -> list[dict[str, Any]]:
+    """``fn`` (default :func:`run_one`) of every spec, results in the order of ``specs``: here (``jobs=1``), in
+    ``jobs`` processes, or over Ray (``ray="auto"``: the running cluster, as ``ray.init(address="auto")``; an
+    address; ``"local"``: a private local instance). The results do not depend on how they were run. ``fn`` is a
+    module-level function of a JSON-able spec (a process pool and Ray import it by name); with ``progress``, a line
+    per finished spec names its ``method``, ``setting`` and ``seed``."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"--jobs must be a positive int, got {jobs!r}")
     specs = list(specs)
     if ray is not None:
-        return _execute_ray(specs, ray, progress)
+        return _execute_ray(specs, ray, progress, fn)
     if jobs == 1 or len(specs) <= 1:
         out = []
         for i, s in enumerate(specs):
             if progress:
                 print(f"[{i + 1}/{len(specs)}] {s['method']} on {s['setting']}, seed {s['seed']}", file=sys.stderr)
-            out.append(run_one(s))
+            out.append(fn(s))
         return out
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         out = []
-        for i, r in enumerate(pool.map(run_one, specs)):
+        for i, (s, r) in enumerate(zip(specs, pool.map(fn, specs))):
             if progress:
-                print(f"[{i + 1}/{len(specs)}] {r['method']} on {r['setting']}, seed {r['seed']}", file=sys.stderr)
+                print(f"[{i + 1}/{len(specs)}] {s['method']} on {s['setting']}, seed {s['seed']}", file=sys.stderr)
             out.append(r)
         return out
 
 
-def _execute_ray(specs: list[dict[str, Any]], address: str, progress: bool) -> list[dict[str, Any]]:
+def _execute_ray(specs: list[dict[str, Any]], address: str, progress: bool,
+                 fn: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
     try:
         import ray
     except ImportError:
@@ -519,7 +522,7 @@ def _execute_ray(specs: list[dict[str, Any]], address: str, progress: bool) -> l
             ray.init(address=address, runtime_env=env, log_to_driver=False)
         started = True
     try:
-        remote = ray.remote(num_cpus=1)(run_one)
+        remote = ray.remote(num_cpus=1)(fn)
         refs = [remote.remote(s) for s in specs]
         out = ray.get(refs)
         if progress:

@@ -472,6 +472,38 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     assert validate(out / "test-credit@1" / "none" / "submission", protocol=credit_protocol).scores == before
 
 
+def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credit_protocol, tmp_path):
+    # --jobs 2 on a version 1 protocol: the four training runs (2 methods x 2 seeds) and the two evaluations in two
+    # processes give the same scores, learning curves and evaluation episodes as one process
+    from leaderboard.benchmark import benchmark_credit
+
+    got = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}"
+        result = benchmark_credit("rae", baselines=["none", "ccpo_v1"], out=out, progress=False,
+                                  protocol=str(credit_protocol), jobs=jobs)
+        assert result["skipped"].keys() == {"ccpo_v1"}
+        runs = {}
+        for metrics in sorted(out.rglob("metrics.jsonl")):
+            rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+            runs[str(metrics.parent.relative_to(out))] = [{k: v for k, v in r.items() if not k.startswith("time/")}
+                                                          for r in rows]
+        episodes = {}
+        for m in ("rae", "none"):
+            sub = out / "test-credit@1" / m / "submission"
+            lines = [json.loads(line) for line in (sub / "episodes.jsonl").read_text().splitlines()[1:]]
+            episodes[m] = [(e["run_id"], e["seed"], e["rewards"], [t["action"] for t in e["turns"]]) for e in lines]
+        scores = {m: validate(out / "test-credit@1" / m / "submission", protocol=credit_protocol).scores
+                  for m in ("rae", "none")}
+        got[jobs] = runs, episodes, scores
+    # 2 runs x 3 evaluation seeds x 2 seats
+    assert len(got[1][0]) == 4 and all(len(e) == 12 for e in got[1][1].values())
+    assert got[2] == got[1]
+    with pytest.raises(ValueError, match="--jobs"):
+        benchmark_credit("rae", baselines=[], out=tmp_path / "bad", progress=False, protocol=str(credit_protocol),
+                         jobs=0)
+
+
 @pytest.mark.slow
 def test_an_llm_checkpoint_plays_a_text_mode_protocol(tmp_path):
     """The policy track with any backend: a trained LLM ('tiny', choice mode) evaluated in text mode."""
