@@ -505,6 +505,20 @@ def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credi
 
 
 @pytest.mark.slow
+def test_benchmark_credit_over_ray_on_a_classic_protocol_gives_the_same_scores(credit_protocol, tmp_path):
+    pytest.importorskip("ray")
+    from leaderboard.benchmark import benchmark_credit
+
+    scores = {}
+    for how, kwargs in (("one", {}), ("ray", {"ray": "local"})):
+        out = tmp_path / how
+        benchmark_credit("rae", baselines=["none"], out=out, progress=False, protocol=str(credit_protocol), **kwargs)
+        scores[how] = {m: validate(out / "test-credit@1" / m / "submission", protocol=credit_protocol).scores
+                       for m in ("rae", "none")}
+    assert scores["ray"] == scores["one"]
+
+
+@pytest.mark.slow
 def test_an_llm_checkpoint_plays_a_text_mode_protocol(tmp_path):
     """The policy track with any backend: a trained LLM ('tiny', choice mode) evaluated in text mode."""
     from baselines.train import TrainConfig, train
