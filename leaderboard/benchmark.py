@@ -102,7 +102,10 @@ def _evaluate_one(spec: dict[str, Any]) -> dict[str, Any]:
     by_env: dict[str, list[str]] = {}
     for run in spec["runs"]:
         by_env.setdefault(Path(run).parent.name, []).append(f"checkpoint:{run}")
-    evaluate(load_protocol(spec["protocol"]), by_env, sub, method=spec["name"], progress=False, note=spec["note"])
+    protocol = load_protocol(spec["protocol"])
+    if spec.get("progress"):
+        print(f"evaluate {spec['method']} on {protocol.key}", file=sys.stderr)
+    evaluate(protocol, by_env, sub, method=spec["name"], progress=False, note=spec["note"])
     return {"sub": str(sub)}
 
 
@@ -152,10 +155,8 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     evaluations = []
     for m in runs:
         folders[m] = out / safe_name(m) / "submission"
-        evaluations.append({"method": m, "setting": "evaluation", "seed": "all", "name": safe_name(m),
-                            "runs": runs[m], "sub": str(folders[m]), "protocol": name, "note": note})
-        if progress:
-            print(f"evaluate {m} on {protocol.key}", file=sys.stderr)
+        evaluations.append({"method": m, "name": safe_name(m), "runs": runs[m], "sub": str(folders[m]),
+                            "protocol": name, "note": note, "progress": progress and in_process})
     execute(evaluations, jobs=jobs, ray=ray, fn=_evaluate_one)
     for m in runs:
         validated[m] = _validate(protocol, folders[m], submit_to)
