@@ -90,9 +90,11 @@ def _train_one(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _evaluate_one(spec: dict[str, Any]) -> dict[str, Any]:
-    """Evaluate one method's trained runs into its submission folder (afresh); module-level like
-    :func:`_train_one`."""
+    """Evaluate one method's trained runs into its submission folder (afresh) and validate it like any submission:
+    ``{"validated": Validated}``. Module-level like :func:`_train_one`; validation is about as costly as the
+    evaluation, so it runs in the same worker."""
     from leaderboard.evaluate import evaluate
+    from leaderboard.validate import validate
 
     sub = Path(spec["sub"])
     if sub.exists():
@@ -106,7 +108,7 @@ def _evaluate_one(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("progress"):
         print(f"evaluate {spec['method']} on {protocol.key}", file=sys.stderr)
     evaluate(protocol, by_env, sub, method=spec["name"], progress=False, note=spec["note"])
-    return {"sub": str(sub)}
+    return {"validated": validate(sub, protocol=protocol)}
 
 
 def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, baselines: Sequence[str] = BASELINES,
@@ -127,6 +129,8 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
         result = benchmark_suite(method, suite, baselines, out, jobs=jobs, ray=ray, progress=progress,
                                  submit_to=submit_to)
         return {**result, "suite": True}
+    from leaderboard.store import submit
+
     name = str(protocol) if protocol is not None else (f"credit-{tier}-quick" if quick else f"credit-{tier}")
     protocol = load_protocol(name)
     if protocol.track != "credit":
@@ -157,9 +161,10 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
         folders[m] = out / safe_name(m) / "submission"
         evaluations.append({"method": m, "name": safe_name(m), "runs": runs[m], "sub": str(folders[m]),
                             "protocol": name, "note": note, "progress": progress and in_process})
-    execute(evaluations, jobs=jobs, ray=ray, fn=_evaluate_one)
-    for m in runs:
-        validated[m] = _validate(protocol, folders[m], submit_to)
+    for m, done in zip(runs, execute(evaluations, jobs=jobs, ray=ray, fn=_evaluate_one)):
+        validated[m] = done["validated"]
+        if submit_to is not None:
+            submit(folders[m], submit_to, protocol=protocol)
     context = _context(method, protocol, model, skipped, time.perf_counter() - t0)
     board, text = _write_comparison(out, validated, context, export)
     return {"board": board, "skipped": skipped, "submissions": folders, "markdown": text, "out": out}
@@ -176,17 +181,6 @@ def _suite_of(tier: str, quick: bool, protocol: str | Path | None) -> str | None
                                           and '"marl_llm_suite"' in Path(protocol).read_text()):
         return str(protocol)
     return None
-
-
-def _validate(protocol: Protocol, sub: Path, submit_to: str | Path | None):
-    """Validate an evaluated submission folder like any submission, and submit it where asked."""
-    from leaderboard.store import submit
-    from leaderboard.validate import validate
-
-    v = validate(sub, protocol=protocol)
-    if submit_to is not None:
-        submit(sub, submit_to, protocol=protocol)
-    return v
 
 
 def _context(method: str, protocol: Protocol, model: str | None, skipped: dict[str, str], wall_s: float):
