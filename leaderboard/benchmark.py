@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
-from leaderboard.suite import complete_run, execute, safe_name
+from leaderboard.suite import execute, safe_name, train_run
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
@@ -42,9 +42,9 @@ BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "
 __all__ = ["BASELINES", "benchmark_credit"]
 
 
-def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None) -> tuple[list[str], list[dict]] | str:
-    """The method's run folders in (env, seed) order and the training specs of those not finished yet (JSON-able,
-    for :func:`_train_one`), or why it cannot train."""
+def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[dict] | str:
+    """The method's training specs in (env, seed) order (JSON-able, for :func:`leaderboard.suite.train_run`, which
+    reuses a complete run), or why it cannot train."""
     from baselines.credit import make_credit
 
     t = protocol.train
@@ -54,45 +54,17 @@ def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None) ->
             make_credit(method).branches(env_id)
         except ValueError as e:
             return str(e)
-    runs, specs = [], []
-    for env_id in env_ids:
-        for seed in t["seeds"]:
-            run = out / safe_name(method) / env_id / f"seed{seed}"
-            runs.append(str(run))
-            if not complete_run(run, t["steps"]):
-                specs.append({"method": method, "setting": env_id, "seed": seed, "out": str(run),
-                              "action_mode": protocol.action_mode, "model": model or t["model"], "mode": t["mode"],
-                              "steps": t["steps"], "tasks_per_step": t["tasks_per_step"],
-                              "group_size": t["group_size"]})
-    return runs, specs
-
-
-def _train_one(spec: dict[str, Any]) -> dict[str, Any]:
-    """Train one run of the classic benchmark from scratch (an unfinished one is removed first: same seed, same
-    result). Module-level, of JSON-able input, so a process pool or Ray can call it (``--jobs``, ``--ray``)."""
-    from baselines.train import TrainConfig, train
-
-    run = Path(spec["out"])
-    if run.exists():
-        import shutil
-
-        shutil.rmtree(run)
-    progress = bool(spec.get("progress"))
-    cfg = TrainConfig(env=spec["setting"], action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],
-                      credit=spec["method"], steps=spec["steps"], tasks_per_step=spec["tasks_per_step"],
-                      group_size=spec["group_size"], seed=spec["seed"], out=str(run), save_every=spec["steps"],
-                      keep_checkpoints=1, tensorboard=False, progress=progress)
-    if progress:
-        print(f"train {spec['method']} on {spec['setting']}, seed {spec['seed']}: {spec['steps']} steps",
-              file=sys.stderr)
-    train(cfg)
-    return {"out": str(run)}
+    return [{"method": method, "env_id": env_id, "setting": env_id, "seed": seed,
+             "out": str(out / safe_name(method) / env_id / f"seed{seed}"), "action_mode": protocol.action_mode,
+             "model": model or t["model"], "mode": t["mode"], "steps": t["steps"],
+             "tasks_per_step": t["tasks_per_step"], "group_size": t["group_size"], "progress": progress}
+            for env_id in env_ids for seed in t["seeds"]]
 
 
 def _evaluate_one(spec: dict[str, Any]) -> dict[str, Any]:
     """Evaluate one method's trained runs into its submission folder (afresh) and validate it like any submission:
-    ``{"validated": Validated}``. Module-level like :func:`_train_one`; validation is about as costly as the
-    evaluation, so it runs in the same worker."""
+    ``{"validated": Validated}``. Module-level like :func:`leaderboard.suite.train_run`; validation costs about as
+    much as the evaluation, so it runs in the same worker."""
     from leaderboard.evaluate import evaluate
     from leaderboard.validate import validate
 
@@ -144,17 +116,15 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     validated = {}
     runs: dict[str, list[str]] = {}
     to_train: list[dict[str, Any]] = []
+    in_process = jobs == 1 and ray is None    # trainers in other processes stay quiet; execute reports their ends
     for m in [method] + [b for b in baselines if b != method]:
-        planned = _plan_runs(protocol, m, out, model)
+        planned = _plan_runs(protocol, m, out, model, progress and in_process)
         if isinstance(planned, str):
             skipped[m] = planned
             continue
-        runs[m], specs = planned
-        to_train += specs
-    in_process = jobs == 1 and ray is None
-    for spec in to_train:
-        spec["progress"] = progress and in_process      # trainers in other processes stay quiet; execute reports
-    execute(to_train, jobs=jobs, ray=ray, progress=progress and not in_process, fn=_train_one)
+        runs[m] = [spec["out"] for spec in planned]
+        to_train += planned
+    execute(to_train, jobs=jobs, ray=ray, progress=progress and not in_process, fn=train_run)
     note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"
     evaluations = []
     for m in runs:

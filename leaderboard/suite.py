@@ -103,8 +103,8 @@ SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
 
 __all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "latest_suite", "list_suites", "load_suite", "parse_suite",
-           "anchor_value", "safe_name", "plan", "complete_run", "run_one", "execute", "mean_ci", "score", "table",
-           "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page", "page_context",
+           "anchor_value", "safe_name", "plan", "complete_run", "train_run", "run_one", "execute", "mean_ci", "score",
+           "table", "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page", "page_context",
            "board_columns", "board_figures", "entry", "add_entry", "benchmark_suite"]
 
 
@@ -365,27 +365,43 @@ def complete_run(run: Path, steps: int) -> bool:
     return latest is not None and json.loads((latest / "meta.json").read_text()).get("step") == steps
 
 
+def train_run(spec: dict[str, Any]) -> str:
+    """Train the run a spec describes into ``spec["out"]`` (``env_id``, ``method``, ``seed``, ``action_mode``,
+    ``model``, ``mode``, ``steps``, ``tasks_per_step``, ``group_size``; ``env_kwargs``, ``partners`` and ``progress``
+    optional), or reuse it when it is complete; returns the folder. An unfinished run starts again (same seed, same
+    result). A top-level function of JSON-able input, so a process pool or Ray can call it (``execute``)."""
+    from baselines.train import TrainConfig, train
+
+    run = Path(spec["out"])
+    if not complete_run(run, spec["steps"]):
+        if run.exists():
+            shutil.rmtree(run)
+        progress = bool(spec.get("progress"))
+        cfg = TrainConfig(env=spec["env_id"], env_kwargs=dict(spec.get("env_kwargs") or {}),
+                          action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],
+                          credit=spec["method"], steps=spec["steps"], tasks_per_step=spec["tasks_per_step"],
+                          group_size=spec["group_size"], seed=spec["seed"], partners=spec.get("partners", ""),
+                          out=str(run), save_every=spec["steps"], keep_checkpoints=1, tensorboard=False,
+                          progress=progress)
+        if progress:
+            print(f"train {spec['method']} on {spec['env_id']}, seed {spec['seed']}: {spec['steps']} steps",
+                  file=sys.stderr)
+        train(cfg)
+    return str(run)
+
+
 def run_one(spec: dict[str, Any]) -> dict[str, Any]:
-    """Train one run (or reuse a complete one) and return its raw score: ``{"raw", "curve", "tokens", ...}``.
+    """Train one run (or reuse a complete one: :func:`train_run`) and return its raw score: ``{"raw", "curve",
+    "tokens", ...}``.
 
     A top-level function of JSON-able input and output, so a process pool or Ray can call it anywhere."""
     import torch
 
-    from baselines.train import TrainConfig, train
     from baselines.train.config import read_run_config
 
     torch.set_num_threads(1)
-    run = Path(spec["out"])
     t0 = time.perf_counter()
-    if not complete_run(run, spec["steps"]):
-        if run.exists():
-            shutil.rmtree(run)          # an unfinished run starts again (same seed, same result)
-        cfg = TrainConfig(env=spec["env_id"], env_kwargs=dict(spec["env_kwargs"]), action_mode=spec["action_mode"],
-                          model=spec["model"], mode=spec["mode"], credit=spec["method"], steps=spec["steps"],
-                          tasks_per_step=spec["tasks_per_step"], group_size=spec["group_size"], seed=spec["seed"],
-                          partners=spec["partners"], out=str(run), save_every=spec["steps"], keep_checkpoints=1,
-                          tensorboard=False, progress=False)
-        train(cfg)
+    run = Path(train_run(spec))
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     team_keys = sorted({k for r in rows for k in r if k.startswith("reward/team/")})
     curve = [sum(float(r.get(k, 0.0)) for k in team_keys) / max(1, len(team_keys)) for r in rows]
@@ -474,7 +490,7 @@ def _exact_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, floa
 
 
 def execute(specs: Sequence[dict[str, Any]], jobs: int = 1, ray: str | None = None,
-            progress: bool = False, fn: Callable[[dict[str, Any]], dict[str, Any]] = run_one) -> list[dict[str, Any]]:
+            progress: bool = False, fn: Callable[[dict[str, Any]], Any] = run_one) -> list[Any]:
     """``fn`` (default :func:`run_one`) of every spec, results in the order of ``specs``: here (``jobs=1``), in
     ``jobs`` processes, or over Ray (``ray="auto"``: the running cluster, as ``ray.init(address="auto")``; an
     address; ``"local"``: a private local instance). The results do not depend on how they were run. ``fn`` is a
@@ -505,7 +521,7 @@ def execute(specs: Sequence[dict[str, Any]], jobs: int = 1, ray: str | None = No
 
 
 def _execute_ray(specs: list[dict[str, Any]], address: str, progress: bool,
-                 fn: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
+                 fn: Callable[[dict[str, Any]], Any]) -> list[Any]:
     try:
         import ray
     except ImportError:
