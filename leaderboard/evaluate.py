@@ -172,13 +172,15 @@ def cell_policies(protocol: Protocol, task, seat: str, run: int, player) -> dict
 
 
 def play_cell(protocol: Protocol, task, seat: str, run: int, player, seeds: Sequence[int] | None = None,
-              progress: bool = False) -> list:
+              progress: bool = False, env_pool: dict | None = None) -> list:
     """The episodes of one (task, seat, run) cell, as :func:`evaluate` plays them (``seeds``: a subset of the
-    protocol's seeds; with ``seeded_moves`` a subset plays the same episodes as the whole cell)."""
+    protocol's seeds; with ``seeded_moves`` a subset plays the same episodes as the whole cell). ``env_pool``: envs
+    to reuse, shared by the cells of one evaluation (see :class:`~baselines.rollout.RolloutEngine`)."""
     from baselines.rollout import RolloutEngine
 
     seeds = list(protocol.seeds if seeds is None else seeds)
-    engine = RolloutEngine(cell_policies(protocol, task, seat, run, player), show_progress=progress)
+    engine = RolloutEngine(cell_policies(protocol, task, seat, run, player), show_progress=progress,
+                           env_pool=env_pool)
     return engine.run(task.env_id, num_tasks=len(seeds), seed=protocol.seed_start + run, seeds=seeds,
                       env_kwargs=protocol.env_kwargs(task), run_id=run_label(task.name, seat, run))
 
@@ -241,12 +243,13 @@ def _load_runs(protocol: Protocol, env_id: str, specs: Sequence[str], greedy: bo
 def _play(protocol: Protocol, loaded: dict[str, list], progress: bool) -> list:
     """Every cell of the protocol, task by task, run by run, seat by seat (the order of ``episodes.jsonl``)."""
     episodes = []
+    envs: dict = {}         # every cell's episodes start from reset(seed): the cells share their envs
     for task in protocol.tasks:
         for r, player in enumerate(loaded[task.env_id]):
             for seat in task.seats():
                 if progress:
                     print(f"evaluate {run_label(task.name, seat, r)}: {protocol.seed_count} episodes", file=sys.stderr)
-                episodes += play_cell(protocol, task, seat, r, player, progress=progress)
+                episodes += play_cell(protocol, task, seat, r, player, progress=progress, env_pool=envs)
     return episodes
 
 

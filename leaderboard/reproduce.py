@@ -133,11 +133,12 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
                 for r in range(len(players[task.env_id])) if (task.env_id, r) in loaded]
         budget = max(1, sample // len(todo))
         played = 0
+        envs: dict = {}     # shared by the cells, as evaluate shares them
         for task, seat, r in todo:
             cell = cells[(task.name, seat, r)]
             seeds = sorted(cell) if not proto.seeded_moves or budget >= len(cell) else \
                 sorted(rng.sample(sorted(cell), budget))
-            again = play_cell(proto, task, seat, r, loaded[(task.env_id, r)], seeds=seeds)
+            again = play_cell(proto, task, seat, r, loaded[(task.env_id, r)], seeds=seeds, env_pool=envs)
             for e in again:
                 line, claimed = cell[e.seed]
                 if e.transcript["actions"] != claimed.transcript["actions"]:

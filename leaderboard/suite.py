@@ -463,13 +463,14 @@ def _versus_score(spec: dict[str, Any], run: Path) -> float:
     player = load_player(f"checkpoint:{run}", spec["env_id"], roles, spec["action_mode"])
     seeds = list(range(spec["eval_start"], spec["eval_start"] + spec["eval_count"]))
     total = 0.0
+    envs: dict = {}         # the seats' engines share their envs
     for seat in env.possible_agents:
         opponent = opponent_policy(spec["env_id"], spec["opponent"], seed=0)
         policies = {env.roles[a]: (player.policies[env.roles[a]] if a == seat else opponent)
                     for a in env.possible_agents}
-        eps = RolloutEngine(policies, show_progress=False).run(spec["env_id"], num_tasks=len(seeds),
-                                                                seed=spec["eval_start"], seeds=seeds,
-                                                                env_kwargs=kwargs, run_id=f"versus|{seat}")
+        engine = RolloutEngine(policies, show_progress=False, env_pool=envs)
+        eps = engine.run(spec["env_id"], num_tasks=len(seeds), seed=spec["eval_start"], seeds=seeds,
+                         env_kwargs=kwargs, run_id=f"versus|{seat}")
         total += sum(float(e.rewards[seat]) for e in eps) / len(eps)
     return total / len(env.possible_agents)
 

@@ -111,6 +111,31 @@ def test_a_group_started_from_clones_of_one_reset_plays_as_with_a_reset_each(env
     assert play(True) == play(False)
 
 
+def test_engines_given_one_env_pool_share_their_envs_and_play_what_fresh_engines_play(monkeypatch):
+    import baselines.rollout.engine as engine_module
+
+    made = []
+
+    def counting_make(env_id, **kwargs):
+        made.append(env_id)
+        return make(env_id, **kwargs)
+
+    monkeypatch.setattr(engine_module, "make", counting_make)
+    kw = {"action_mode": "discrete"}
+    pool: dict = {}
+    shared = [RolloutEngine(FakePolicy(sampling=True), show_progress=False, env_pool=pool).run(
+        "kuhn_poker-v0", 4, 2, seed=seed, env_kwargs=kw) for seed in (3, 9)]
+    # one env per task (its other sample starts from a clone) and the one the run reads the roles from; the second
+    # engine took the first one's
+    assert len(made) == 5 and sum(len(envs) for envs in pool.values()) == 5
+    fresh = [RolloutEngine(FakePolicy(sampling=True), show_progress=False).run(
+        "kuhn_poker-v0", 4, 2, seed=seed, env_kwargs=kw) for seed in (3, 9)]
+    assert len(made) == 15                 # an engine of its own makes its envs
+    assert [[_strip(e) for e in run] for run in shared] == [[_strip(e) for e in run] for run in fresh]
+    with pytest.raises(TypeError, match="env_pool"):
+        RolloutEngine(FakePolicy(), show_progress=False, env_pool=[])
+
+
 def test_one_generate_call_per_tick():
     policy = FakePolicy()
     RolloutEngine(policy, show_progress=False).run("think_solve-v0", num_tasks=5, group_size=2)

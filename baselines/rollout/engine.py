@@ -410,6 +410,10 @@ class RolloutEngine:
     ``record_state``: ``None`` (default), ``"global"`` (``Turn.state`` = ``env.state()``, the centralized state) or
     ``"observation"`` (``Turn.state`` = the acting agent's numeric observation), taken before each step, for a
     learned critic (the trainer passes the credit method's ``needs_state``).
+    ``env_pool``: where finished envs wait to be reset for the next episode, keyed by (env id, kwargs). By default
+    the engine keeps its own; engines given the same dict share their envs (an evaluation plays each cell with its
+    own policies, and building an env costs more than playing a short episode on it). ``reset(seed)`` starts an
+    episode afresh whatever the env played before (the replay tests check it), so reuse changes no episode.
 
     Python's cyclic garbage collector is paused while :meth:`run` plays (and restored when it returns): a run builds
     its records by the hundred thousand (coma's branches: a ``Turn`` per replayed decision), none of them in a
@@ -425,7 +429,8 @@ class RolloutEngine:
     clone_group_starts = True
 
     def __init__(self, policy: Policy | Mapping[str, Policy], show_progress: bool = True,
-                 max_concurrent: int | None = None, max_steps: int = 10_000, record_state: str | None = None) -> None:
+                 max_concurrent: int | None = None, max_steps: int = 10_000, record_state: str | None = None,
+                 env_pool: dict | None = None) -> None:
         if record_state not in STATE_KINDS:
             raise ValueError(f"record_state={record_state!r} is not one of {list(STATE_KINDS)}")
         self.record_state = record_state
@@ -446,7 +451,9 @@ class RolloutEngine:
         self.show_progress = show_progress
         self.max_concurrent = max_concurrent
         self.max_steps = max_steps
-        self._pool: dict[tuple[str, str], list] = {}   # (env id, kwargs) -> envs to reuse (reset per episode)
+        if env_pool is not None and not isinstance(env_pool, dict):
+            raise TypeError(f"env_pool must be a dict (shared between engines) or None, got {type(env_pool).__name__}")
+        self._pool: dict[tuple[str, str], list] = {} if env_pool is None else env_pool   # (env id, kwargs) -> envs
 
     # ------------------------------------------------------------------ policies
     def _ordered_policies(self) -> list[Policy]:
