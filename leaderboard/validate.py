@@ -636,6 +636,7 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
         chosen = sorted(rng.sample(range(len(episodes)), sample))
     tasks = {t.name: t for t in proto.tasks}
     opponents: dict[tuple[str, str, int], Any] = {}
+    envs: dict[tuple[str, str], Any] = {}       # one env per (env id, kwargs), reset for each episode
     rederived = 0
     for i in chosen:
         line, e = episodes[i]
@@ -650,7 +651,7 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
 
                 opponents[key] = opponent_for(proto, task, run)
             opponent = opponents[key]
-        totals, env, n = _replay(e, where, seat, opponent)
+        totals, env, n = _replay(e, where, seat, opponent, envs)
         rederived += n
         if not env.done:
             raise SubmissionError(f"{where}: the transcript does not replay to the end of the episode")
@@ -665,14 +666,21 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
     return len(chosen), rederived
 
 
-def _replay(e, where: str, seat: str, opponent) -> tuple[dict[str, float], Any, int]:
+def _replay(e, where: str, seat: str, opponent, envs: dict | None = None) -> tuple[dict[str, float], Any, int]:
+    """Replay ``e``'s transcript (see :func:`_audit`): the rewards it gives each agent, the env at its end, and the
+    opponent moves re-derived. ``envs``: made envs by (env id, kwargs), reused (``reset(seed)`` starts afresh)."""
     from baselines.policies.base import request_for
     from baselines.rollout import env_action
     from marl_llm_envs import make
 
     tr = e.transcript
     try:
-        env = make(tr["env_id"], **tr["kwargs"])
+        key = (tr["env_id"], json.dumps(tr["kwargs"], sort_keys=True))
+        env = envs.get(key) if envs is not None else None
+        if env is None:
+            env = make(tr["env_id"], **tr["kwargs"])
+            if envs is not None:
+                envs[key] = env
         env.reset(seed=tr["seed"])
     except Exception as exc:  # noqa: BLE001 - any failure of a submitted transcript is a rejection
         raise SubmissionError(f"{where}.transcript: the env does not start ({type(exc).__name__}: {exc})") from None
