@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -226,9 +226,16 @@ class Episode:
         return sum(t.invalid for t in self.turns)
 
     def to_json(self) -> str:
+        # the JSON of json_safe({...fields, "turns": [t.to_dict()...], "branches": [b.to_dict()...]}), the records made
+        # by _plain: to_dict's asdict deep-copies every leaf, and json_safe copies everything again anyway
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("turns", "branches")}
-        d["turns"] = [t.to_dict() for t in self.turns]
-        d["branches"] = [b.to_dict() for b in self.branches]
+        d["turns"] = [_plain(t) for t in self.turns]
+        branches = []
+        for b in self.branches:
+            bd = {f.name: getattr(b, f.name) for f in fields(b) if f.name != "turns"}
+            bd["turns"] = [_plain(t) for t in b.turns]
+            branches.append(bd)
+        d["branches"] = branches
         return json.dumps(json_safe(d), separators=(",", ":"), allow_nan=False)
 
     @classmethod
@@ -243,6 +250,42 @@ class Episode:
         d["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
         d["branches"] = [Branch.from_dict(b) for b in d.get("branches", [])]
         return cls(**d)
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every dataclass instance in it (a :class:`Turn`, its :class:`~baselines.policies.base.Choice`
+    and :class:`~baselines.policies.base.VectorInputs`) made a dict of its fields, in field order, as
+    ``dataclasses.asdict`` makes it, but without asdict's deep copies of the leaves and the containers that hold no
+    dataclass (what this returns goes to :func:`json_safe`, which copies; ``tests/test_episode_data.py`` checks that
+    :meth:`Episode.to_json` writes what ``json_safe`` of the ``to_dict`` records writes)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list or kind is tuple:
+        for v in value:
+            if type(v) not in _SCALARS:
+                return [_plain(v) for v in value]
+        return value
+    if kind is dict:
+        for v in value.values():
+            if type(v) not in _SCALARS:
+                return {_plain(k): _plain(v) for k, v in value.items()}
+        return value
+    names = _FIELD_NAMES.get(kind)
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
+    if is_dataclass(value) and not isinstance(value, type):
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
+        return {name: _plain(getattr(value, name)) for name in names}
+    if isinstance(value, (list, tuple)):        # subclasses (a namedtuple): json_safe makes them lists
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return value
 
 
 def _known(cls, d: dict[str, Any]) -> dict[str, Any]:

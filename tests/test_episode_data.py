@@ -202,3 +202,57 @@ def test_json_safe_converts_a_shared_dict_once_and_shares_nothing():
     assert out["p0"]["n"] is not out["p1"]["n"] and out["p0"]["n"]["x"] is not out["p1"]["n"]["x"]
     out["p0"]["without"]["a"] = 0.0
     assert out["p1"]["without"]["a"] == 1.5 and flat["a"] == 1.5
+
+
+def _json_by_asdict(episode) -> str:
+    """What ``Episode.to_json`` wrote before it made its records itself: ``json_safe`` of the fields, with every turn
+    as ``Turn.to_dict()`` (``dataclasses.asdict``) and every branch as ``Branch.to_dict()``."""
+    from dataclasses import fields
+
+    from baselines.episode import json_safe
+
+    d = {f.name: getattr(episode, f.name) for f in fields(episode) if f.name not in ("turns", "branches")}
+    d["turns"] = [t.to_dict() for t in episode.turns]
+    d["branches"] = [b.to_dict() for b in episode.branches]
+    return json.dumps(json_safe(d), separators=(",", ":"), allow_nan=False)
+
+
+def test_to_json_writes_what_json_safe_of_the_asdict_records_writes():
+    import collections
+    import dataclasses
+    import math
+
+    import numpy as np
+
+    from baselines.episode import Turn
+    from baselines.policies.base import Choice, VectorInputs
+    from baselines.policies.mlp import MLPPolicy
+
+    # MLP turns (Choice with VectorInputs) with resample and ablate branches, and recorded states
+    env = make("kuhn_poker-v0", rounds=2, action_mode="discrete")
+    mlp = MLPPolicy.for_env(env, seed=0)
+    engine = RolloutEngine(mlp, show_progress=False, record_state="global")
+    episodes = engine.run("kuhn_poker-v0", 3, 2, seed=5, env_kwargs={"rounds": 2, "action_mode": "discrete"},
+                          branches=[BranchSpec("resample", "player_0", k=2), BranchSpec("ablate", "player_1")])
+    assert any(e.branches for e in episodes) and any(t.choice and t.choice.inputs for e in episodes for t in e.turns)
+    # an LLM choice turn, and what a user may put in a turn: a nested dataclass, a namedtuple, a set, NumPy and
+    # non-finite numbers, a tuple holding a dataclass
+    Point = collections.namedtuple("Point", "x y")
+
+    @dataclasses.dataclass
+    class Note:
+        tag: str
+        values: tuple
+
+    episode = episodes[0]
+    episode.turns.append(Turn("player_0", "player_0", "player_0", prompt_ids=[1, 2], completion_ids=[3],
+                              logprobs=[-0.5], text="[bet]", action="[bet]", legal_actions=["[check]", "[bet]"],
+                              extra={"note": Note("a", (1, Point(2, 3))), "s": {4}, "f": np.float32(0.5),
+                                     "inf": math.inf, "pair": (Note("b", ()), 1)},
+                              choice=Choice(1, -0.5, "sum", probs=[0.4, 0.6], logliks=[-2.0, -1.0],
+                                            scores=[-2.0, -1.0]),
+                              state=[0.0, 1.0]))
+    episode.turns.append(Turn("player_1", "player_1", "player_1", action={"float": "nan"},
+                              choice=Choice(0, -0.1, "mlp", inputs=VectorInputs([0.5], [1, 0], 1))))
+    for e in episodes:
+        assert e.to_json() == _json_by_asdict(e)
