@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
-from leaderboard.suite import execute, safe_name, train_run
+from leaderboard.suite import complete_run, execute, safe_name, train_run
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
@@ -101,7 +101,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
         result = benchmark_suite(method, suite, baselines, out, jobs=jobs, ray=ray, progress=progress,
                                  submit_to=submit_to)
         return {**result, "suite": True}
-    from leaderboard.store import submit
+    from leaderboard.store import add_entry
 
     name = str(protocol) if protocol is not None else (f"credit-{tier}-quick" if quick else f"credit-{tier}")
     protocol = load_protocol(name)
@@ -124,6 +124,8 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
             continue
         runs[m] = [spec["out"] for spec in planned]
         to_train += planned
+    # a complete run is reused (train_run); only the others need workers (a pool's worker starts by importing torch)
+    to_train = [spec for spec in to_train if not complete_run(Path(spec["out"]), spec["steps"])]
     execute(to_train, jobs=jobs, ray=ray, progress=progress and not in_process, fn=train_run)
     note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"
     evaluations = []
@@ -133,8 +135,8 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
                             "protocol": name, "note": note, "progress": progress and in_process})
     for m, done in zip(runs, execute(evaluations, jobs=jobs, ray=ray, fn=_evaluate_one)):
         validated[m] = done["validated"]
-        if submit_to is not None:
-            submit(folders[m], submit_to, protocol=protocol)
+        if submit_to is not None:      # what submit does after validating (the worker validated it as submit does)
+            add_entry(validated[m], submit_to)
     context = _context(method, protocol, model, skipped, time.perf_counter() - t0)
     board, text = _write_comparison(out, validated, context, export)
     return {"board": board, "skipped": skipped, "submissions": folders, "markdown": text, "out": out}

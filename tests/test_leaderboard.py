@@ -472,7 +472,7 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     assert validate(out / "test-credit@1" / "none" / "submission", protocol=credit_protocol).scores == before
 
 
-def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credit_protocol, tmp_path):
+def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credit_protocol, tmp_path, monkeypatch):
     # --jobs 2 on a version 1 protocol: the four training runs (2 methods x 2 seeds) and the two evaluations in two
     # processes give the same scores, learning curves and evaluation episodes as one process
     from leaderboard.benchmark import benchmark_credit
@@ -499,6 +499,19 @@ def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credi
     # 2 runs x 3 evaluation seeds x 2 seats
     assert len(got[1][0]) == 4 and all(len(e) == 12 for e in got[1][1].values())
     assert got[2] == got[1]
+    # run again on complete runs: no training run goes to the workers (nor starts a pool), the evaluations do
+    import leaderboard.benchmark as benchmark
+
+    calls, original = [], benchmark.execute
+
+    def recording(specs, **kwargs):
+        calls.append((kwargs["fn"].__name__, len(specs)))
+        return original(specs, **kwargs)
+
+    monkeypatch.setattr(benchmark, "execute", recording)
+    benchmark_credit("rae", baselines=["none"], out=tmp_path / "jobs2", progress=False, protocol=str(credit_protocol),
+                     jobs=2)
+    assert calls == [("train_run", 0), ("_evaluate_one", 2)]
     with pytest.raises(ValueError, match="--jobs"):
         benchmark_credit("rae", baselines=[], out=tmp_path / "bad", progress=False, protocol=str(credit_protocol),
                          jobs=0)
