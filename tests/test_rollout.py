@@ -136,6 +136,26 @@ def test_engines_given_one_env_pool_share_their_envs_and_play_what_fresh_engines
         RolloutEngine(FakePolicy(), show_progress=False, env_pool=[])
 
 
+def test_a_run_with_branches_leaves_no_reference_cycles_behind():
+    # what a run built is freed by reference counting as soon as its episodes go: the trainer collects only every few
+    # steps, and cyclic garbage (resample siblings listing each other, with their env clones) waited for that
+    import gc
+
+    engine = RolloutEngine(FakePolicy(sampling=True), show_progress=False)
+    branches = [BranchSpec("resample", "player_0", k=3), BranchSpec("ablate", "player_1")]
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        episodes = engine.run("kuhn_poker-v0", 4, 2, seed=3, env_kwargs={"rounds": 3}, branches=branches)
+        assert sum(len(e.branches) for e in episodes) > 20
+        del episodes
+        assert gc.collect() == 0
+    finally:
+        if was:
+            gc.enable()
+
+
 def test_one_generate_call_per_tick():
     policy = FakePolicy()
     RolloutEngine(policy, show_progress=False).run("think_solve-v0", num_tasks=5, group_size=2)
