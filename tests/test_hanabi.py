@@ -514,3 +514,49 @@ def test_each_presets_attainable_maximum_is_reached_on_some_deal(env_id):
         env.step(_greedy_perfect_information(env, env.agent_selection, None))
     assert env.team_rewards()["team"] == env.attainable_max_score
 
+
+
+def _wrap_by_words(text: str, width: int = 112) -> str:
+    """The greedy word wrap ``hanabi._wrap`` is, without its shortcut for short paragraphs."""
+    out = []
+    for para in text.split("\n"):
+        line = ""
+        for word in para.split(" "):
+            if line and len(line) + 1 + len(word) > width:
+                out.append(line)
+                line = ("  " if para.startswith("- ") else "") + word
+            else:
+                line = f"{line} {word}" if line else word
+        out.append(line)
+    return "\n".join(out)
+
+
+def test_wrap_gives_the_word_wraps_lines_short_paragraphs_included():
+    rng = np.random.default_rng(0)
+    words = ["a", "bb", "- item", "", "x" * 30, "y" * 120, "slot", "0:"]
+    for _ in range(3000):
+        paras = [" ".join(rng.choice(words, size=rng.integers(0, 30))) for _ in range(rng.integers(1, 4))]
+        text = "\n".join((" " * int(rng.integers(0, 2))) + p for p in paras)
+        for width in (8, 40, 112):
+            assert hanabi._wrap(text, width) == _wrap_by_words(text, width), (text, width)
+
+
+@pytest.mark.parametrize("env_id", ["mini_hanabi-v1", "hanabi-v1"])
+def test_the_prompts_kept_pieces_are_what_rendering_them_gives(env_id):
+    # a move's text and a card's knowledge text are rendered once and kept (shared by clones); for every move of
+    # random games and every viewer, and every knowledge seen, the kept text is the rendered one
+    env = make(env_id, action_mode="discrete")
+    rng = np.random.default_rng(1)
+    for seed in range(30):
+        env.reset(seed=seed)
+        while not env.done:
+            agent = env.agent_selection
+            for viewer in env.possible_agents:
+                env.observe_text(viewer)
+                for rec in env._moves:
+                    assert env._move_text(rec, viewer) == env._render_move(rec, viewer)
+            for hand in env._know:
+                for k in hand:
+                    assert env._know_text(k) == env._render_know(k)
+            env.step(None if env.terminations[agent] else random_legal(env, agent, rng))
+    assert env._move_texts and env._know_texts

@@ -164,10 +164,16 @@ def card_count(rank: int, ranks: int) -> int:
     return 2
 
 
+_MOVE_TEXTS = 50_000     # the most move texts an env (with its clones) keeps (a few MB)
+
+
 def _wrap(text: str, width: int = 112) -> str:
     """Greedy word wrap that keeps existing line breaks (and the leading ``- `` of list items)."""
     out = []
     for para in text.split("\n"):
+        if len(para) <= width and not para.startswith(" "):
+            out.append(para)    # what the loop below gives it: no break, and only leading spaces would be dropped
+            continue
         line = ""
         for word in para.split(" "):
             if line and len(line) + 1 + len(word) > width:
@@ -240,6 +246,8 @@ class raw_env(TextEnv):
             self._names[agent] = names
         self._layout()
         self._headers: dict[str, str] = {}  # seat -> static prompt header (rules never change in a game)
+        self._know_texts: dict[tuple[int, int], str] = {}   # (colour mask, rank mask) -> _know_text (shared by clones)
+        self._move_texts: dict[tuple[tuple, str], str] = {}  # (move record, viewer) -> _move_text (shared by clones)
         super().__init__(players=P, **params, **kwargs)
         self.reward_range = (min(0.0, self.invalid_penalty), float(self.max_score))
 
@@ -476,6 +484,14 @@ class raw_env(TextEnv):
         return f"{COLOR_LETTERS[c]}{r + 1}"
 
     def _know_text(self, k: tuple[int, int, int, int]) -> str:
+        """What a card's knowledge ``k`` reads as in a prompt (a function of its colour and rank masks alone: computed
+        once per mask pair and env geometry)."""
+        text = self._know_texts.get((k[0], k[1]))
+        if text is None:
+            text = self._know_texts[(k[0], k[1])] = self._render_know(k)
+        return text
+
+    def _render_know(self, k: tuple[int, int, int, int]) -> str:
         colours, ranks = self._decode(k)
         if len(colours) == self.colors and self.colors > 1:
             ct = "colour ?"
@@ -531,6 +547,17 @@ class raw_env(TextEnv):
         )
 
     def _move_text(self, rec: tuple, agent: str) -> str:
+        """How ``agent``'s prompt tells the move ``rec`` (a function of the two alone: each pair is rendered once, up
+        to :data:`_MOVE_TEXTS` of them per env and its clones)."""
+        key = (rec, agent)
+        text = self._move_texts.get(key)
+        if text is None:
+            text = self._render_move(rec, agent)
+            if len(self._move_texts) < _MOVE_TEXTS:
+                self._move_texts[key] = text
+        return text
+
+    def _render_move(self, rec: tuple, agent: str) -> str:
         p, kind, slot, t, c, r, card, scored, token, reveal = rec
         who = "you" if self.possible_agents[p] == agent else f"player_{p}"
         if kind == DISCARD:
