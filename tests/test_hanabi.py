@@ -558,5 +558,7 @@ def test_the_prompts_kept_pieces_are_what_rendering_them_gives(env_id):
             for hand in env._know:
                 for k in hand:
                     assert env._know_text(k) == env._render_know(k)
+            if not env.terminations[agent]:
+                assert env.observe_text(agent).endswith(env._render_turn(agent))
             env.step(None if env.terminations[agent] else random_legal(env, agent, rng))
-    assert env._move_texts and env._know_texts
+    assert env._move_texts and env._know_texts and env._turn_texts

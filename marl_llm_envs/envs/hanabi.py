@@ -164,7 +164,7 @@ def card_count(rank: int, ranks: int) -> int:
     return 2
 
 
-_MOVE_TEXTS = 50_000     # the most move texts an env (with its clones) keeps (a few MB)
+_MOVE_TEXTS = 50_000     # the most move texts (and turn texts) an env and its clones keep (a few MB)
 
 
 def _wrap(text: str, width: int = 112) -> str:
@@ -248,6 +248,7 @@ class raw_env(TextEnv):
         self._headers: dict[str, str] = {}  # seat -> static prompt header (rules never change in a game)
         self._know_texts: dict[tuple[int, int], str] = {}   # (colour mask, rank mask) -> _know_text (shared by clones)
         self._move_texts: dict[tuple[tuple, str], str] = {}  # (move record, viewer) -> _move_text (shared by clones)
+        self._turn_texts: dict[tuple, str] = {}   # (seat, legal ids, turns left once the deck is empty) -> its turn
         super().__init__(players=P, **params, **kwargs)
         self.reward_range = (min(0.0, self.invalid_penalty), float(self.max_score))
 
@@ -572,6 +573,16 @@ class raw_env(TextEnv):
         slots = ", ".join(str(i) for i in range(self.hand_size) if reveal >> i & 1)
         return f"{who} hinted {target}: {what} (slot{'s' if ',' in slots else ''} {slots})"
 
+    def _render_turn(self, agent: str) -> str:
+        """The end of the prompt of the agent to move: its legal moves (and the turns left once the deck is empty)."""
+        legal = self.legal_actions(agent)
+        last = ""
+        if self._pos >= len(self._deck):
+            last = (f"The deck is empty: this is your last turn ({self._turns_left} turn"
+                    f"{'s' if self._turns_left != 1 else ''} left in the game including this one). ")
+        return _wrap(f"{last}It is your turn. Your legal moves: {', '.join(legal)}") + (
+            f"\nReply with exactly one move in square brackets, for example {legal[0]}.")
+
     def _text(self, agent: str) -> str:
         p = self._seat(agent)
         P = self.players
@@ -602,13 +613,13 @@ class raw_env(TextEnv):
         if self.terminations.get(agent, False) or not self.agents:
             turn = "The game is over."
         elif agent == self.agent_selection:
-            legal = self.legal_actions(agent)
-            last = ""
-            if self._pos >= len(self._deck):
-                last = (f"The deck is empty: this is your last turn ({self._turns_left} turn"
-                        f"{'s' if self._turns_left != 1 else ''} left in the game including this one). ")
-            turn = _wrap(f"{last}It is your turn. Your legal moves: {', '.join(legal)}") + (
-                f"\nReply with exactly one move in square brackets, for example {legal[0]}.")
+            # a function of the seat, its legal moves and (once the deck is empty) the turns left: rendered once
+            key = (agent, tuple(self._legal_ids(agent)), self._turns_left if self._pos >= len(self._deck) else -1)
+            turn = self._turn_texts.get(key)
+            if turn is None:
+                turn = self._render_turn(agent)
+                if len(self._turn_texts) < _MOVE_TEXTS:
+                    self._turn_texts[key] = turn
         else:
             turn = f"Waiting for {self.agent_selection} to move."
             if self._pos >= len(self._deck):
