@@ -515,22 +515,6 @@ def test_each_presets_attainable_maximum_is_reached_on_some_deal(env_id):
     assert env.team_rewards()["team"] == env.attainable_max_score
 
 
-
-def _wrap_by_words(text: str, width: int = 112) -> str:
-    """The greedy word wrap ``hanabi._wrap`` is, without its shortcut for short paragraphs."""
-    out = []
-    for para in text.split("\n"):
-        line = ""
-        for word in para.split(" "):
-            if line and len(line) + 1 + len(word) > width:
-                out.append(line)
-                line = ("  " if para.startswith("- ") else "") + word
-            else:
-                line = f"{line} {word}" if line else word
-        out.append(line)
-    return "\n".join(out)
-
-
 def test_wrap_gives_the_word_wraps_lines_short_paragraphs_included():
     rng = np.random.default_rng(0)
     words = ["a", "bb", "- item", "", "x" * 30, "y" * 120, "slot", "0:"]
@@ -538,7 +522,8 @@ def test_wrap_gives_the_word_wraps_lines_short_paragraphs_included():
         paras = [" ".join(rng.choice(words, size=rng.integers(0, 30))) for _ in range(rng.integers(1, 4))]
         text = "\n".join((" " * int(rng.integers(0, 2))) + p for p in paras)
         for width in (8, 40, 112):
-            assert hanabi._wrap(text, width) == _wrap_by_words(text, width), (text, width)
+            by_words = "\n".join(hanabi._wrap_words(para, width) for para in text.split("\n"))
+            assert hanabi._wrap(text, width) == by_words, (text, width)
 
 
 @pytest.mark.parametrize("env_id", ["mini_hanabi-v1", "hanabi-v1"])

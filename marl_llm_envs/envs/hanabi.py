@@ -164,24 +164,28 @@ def card_count(rank: int, ranks: int) -> int:
     return 2
 
 
-_MOVE_TEXTS = 50_000     # the most move texts (and turn texts) an env and its clones keep (a few MB)
+_KEPT_TEXTS = 50_000     # the most move texts, and turn texts, an env and its clones keep (a few MB each)
 
 
 def _wrap(text: str, width: int = 112) -> str:
-    """Greedy word wrap that keeps existing line breaks (and the leading ``- `` of list items)."""
+    """Greedy word wrap that keeps existing line breaks (and the leading ``- `` of list items). A paragraph that fits
+    and does not start with a space is what :func:`_wrap_words` gives it (no break; only leading spaces would be
+    dropped), so it passes as it is."""
+    return "\n".join(para if len(para) <= width and not para.startswith(" ") else _wrap_words(para, width)
+                     for para in text.split("\n"))
+
+
+def _wrap_words(para: str, width: int) -> str:
+    """One paragraph wrapped word by word (a continuation line of a ``- `` list item is indented by two spaces)."""
     out = []
-    for para in text.split("\n"):
-        if len(para) <= width and not para.startswith(" "):
-            out.append(para)    # what the loop below gives it: no break, and only leading spaces would be dropped
-            continue
-        line = ""
-        for word in para.split(" "):
-            if line and len(line) + 1 + len(word) > width:
-                out.append(line)
-                line = ("  " if para.startswith("- ") else "") + word
-            else:
-                line = f"{line} {word}" if line else word
-        out.append(line)
+    line = ""
+    for word in para.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            out.append(line)
+            line = ("  " if para.startswith("- ") else "") + word
+        else:
+            line = f"{line} {word}" if line else word
+    out.append(line)
     return "\n".join(out)
 
 
@@ -549,12 +553,12 @@ class raw_env(TextEnv):
 
     def _move_text(self, rec: tuple, agent: str) -> str:
         """How ``agent``'s prompt tells the move ``rec`` (a function of the two alone: each pair is rendered once, up
-        to :data:`_MOVE_TEXTS` of them per env and its clones)."""
+        to :data:`_KEPT_TEXTS` of them per env and its clones)."""
         key = (rec, agent)
         text = self._move_texts.get(key)
         if text is None:
             text = self._render_move(rec, agent)
-            if len(self._move_texts) < _MOVE_TEXTS:
+            if len(self._move_texts) < _KEPT_TEXTS:
                 self._move_texts[key] = text
         return text
 
@@ -618,7 +622,7 @@ class raw_env(TextEnv):
             turn = self._turn_texts.get(key)
             if turn is None:
                 turn = self._render_turn(agent)
-                if len(self._turn_texts) < _MOVE_TEXTS:
+                if len(self._turn_texts) < _KEPT_TEXTS:
                     self._turn_texts[key] = turn
         else:
             turn = f"Waiting for {self.agent_selection} to move."
