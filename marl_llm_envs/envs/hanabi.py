@@ -171,8 +171,10 @@ def _wrap(text: str, width: int = 112) -> str:
     """Greedy word wrap that keeps existing line breaks (and the leading ``- `` of list items). A paragraph that fits
     and does not start with a space is what :func:`_wrap_words` gives it (no break; only leading spaces would be
     dropped), so it passes as it is."""
-    return "\n".join(para if len(para) <= width and not para.startswith(" ") else _wrap_words(para, width)
-                     for para in text.split("\n"))
+    out = []
+    for para in text.split("\n"):
+        out.append(para if len(para) <= width and not para.startswith(" ") else _wrap_words(para, width))
+    return "\n".join(out)
 
 
 def _wrap_words(para: str, width: int) -> str:
