@@ -178,8 +178,13 @@ class Branch:
     wall_time_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        return self._record(Turn.to_dict)
+
+    def _record(self, turn_record) -> dict[str, Any]:
+        """The fields, then ``turns`` (each made by ``turn_record``): :meth:`to_dict`, and :meth:`Episode.to_json`'s
+        record, whose turns :func:`_plain` makes."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "turns"}
-        d["turns"] = [t.to_dict() for t in self.turns]
+        d["turns"] = [turn_record(t) for t in self.turns]
         return d
 
     @classmethod
@@ -230,12 +235,7 @@ class Episode:
         # by _plain: to_dict's asdict deep-copies every leaf, and json_safe copies everything again anyway
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("turns", "branches")}
         d["turns"] = [_plain(t) for t in self.turns]
-        branches = []
-        for b in self.branches:
-            bd = {f.name: getattr(b, f.name) for f in fields(b) if f.name != "turns"}
-            bd["turns"] = [_plain(t) for t in b.turns]
-            branches.append(bd)
-        d["branches"] = branches
+        d["branches"] = [b._record(_plain) for b in self.branches]
         return json.dumps(json_safe(d), separators=(",", ":"), allow_nan=False)
 
     @classmethod
@@ -276,10 +276,9 @@ def _plain(value: Any) -> Any:
                 return {_plain(k): _plain(v) for k, v in value.items()}
         return value
     names = _FIELD_NAMES.get(kind)
-    if names is not None:
-        return {name: _plain(getattr(value, name)) for name in names}
-    if is_dataclass(value) and not isinstance(value, type):
+    if names is None and is_dataclass(value) and not isinstance(value, type):
         names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
+    if names is not None:
         return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):        # subclasses (a namedtuple): json_safe makes them lists
         return [_plain(v) for v in value]
