@@ -666,7 +666,7 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
     return len(chosen), rederived
 
 
-def _replay(e, where: str, seat: str, opponent, envs: dict | None = None) -> tuple[dict[str, float], Any, int]:
+def _replay(e, where: str, seat: str, opponent, envs: dict) -> tuple[dict[str, float], Any, int]:
     """Replay ``e``'s transcript (see :func:`_audit`): the rewards it gives each agent, the env at its end, and the
     opponent moves re-derived. ``envs``: made envs by (env id, kwargs), reused (``reset(seed)`` starts afresh)."""
     from baselines.policies.base import request_for
@@ -676,11 +676,9 @@ def _replay(e, where: str, seat: str, opponent, envs: dict | None = None) -> tup
     tr = e.transcript
     try:
         key = (tr["env_id"], json.dumps(tr["kwargs"], sort_keys=True))
-        env = envs.get(key) if envs is not None else None
+        env = envs.get(key)
         if env is None:
-            env = make(tr["env_id"], **tr["kwargs"])
-            if envs is not None:
-                envs[key] = env
+            env = envs[key] = make(tr["env_id"], **tr["kwargs"])
         env.reset(seed=tr["seed"])
     except Exception as exc:  # noqa: BLE001 - any failure of a submitted transcript is a rejection
         raise SubmissionError(f"{where}.transcript: the env does not start ({type(exc).__name__}: {exc})") from None
