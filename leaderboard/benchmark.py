@@ -22,7 +22,8 @@ The suite. Where the tier has a credit-assignment suite (``leaderboard/protocols
 scaling curves. ``--protocol credit-micro`` (or any classic protocol) runs the classic benchmark above.
 ``jobs`` (``--jobs N``) plays the independent runs in N processes and ``ray`` (``--ray auto|ADDRESS``) over Ray: a
 suite's runs, or a classic protocol's training runs (method x env x seed) and then each method's evaluation, both
-through :func:`leaderboard.suite.execute`; the results are the same as with one process.
+on the same workers (:class:`leaderboard.suite.Workers`: one pool, or one Ray session); the results are the same as
+with one process.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
-from leaderboard.suite import complete_run, execute, safe_name, train_run
+from leaderboard.suite import Workers, complete_run, safe_name, train_run
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
@@ -116,7 +117,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     validated = {}
     runs: dict[str, list[str]] = {}
     to_train: list[dict[str, Any]] = []
-    in_process = jobs == 1 and ray is None    # trainers in other processes stay quiet; execute reports their ends
+    in_process = jobs == 1 and ray is None    # trainers in other processes stay quiet; the workers report their ends
     for m in [method] + [b for b in baselines if b != method]:
         planned = _plan_runs(protocol, m, out, model, progress and in_process)
         if isinstance(planned, str):
@@ -126,17 +127,18 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
         to_train += planned
     # a complete run is reused (train_run); only the others need workers (a pool's worker starts by importing torch)
     to_train = [spec for spec in to_train if not complete_run(Path(spec["out"]), spec["steps"])]
-    execute(to_train, jobs=jobs, ray=ray, progress=progress and not in_process, fn=train_run)
-    note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"
-    evaluations = []
-    for m in runs:
-        folders[m] = out / safe_name(m) / "submission"
-        evaluations.append({"method": m, "name": safe_name(m), "runs": runs[m], "sub": str(folders[m]),
-                            "protocol": name, "note": note, "progress": progress and in_process})
-    for m, done in zip(runs, execute(evaluations, jobs=jobs, ray=ray, fn=_evaluate_one)):
-        validated[m] = done["validated"]
-        if submit_to is not None:      # what submit does after validating (the worker validated it as submit does)
-            add_entry(validated[m], submit_to)
+    with Workers(jobs, ray) as workers:       # one pool (or one Ray session) for the training runs and the evaluations
+        workers.map(train_run, to_train, progress=progress and not in_process)
+        note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"
+        evaluations = []
+        for m in runs:
+            folders[m] = out / safe_name(m) / "submission"
+            evaluations.append({"method": m, "name": safe_name(m), "runs": runs[m], "sub": str(folders[m]),
+                                "protocol": name, "note": note, "progress": progress and in_process})
+        for m, done in zip(runs, workers.map(_evaluate_one, evaluations)):
+            validated[m] = done["validated"]
+            if submit_to is not None:  # what submit does after validating (the worker validated it as submit does)
+                add_entry(validated[m], submit_to)
     context = _context(method, protocol, model, skipped, time.perf_counter() - t0)
     board, text = _write_comparison(out, validated, context, export)
     return {"board": board, "skipped": skipped, "submissions": folders, "markdown": text, "out": out}

@@ -103,9 +103,9 @@ SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
 
 __all__ = ["SUITE_DIR", "Setting", "Family", "Suite", "latest_suite", "list_suites", "load_suite", "parse_suite",
-           "anchor_value", "safe_name", "plan", "complete_run", "train_run", "run_one", "execute", "mean_ci", "score",
-           "table", "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page", "page_context",
-           "board_columns", "board_figures", "entry", "add_entry", "benchmark_suite"]
+           "anchor_value", "safe_name", "plan", "complete_run", "train_run", "run_one", "execute", "Workers", "mean_ci",
+           "score", "table", "figures", "suite_figures", "verdicts", "coverage", "comparison_text", "page",
+           "page_context", "board_columns", "board_figures", "entry", "add_entry", "benchmark_suite"]
 
 
 @dataclass(frozen=True)
@@ -496,58 +496,94 @@ def execute(specs: Sequence[dict[str, Any]], jobs: int = 1, ray: str | None = No
     ``jobs`` processes, or over Ray (``ray="auto"``: the running cluster, as ``ray.init(address="auto")``; an
     address; ``"local"``: a private local instance). The results do not depend on how they were run. ``fn`` is a
     module-level function of a JSON-able spec (a process pool and Ray import it by name); with ``progress``, a line
-    per finished spec names its ``method``, ``setting`` and ``seed``."""
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"--jobs must be a positive int, got {jobs!r}")
-    specs = list(specs)
-    if ray is not None:
-        return _execute_ray(specs, ray, progress, fn)
-    if jobs == 1 or len(specs) <= 1:
-        out = []
-        for i, s in enumerate(specs):
-            if progress:
-                print(f"[{i + 1}/{len(specs)}] {s['method']} on {s['setting']}, seed {s['seed']}", file=sys.stderr)
-            out.append(fn(s))
-        return out
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    per finished spec names its ``method``, ``setting`` and ``seed``. One call of :meth:`Workers.map` on workers
+    started for it and stopped after it."""
+    with Workers(jobs, ray) as workers:
+        return workers.map(fn, specs, progress)
 
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+
+class Workers:
+    """Where :func:`execute` runs specs, kept for several calls of :meth:`map`: this process (``jobs=1``), a pool of
+    ``jobs`` spawned processes, or Ray (``ray``: see :func:`execute`). The pool is started by the first :meth:`map`
+    with more than one spec, and Ray is initialised by the first :meth:`map` (unless the caller's process has
+    initialised it already); both are stopped by :meth:`close` (a ``with`` block). A command that runs its specs in
+    phases (benchmark-credit's training runs, then the evaluations of those runs) starts its workers once: a spawned
+    worker begins by importing torch, and a local Ray instance takes seconds to start."""
+
+    def __init__(self, jobs: int = 1, ray: str | None = None) -> None:
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+            raise ValueError(f"--jobs must be a positive int, got {jobs!r}")
+        self.jobs, self.ray = jobs, ray
+        self._pool = None
+        self._ray = None            # the ray module once initialised (here or by the caller)
+        self._started_ray = False
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def map(self, fn: Callable[[dict[str, Any]], Any], specs: Sequence[dict[str, Any]],
+            progress: bool = False) -> list[Any]:
+        """``fn`` of every spec, in the order of ``specs`` (see :func:`execute`)."""
+        specs = list(specs)
+        if self.ray is not None:
+            ray = self._start_ray()
+            remote = ray.remote(num_cpus=1)(fn)
+            out = ray.get([remote.remote(s) for s in specs])
+            if progress:
+                print(f"ray: {len(out)} runs done", file=sys.stderr)
+            return out
+        if self.jobs == 1 or (len(specs) <= 1 and self._pool is None):
+            out = []
+            for i, s in enumerate(specs):
+                if progress:
+                    print(f"[{i + 1}/{len(specs)}] {s['method']} on {s['setting']}, seed {s['seed']}",
+                          file=sys.stderr)
+                out.append(fn(s))
+            return out
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"))
         out = []
-        for i, (s, r) in enumerate(zip(specs, pool.map(fn, specs))):
+        for i, (s, r) in enumerate(zip(specs, self._pool.map(fn, specs))):
             if progress:
                 print(f"[{i + 1}/{len(specs)}] {s['method']} on {s['setting']}, seed {s['seed']}", file=sys.stderr)
             out.append(r)
         return out
 
+    def _start_ray(self):
+        if self._ray is not None:
+            return self._ray
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("--ray needs ray: pip install 'marl-llm-envs[ray]'") from None
+        if not ray.is_initialized():
+            import os
 
-def _execute_ray(specs: list[dict[str, Any]], address: str, progress: bool,
-                 fn: Callable[[dict[str, Any]], Any]) -> list[Any]:
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("--ray needs ray: pip install 'marl-llm-envs[ray]'") from None
-    started = False
-    if not ray.is_initialized():
-        import os
+            root = str(Path(__file__).resolve().parent.parent)
+            env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}}
+            if self.ray == "local":
+                ray.init(num_cpus=None, include_dashboard=False, runtime_env=env, log_to_driver=False)
+            else:
+                ray.init(address=self.ray, runtime_env=env, log_to_driver=False)
+            self._started_ray = True
+        self._ray = ray
+        return ray
 
-        root = str(Path(__file__).resolve().parent.parent)
-        env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}}
-        if address == "local":
-            ray.init(num_cpus=None, include_dashboard=False, runtime_env=env, log_to_driver=False)
-        else:
-            ray.init(address=address, runtime_env=env, log_to_driver=False)
-        started = True
-    try:
-        remote = ray.remote(num_cpus=1)(fn)
-        refs = [remote.remote(s) for s in specs]
-        out = ray.get(refs)
-        if progress:
-            print(f"ray: {len(out)} runs done", file=sys.stderr)
-        return out
-    finally:
-        if started:
-            ray.shutdown()
+    def close(self) -> None:
+        """Stop the pool, and Ray if :meth:`map` initialised it."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown()
+        if self._started_ray:
+            self._started_ray = False
+            self._ray.shutdown()
+        self._ray = None
 
 
 # ---------------------------------------------------------------------- statistics

@@ -323,7 +323,7 @@ def test_malformed_json_is_refused(honest, protocol_path, tmp_path):
 def test_episode_fields_of_the_wrong_type_are_named(honest, protocol_path, tmp_path, field, value):
     sub = _copy(honest, tmp_path)
     _edit_episode(sub, 0, lambda d: d.update({field: value}))
-    _rejected(sub, protocol_path, tmp_path / "store", f"episodes.jsonl:2")
+    _rejected(sub, protocol_path, tmp_path / "store", "episodes.jsonl:2")
 
 
 @pytest.mark.parametrize("run_id", ["kuhn_poker/vs-kuhn_nash|player_0", "kuhn_poker/vs-kuhn_nash|player_0|run-1",
@@ -475,8 +475,18 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
 def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credit_protocol, tmp_path, monkeypatch):
     # --jobs 2 on a version 1 protocol: the four training runs (2 methods x 2 seeds) and the two evaluations in two
     # processes give the same scores, learning curves and evaluation episodes as one process
+    import concurrent.futures
+
     from leaderboard.benchmark import benchmark_credit
 
+    pools = []
+
+    class CountedPool(concurrent.futures.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            pools.append(kwargs.get("max_workers"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountedPool)
     got = {}
     for jobs in (1, 2):
         out = tmp_path / f"jobs{jobs}"
@@ -499,33 +509,45 @@ def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credi
     # 2 runs x 3 evaluation seeds x 2 seats
     assert len(got[1][0]) == 4 and all(len(e) == 12 for e in got[1][1].values())
     assert got[2] == got[1]
+    assert pools == [2]          # one pool of two processes for the training runs and the evaluations
     # run again on complete runs: no training run goes to the workers (nor starts a pool), the evaluations do
-    import leaderboard.benchmark as benchmark
+    from leaderboard.suite import Workers
 
-    calls, original = [], benchmark.execute
+    calls, original = [], Workers.map
 
-    def recording(specs, **kwargs):
-        calls.append((kwargs["fn"].__name__, len(specs)))
-        return original(specs, **kwargs)
+    def recording(self, fn, specs, progress=False):
+        calls.append((fn.__name__, len(specs)))
+        return original(self, fn, specs, progress)
 
-    monkeypatch.setattr(benchmark, "execute", recording)
+    monkeypatch.setattr(Workers, "map", recording)
     benchmark_credit("rae", baselines=["none"], out=tmp_path / "jobs2", progress=False, protocol=str(credit_protocol),
                      jobs=2)
     assert calls == [("train_run", 0), ("_evaluate_one", 2)]
+    assert pools == [2, 2]
     with pytest.raises(ValueError, match="--jobs"):
         benchmark_credit("rae", baselines=[], out=tmp_path / "bad", progress=False, protocol=str(credit_protocol),
                          jobs=0)
 
 
 @pytest.mark.slow
-def test_benchmark_credit_over_ray_on_a_classic_protocol_gives_the_same_scores(credit_protocol, tmp_path):
-    pytest.importorskip("ray")
+def test_benchmark_credit_over_ray_on_a_classic_protocol_gives_the_same_scores(credit_protocol, tmp_path,
+                                                                             monkeypatch):
+    ray = pytest.importorskip("ray")
     from leaderboard.benchmark import benchmark_credit
+
+    inits, init = [], ray.init
+
+    def counted(*args, **kwargs):      # one local instance for the training runs and the evaluations
+        inits.append(kwargs.get("address"))
+        return init(*args, **kwargs)
+
+    monkeypatch.setattr(ray, "init", counted)
 
     scores = {}
     for how, kwargs in (("one", {}), ("ray", {"ray": "local"})):
         out = tmp_path / how
         benchmark_credit("rae", baselines=["none"], out=out, progress=False, protocol=str(credit_protocol), **kwargs)
+        assert len(inits) == (how == "ray") and not ray.is_initialized()
         scores[how] = {m: validate(out / "test-credit@1" / m / "submission", protocol=credit_protocol).scores
                        for m in ("rae", "none")}
     assert scores["ray"] == scores["one"]
