@@ -567,10 +567,15 @@ class Workers:
 
             root = str(Path(__file__).resolve().parent.parent)
             env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}}
-            if self.ray == "local":
-                ray.init(num_cpus=None, include_dashboard=False, runtime_env=env, log_to_driver=False)
-            else:
-                ray.init(address=self.ray, runtime_env=env, log_to_driver=False)
+            try:
+                if self.ray == "local":
+                    ray.init(num_cpus=None, include_dashboard=False, runtime_env=env, log_to_driver=False)
+                else:
+                    ray.init(address=self.ray, runtime_env=env, log_to_driver=False)
+            except (ConnectionError, ValueError) as e:   # no cluster at that address, or not an address
+                raise ValueError(f"--ray {self.ray}: {e} (--ray auto joins the cluster running on this machine, "
+                                 "started with `ray start --head`; --ray local starts a private instance for this "
+                                 "command)") from None
             self._started_ray = True
         self._ray = ray
         return ray

@@ -154,6 +154,28 @@ def test_ray_gives_results_identical_to_one_process(tmp_path):
     assert _strip(one) == _strip(over_ray)
 
 
+
+def test_ray_without_a_cluster_there_is_a_clear_error(monkeypatch):
+    # ray.init's own errors (no cluster at the address, not an address) name the flag and the two ways to run
+    import sys
+    import types
+
+    fake = types.ModuleType("ray")
+    fake.is_initialized = lambda: False
+
+    def init(address=None, **kwargs):
+        if address == "auto":
+            raise ConnectionError("Could not find any running Ray instance.")
+        raise ValueError(f"Invalid address format: {address}")
+
+    fake.init = init
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with pytest.raises(ValueError, match=r"--ray auto: Could not find any running Ray instance\..*ray start --head.*"
+                                         r"--ray local"):
+        execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray="auto", fn=json.dumps)
+    with pytest.raises(ValueError, match="--ray foo: Invalid address format: foo"):
+        execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray="foo", fn=json.dumps)
+
 def test_benchmark_prints_families_writes_figures_and_entries_rank_on_the_board(tmp_path, capsys):
     path = tmp_path / "test-suite@1.json"
     path.write_text(json.dumps(tiny()))
