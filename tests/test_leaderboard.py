@@ -529,7 +529,6 @@ def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credi
                          jobs=0)
 
 
-@pytest.mark.slow
 def test_benchmark_credit_over_ray_on_a_classic_protocol_gives_the_same_scores(credit_protocol, tmp_path,
                                                                              monkeypatch):
     ray = pytest.importorskip("ray")

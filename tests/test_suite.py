@@ -145,7 +145,6 @@ def test_jobs_give_results_identical_to_one_process(tmp_path):
         execute([], jobs=0)
 
 
-@pytest.mark.slow
 def test_ray_gives_results_identical_to_one_process(tmp_path):
     pytest.importorskip("ray")
     suite = parse_suite(tiny(steps=2, seeds=(0,)))
