@@ -5,9 +5,10 @@ that speed changes leave results unchanged. Record again only for a change that 
 so in its commit: the last recording followed ``training_seeds`` giving each base seed its own stream of tasks (the
 runs use base seed 7, whose tasks moved).
 The runs use one torch thread (as ``baselines.train`` does for MLP-only runs since then): the update's float sums
-depend on the thread count, so a recording made with the machine's default would differ on another machine. They
-also depend, in the last bit, on the CPU's SIMD kernels (AVX-512 or AVX2), so the test compares torch's float32
-outputs to a relative 1e-5 and everything else exactly.
+depend on the thread count, so a recording made with the machine's default would differ on another machine. MKL's
+matrix products would depend on the CPU's SIMD kernels (AVX-512 or AVX2); the MLP policy asks MKL for its AVX2
+ones on every CPU (``baselines.policies.mlp.same_floats_on_every_cpu``). torch's own kernels may still move in the
+last bit, so the test compares torch's float32 outputs to a relative 1e-5 and everything else exactly.
 """
 
 from __future__ import annotations

@@ -54,6 +54,29 @@ def test_seeded_mlp_run_plays_the_recorded_moves_rewards_and_metrics(recorded):
         _differences(recorded["metrics"], now["metrics"], "metrics")[:10]
 
 
+def test_a_fresh_process_trains_the_recorded_floats_without_being_told_which_kernels(tmp_path):
+    # No MKL_CBWR in the environment (tests/conftest.py sets it for this process): the MLP policy asks MKL for its
+    # AVX2 kernels itself, before the run's first matrix product, so the floats are the recorded ones on an AVX-512
+    # CPU too (without it, voting-v0's log-probabilities there were 3e-4 apart after one update)
+    import os
+    import subprocess
+    import sys
+
+    from tests.seeded_mlp_runs import ROOT
+
+    recorded = RECORDED[0]
+    script = ("import json, sys; from tests.seeded_mlp_runs import record; "
+              f"json.dump(record({recorded['name']!r}, {recorded['config']!r}), sys.stdout)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MKL_")}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    now = json.loads(json.dumps(json.loads(out), sort_keys=True))
+    diffs = [d for k, (want, got) in enumerate(zip(recorded["steps"], now["steps"]))
+             for d in _differences(want, got, f"step {k}")]
+    assert not diffs, diffs[:10]
+    assert not _differences(recorded["metrics"], now["metrics"], "metrics")
+
+
 def test_first_uniform_is_numpys_default_rng_first_draw_bit_for_bit():
     import numpy as np
 

@@ -16,6 +16,7 @@ trainer needs to score the decision again (:meth:`MLPPolicy.logprobs`).
 from __future__ import annotations
 
 import math
+import os
 from bisect import bisect_right
 from itertools import chain
 from typing import Sequence
@@ -28,7 +29,7 @@ from torch.nn import functional as F
 from baselines.policies.base import Choice, Generation, Policy, Request, VectorInputs
 from marl_llm_envs.fast_rng import first_uniforms
 
-__all__ = ["MLP", "MLPPolicy"]
+__all__ = ["MLP", "MLPPolicy", "same_floats_on_every_cpu"]
 
 
 class MLP(nn.Module):
@@ -49,8 +50,30 @@ class MLP(nn.Module):
         return F.linear(x, out.weight, out.bias)
 
 
+def same_floats_on_every_cpu() -> None:
+    """Ask Intel MKL, torch's CPU matrix library, for the same float32 results on every x86 CPU with AVX2, unless
+    the environment already chooses (``MKL_CBWR``, MKL's conditional numerical reproducibility).
+
+    MKL picks its matrix kernels by the CPU, and its AVX-512 ones sum in another order than its AVX2 ones. A seeded
+    MLP run then trains to other weights on another machine: measured on an AVX-512 host against a recording made
+    on an AVX2 one, the log-probabilities after one AdamW step were 3e-4 apart (Adam's first step is about the sign
+    of each gradient entry, so a last-bit difference in a near-zero entry becomes a change of the learning rate's
+    size), and ``validate --reproduce``, which trains a micro-tier run again and compares its weights' hash, would
+    refuse an honest submission made on the other kind of CPU. ``MKL_CBWR=AVX2`` runs the AVX2 kernels everywhere.
+    On the micro tier's small batches that costs nothing measurable (Kuhn, 300 training steps: 2.43-2.57 CPU-s
+    without it, 2.43-2.48 s with it); a large product runs about 1.6x slower on an AVX-512 CPU
+    (``benchmarks/RESULTS.md``), which is why an LLM run does not ask for it.
+
+    MKL reads the variable at its first matrix product in the process: an MLP policy asks when it is built, which
+    is before its first forward pass in the trainer, evaluation and ``--reproduce``. A process that ran MKL products
+    before (an LLM run, then an MLP run) keeps the kernels it started with; set ``MKL_CBWR=AVX2`` in its
+    environment to have the same floats there."""
+    os.environ.setdefault("MKL_CBWR", "AVX2")
+
+
 class MLPPolicy(Policy):
-    """An :class:`MLP` behind the policy protocol (discrete mode only)."""
+    """An :class:`MLP` behind the policy protocol (discrete mode only). Building one asks MKL for the same floats on
+    every CPU (:func:`same_floats_on_every_cpu`)."""
 
     observes = frozenset({"vector"})
 
@@ -58,6 +81,7 @@ class MLPPolicy(Policy):
                  name: str = "mlp") -> None:
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
+        same_floats_on_every_cpu()
         self.module = module
         self.in_size = next(m.in_features for m in module.modules() if isinstance(m, nn.Linear))  # obs + role one-hot
         self.roles = list(roles)
