@@ -52,7 +52,8 @@ class MLP(nn.Module):
 
 def same_floats_on_every_cpu() -> None:
     """Ask Intel MKL, torch's CPU matrix library, for the same float32 results on every x86 CPU with AVX2, unless
-    the environment already chooses (``MKL_CBWR``, MKL's conditional numerical reproducibility).
+    the environment already chooses (``MKL_CBWR``, MKL's conditional numerical reproducibility, which MKL documents
+    for Intel and compatible processors; checked here between an AVX-512 and an AVX2 host, not on an AMD one).
 
     MKL picks its matrix kernels by the CPU, and its AVX-512 ones sum in another order than its AVX2 ones. A seeded
     MLP run then trains to other weights on another machine: measured on an AVX-512 host against a recording made
