@@ -71,7 +71,23 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     return f"checkpoint:{out}"
 
 
-def _player(v: Validated, env_id: str, run: int, spec: str):
+def _retrained_here(v: Validated) -> str:
+    """Why a run trained again here can reach other weights than an honest submitter's: what this machine and the
+    manifest say about the two things the MLP trainer's floats depend on beyond the config."""
+    import os
+
+    from leaderboard.evaluate import package_versions
+
+    packages = v.manifest.get("packages")
+    theirs = packages.get("torch") if isinstance(packages, dict) else None
+    ours = package_versions().get("torch")
+    torch = "the manifest's torch" if theirs == ours else f"torch {ours!r} (the manifest's: {theirs!r})"
+    return (f" (trained again here from its train_config, with {torch} and MKL_CBWR="
+            f"{os.environ.get('MKL_CBWR', 'unset')}; an honest run reaches other weights only under another torch or "
+            f"other MKL kernels, see baselines.policies.mlp.same_floats_on_every_cpu)")
+
+
+def _player(v: Validated, env_id: str, run: int, spec: str, retrained: bool = False):
     from leaderboard.players import load_player
 
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
@@ -83,7 +99,8 @@ def _player(v: Validated, env_id: str, run: int, spec: str):
     if player.provenance["weights_sha256"] != provenance["weights_sha256"]:
         raise SubmissionError(f"{where}.weights_sha256: the re-run player {spec} has weights "
                               f"{player.provenance['weights_sha256'][:12]}..., the manifest claims "
-                              f"{str(provenance['weights_sha256'])[:12]}...")
+                              f"{str(provenance['weights_sha256'])[:12]}..."
+                              + (_retrained_here(v) if retrained else ""))
     if player.provenance["decoding"] != provenance["decoding"]:
         raise SubmissionError(f"{where}.decoding: the re-run player decodes with {player.provenance['decoding']}, "
                               f"the manifest claims {provenance['decoding']}")
@@ -127,7 +144,8 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
                                       f"(its weights are not on this machine)")
         if not specs:
             raise SubmissionError(f"{SUBMISSION_FILE}.players: no player can be re-run here")
-        loaded = {key: _player(v, key[0], key[1], spec) for key, spec in specs.items()}
+        loaded = {key: _player(v, key[0], key[1], spec, f"{key[0]}|run{key[1]}" in retrained)
+                  for key, spec in specs.items()}
         # the cells of the re-run players, and a sample of their seeds
         todo = [(task, seat, r) for task in proto.tasks for seat in task.seats()
                 for r in range(len(players[task.env_id])) if (task.env_id, r) in loaded]

@@ -338,7 +338,14 @@ def test_reproduce_fails_when_the_weights_hash_or_the_training_config_was_edited
                                                                                 tmp_path):
     forged = _copy(credit_submission, tmp_path / "hash")
     _reseal(forged, manifest=lambda m: [p.update(weights_sha256="0" * 64) for p in m["players"][KUHN]])
-    _rejected(forged, credit_protocol, tmp_path / "store", "weights_sha256: the re-run player", reproduce=True)
+    why = _rejected(forged, credit_protocol, tmp_path / "store", "weights_sha256: the re-run player", reproduce=True)
+    # the message says what the retrained floats depend on beyond the config, for an honest submitter to check
+    assert "trained again here from its train_config, with the manifest's torch and MKL_CBWR=AVX2" in why, why
+    forged = _copy(credit_submission, tmp_path / "torch")
+    _reseal(forged, manifest=lambda m: [m["packages"].update(torch="2.0.0"),
+                                        *[p.update(weights_sha256="0" * 64) for p in m["players"][KUHN]]])
+    why = _rejected(forged, credit_protocol, tmp_path / "store", "weights_sha256: the re-run player", reproduce=True)
+    assert "(the manifest's: '2.0.0')" in why, why
     forged = _copy(credit_submission, tmp_path / "config")
     _reseal(forged, manifest=lambda m: [p["train_config"].update(lr=0.5) for p in m["players"][KUHN]])
     _rejected(forged, credit_protocol, tmp_path / "store", "weights_sha256: the re-run player", reproduce=True)
