@@ -565,6 +565,7 @@ class Workers:
         if not ray.is_initialized():
             import os
 
+            _check_reachable(self.ray)
             root = str(Path(__file__).resolve().parent.parent)
             env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}}
             try:
@@ -589,6 +590,23 @@ class Workers:
             self._started_ray = False
             self._ray.shutdown()
         self._ray = None
+
+
+def _check_reachable(address: str) -> None:
+    """A ``--ray HOST:PORT`` (or ``ray://HOST:PORT``) that nothing answers on is a clear error within seconds: Ray
+    itself retries such an address for minutes before it fails. ``auto``, ``local`` and anything that is not
+    ``HOST:PORT`` are left to ``ray.init``."""
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as e:
+        raise ValueError(f"--ray {address}: nothing answers at {host}:{port} ({e.strerror or e}); give the address "
+                         "`ray start --head` printed, auto for the cluster running on this machine, or local for a "
+                         "private instance") from None
 
 
 # ---------------------------------------------------------------------- statistics

@@ -174,6 +174,15 @@ def test_ray_without_a_cluster_there_is_a_clear_error(monkeypatch):
         execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray="auto", fn=json.dumps)
     with pytest.raises(ValueError, match="--ray foo: Invalid address format: foo"):
         execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray="foo", fn=json.dumps)
+    # an address nothing answers on: refused within seconds, before ray.init (Ray retries it for minutes)
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        with pytest.raises(ValueError, match=f"--ray {address}: nothing answers at 127.0.0.1:{port}"):
+            execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray=address, fn=json.dumps)
 
 def test_benchmark_prints_families_writes_figures_and_entries_rank_on_the_board(tmp_path, capsys):
     path = tmp_path / "test-suite@1.json"
