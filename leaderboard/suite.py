@@ -362,7 +362,22 @@ def complete_run(run: Path, steps: int) -> bool:
     from baselines.train import checkpoint
 
     latest = checkpoint.latest(run / "checkpoints")
-    return latest is not None and json.loads((latest / "meta.json").read_text()).get("step") == steps
+    if latest is None:
+        return False
+    meta = _json(latest / "meta.json", run)
+    return isinstance(meta, dict) and meta.get("step") == steps
+
+
+def _json(path: Path, run: Path, line: int | None = None, text: str | None = None) -> Any:
+    """A JSON value of a finished run's files (the whole file, or line ``line`` given as ``text``); a damaged one is
+    a :class:`ValueError` that names it (checkpoints and metrics are written atomically or line by line, so damage
+    comes from outside: deleting the run folder trains that run again, with the same result)."""
+    try:
+        return json.loads(path.read_text() if text is None else text)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        where = f"{path}:{line}" if line is not None else str(path)
+        raise ValueError(f"{where}: damaged ({type(e).__name__}: {e}); delete {run} to train that run again") \
+            from None
 
 
 def train_run(spec: dict[str, Any]) -> str:
@@ -402,7 +417,10 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     run = Path(train_run(spec))
-    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    metrics = run / "metrics.jsonl"
+    rows = [_json(metrics, run, i, line) for i, line in enumerate(metrics.read_text().splitlines(), 1) if line.strip()]
+    if not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"{metrics}: damaged (a line is not a JSON object); delete {run} to train that run again")
     team_keys = sorted({k for r in rows for k in r if k.startswith("reward/team/")})
     curve = [sum(float(r.get(k, 0.0)) for k in team_keys) / max(1, len(team_keys)) for r in rows]
     tokens = {"main": sum(int(r.get("tokens/main", 0)) for r in rows),

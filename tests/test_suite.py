@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -144,6 +145,30 @@ def test_jobs_give_results_identical_to_one_process(tmp_path):
     with pytest.raises(ValueError, match="--jobs"):
         execute([], jobs=0)
 
+
+
+def test_a_finished_run_with_a_damaged_file_is_a_clear_error_and_is_kept(tmp_path):
+    # a reused run's checkpoint meta or metrics line damaged from outside (both are written atomically or line by
+    # line): an error naming the file and how to train the run again, not a JSON traceback, and nothing deleted
+    suite = parse_suite(tiny(steps=1, seeds=(0,)))
+    specs = [s for s in plan(suite, ["broadcast"], tmp_path)[0] if s["setting"] == "kuhn"]
+    execute(specs)
+    run = Path(specs[0]["out"])
+    metrics = run / "metrics.jsonl"
+    good = metrics.read_text()
+    metrics.write_text(good.replace("}", "", 1))
+    with pytest.raises(ValueError, match=r"metrics\.jsonl:1: damaged \(JSONDecodeError.*delete .* to train that run "
+                                         r"again"):
+        execute(specs)
+    metrics.write_text("[1, 2]\n")
+    with pytest.raises(ValueError, match=r"metrics\.jsonl: damaged \(a line is not a JSON object\)"):
+        execute(specs)
+    metrics.write_text(good)
+    meta = next(run.glob("checkpoints/step-*/meta.json"))
+    meta.write_text("{\"step\": 1,")
+    with pytest.raises(ValueError, match=r"meta\.json: damaged \(JSONDecodeError"):
+        execute(specs)
+    assert metrics.read_text() == good and meta.exists()
 
 def test_ray_gives_results_identical_to_one_process(tmp_path):
     pytest.importorskip("ray")
