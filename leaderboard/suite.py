@@ -544,8 +544,10 @@ class Workers:
 
     def map(self, fn: Callable[[dict[str, Any]], Any], specs: Sequence[dict[str, Any]],
             progress: bool = False) -> list[Any]:
-        """``fn`` of every spec, in the order of ``specs`` (see :func:`execute`)."""
+        """``fn`` of every spec, in the order of ``specs`` (see :func:`execute`). No spec starts nothing."""
         specs = list(specs)
+        if not specs:
+            return []
         if self.ray is not None:
             ray = self._start_ray()
             remote = ray.remote(num_cpus=1)(fn)

@@ -199,6 +199,7 @@ def test_ray_without_a_cluster_there_is_a_clear_error(monkeypatch):
         execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray="auto", fn=json.dumps)
     with pytest.raises(ValueError, match="--ray foo: Invalid address format: foo"):
         execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray="foo", fn=json.dumps)
+    assert execute([], ray="auto", fn=json.dumps) == []     # nothing to run: Ray is not even asked
     # an address nothing answers on: refused within seconds, before ray.init (Ray retries it for minutes)
     import socket
 
