@@ -213,6 +213,17 @@ def training_rate(env_id: str, kwargs: dict, args) -> tuple[float, float, int]:
     return decisions / (cpu_all - cpu_one), sum(r["time/rollout"] for r in rows) / step_s, decisions
 
 
+def _cpu_name() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), or the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 STARTUP = """
 import time; t0 = time.perf_counter()
 import sys, tempfile; sys.path.insert(0, {root!r})
@@ -232,8 +243,9 @@ def mlp_main(args) -> None:
     torch.set_num_threads(1)
     root = str(Path(__file__).resolve().parents[1])
     print(f"# MLP training throughput (issue 17) ({datetime.datetime.now().isoformat(timespec='seconds')})\n")
-    print(f"- machine: {platform.platform()}, {os.cpu_count()} CPU cores; torch {torch.__version__}, "
-          f"{torch.get_num_threads()} thread")
+    print(f"- machine: {platform.platform()}, {os.cpu_count()} CPU cores, {_cpu_name()}, torch's CPU kernels "
+          f"{torch.backends.cpu.get_cpu_capability()} (rates differ by host class: compare within one run); torch "
+          f"{torch.__version__}, {torch.get_num_threads()} thread")
     print(f"- command: python benchmarks/train_throughput.py {' '.join(sys.argv[1:])}")
     print(f"- training: broadcast credit, {args.tasks} tasks x {args.group_size} per step, {args.steps} steps; "
           f"env-only rows: {args.seconds:g} s each\n")
