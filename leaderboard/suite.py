@@ -544,7 +544,7 @@ class Workers:
 
     def map(self, fn: Callable[[dict[str, Any]], Any], specs: Sequence[dict[str, Any]],
             progress: bool = False) -> list[Any]:
-        """``fn`` of every spec, in the order of ``specs`` (see :func:`execute`). No spec starts nothing."""
+        """``fn`` of every spec, in the order of ``specs`` (see :func:`execute`); no specs, no workers started."""
         specs = list(specs)
         if not specs:
             return []
