@@ -126,13 +126,13 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
     rng = random.Random(audit_seed) if audit_seed is not None else random.SystemRandom()
     proto, players = v.protocol, v.manifest["players"]
     runs = [(env_id, r) for env_id in sorted(players) for r in range(len(players[env_id]))]
-    retrained: list[str] = []
+    retrained: list[tuple[str, int]] = []
     specs: dict[tuple[str, int], str] = {}
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=workdir) as tmp:
         if proto.track == "credit":
             for env_id, r in rng.sample(runs, min(retrain, len(runs))):
                 specs[(env_id, r)] = _retrain(v, env_id, r, Path(tmp))
-                retrained.append(f"{env_id}|run{r}")
+                retrained.append((env_id, r))
         for env_id, r in runs:
             spec = players[env_id][r]["spec"]
             if (env_id, r) in specs:
@@ -144,8 +144,7 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
                                       f"(its weights are not on this machine)")
         if not specs:
             raise SubmissionError(f"{SUBMISSION_FILE}.players: no player can be re-run here")
-        loaded = {key: _player(v, key[0], key[1], spec, f"{key[0]}|run{key[1]}" in retrained)
-                  for key, spec in specs.items()}
+        loaded = {key: _player(v, key[0], key[1], spec, key in retrained) for key, spec in specs.items()}
         # the cells of the re-run players, and a sample of their seeds
         todo = [(task, seat, r) for task in proto.tasks for seat in task.seats()
                 for r in range(len(players[task.env_id])) if (task.env_id, r) in loaded]
@@ -171,5 +170,5 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
                         f"{(claimed.transcript['actions'] + [None])[step]!r} (the moves are not the claimed "
                         f"player's)")
                 played += 1
-    return {"episodes": played, "retrained": retrained,
+    return {"episodes": played, "retrained": [f"{env_id}|run{r}" for env_id, r in retrained],
             "players": [f"{env_id}|run{r}" for env_id, r in sorted(loaded)]}

@@ -362,22 +362,24 @@ def complete_run(run: Path, steps: int) -> bool:
     from baselines.train import checkpoint
 
     latest = checkpoint.latest(run / "checkpoints")
-    if latest is None:
-        return False
-    meta = _json(latest / "meta.json", run)
-    return isinstance(meta, dict) and meta.get("step") == steps
+    return latest is not None and _json_object(latest / "meta.json", run).get("step") == steps
 
 
-def _json(path: Path, run: Path, line: int | None = None, text: str | None = None) -> Any:
-    """A JSON value of a finished run's files (the whole file, or line ``line`` given as ``text``); a damaged one is
-    a :class:`ValueError` that names it (checkpoints and metrics are written atomically or line by line, so damage
-    comes from outside: deleting the run folder trains that run again, with the same result)."""
+def _json_object(path: Path, run: Path, line: int | None = None, text: str | None = None) -> dict[str, Any]:
+    """A JSON object of a finished run's files (the whole file, or line ``line`` given as ``text``); a damaged one
+    (not JSON, or not an object) is a :class:`ValueError` that names it. Checkpoints and metrics are written
+    atomically or line by line, so damage comes from outside, and the run is left as it is: deleting its folder
+    trains it again, with the same result."""
+    where = f"{path}:{line}" if line is not None else str(path)
     try:
-        return json.loads(path.read_text() if text is None else text)
+        value = json.loads(path.read_text() if text is None else text)
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        where = f"{path}:{line}" if line is not None else str(path)
-        raise ValueError(f"{where}: damaged ({type(e).__name__}: {e}); delete {run} to train that run again") \
-            from None
+        why = f"{type(e).__name__}: {e}"
+    else:
+        if isinstance(value, dict):
+            return value
+        why = f"a JSON {type(value).__name__}, not an object"
+    raise ValueError(f"{where}: damaged ({why}); delete {run} to train that run again")
 
 
 def train_run(spec: dict[str, Any]) -> str:
@@ -418,9 +420,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     run = Path(train_run(spec))
     metrics = run / "metrics.jsonl"
-    rows = [_json(metrics, run, i, line) for i, line in enumerate(metrics.read_text().splitlines(), 1) if line.strip()]
-    if not all(isinstance(r, dict) for r in rows):
-        raise ValueError(f"{metrics}: damaged (a line is not a JSON object); delete {run} to train that run again")
+    rows = [_json_object(metrics, run, i, line) for i, line in enumerate(metrics.read_text().splitlines(), 1)
+            if line.strip()]
     team_keys = sorted({k for r in rows for k in r if k.startswith("reward/team/")})
     curve = [sum(float(r.get(k, 0.0)) for k in team_keys) / max(1, len(team_keys)) for r in rows]
     tokens = {"main": sum(int(r.get("tokens/main", 0)) for r in rows),
@@ -558,9 +559,8 @@ class Workers:
         if self.jobs == 1 or (len(specs) <= 1 and self._pool is None):
             out = []
             for i, s in enumerate(specs):
-                if progress:
-                    print(f"[{i + 1}/{len(specs)}] {s['method']} on {s['setting']}, seed {s['seed']}",
-                          file=sys.stderr)
+                if progress:        # before each run here
+                    _progress(i, specs)
                 out.append(fn(s))
             return out
         if self._pool is None:
@@ -569,9 +569,9 @@ class Workers:
 
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"))
         out = []
-        for i, (s, r) in enumerate(zip(specs, self._pool.map(fn, specs))):
-            if progress:
-                print(f"[{i + 1}/{len(specs)}] {s['method']} on {s['setting']}, seed {s['seed']}", file=sys.stderr)
+        for i, r in enumerate(self._pool.map(fn, specs)):
+            if progress:        # as each run's result comes back, in order
+                _progress(i, specs)
             out.append(r)
         return out
 
@@ -610,6 +610,11 @@ class Workers:
             self._started_ray = False
             self._ray.shutdown()
         self._ray = None
+
+
+def _progress(i: int, specs: list[dict[str, Any]]) -> None:
+    s = specs[i]
+    print(f"[{i + 1}/{len(specs)}] {s['method']} on {s['setting']}, seed {s['seed']}", file=sys.stderr)
 
 
 def _check_reachable(address: str) -> None:

@@ -161,12 +161,15 @@ def test_a_finished_run_with_a_damaged_file_is_a_clear_error_and_is_kept(tmp_pat
                                          r"again"):
         execute(specs)
     metrics.write_text("[1, 2]\n")
-    with pytest.raises(ValueError, match=r"metrics\.jsonl: damaged \(a line is not a JSON object\)"):
+    with pytest.raises(ValueError, match=r"metrics\.jsonl:1: damaged \(a JSON list, not an object\)"):
         execute(specs)
     metrics.write_text(good)
     meta = next(run.glob("checkpoints/step-*/meta.json"))
     meta.write_text("{\"step\": 1,")
     with pytest.raises(ValueError, match=r"meta\.json: damaged \(JSONDecodeError"):
+        execute(specs)
+    meta.write_text("[1]")           # JSON, but not the object a checkpoint's meta is: damaged too, not retrained
+    with pytest.raises(ValueError, match=r"meta\.json: damaged \(a JSON list, not an object\)"):
         execute(specs)
     assert metrics.read_text() == good and meta.exists()
 
