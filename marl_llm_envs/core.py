@@ -183,13 +183,13 @@ class TextEnv(AECEnv):
         self.invalid_penalty = float(invalid_penalty)
         self.max_retries = max_retries
         self.render_mode = render_mode
-        self._kwargs: dict[str, Any] = {
+        self._kwargs: dict[str, Any] = _fresh({     # (copied: a caller's list or dict changed later is not ours)
             "action_mode": action_mode,
             "invalid_move": invalid_move,
             "invalid_penalty": self.invalid_penalty,
             "max_retries": max_retries,
             **game_kwargs,
-        }
+        })
         self.agents = []
         self._rng: np.random.Generator | None = np.random.default_rng()
         # while no generator is live (_rng is None): its state as plain ints, (state, inc, has_uint32, uinteger), or
@@ -833,18 +833,20 @@ class TextEnv(AECEnv):
         return n
 
     def transcript(self) -> dict[str, Any]:
-        """A JSON-serialisable record that :func:`marl_llm_envs.replay` turns back into the same episode."""
+        """A JSON-serialisable record that :func:`marl_llm_envs.replay` turns back into the same episode. Every call
+        returns new containers: changing a transcript (its ``kwargs``, a logged ``{"float": x}`` action) changes
+        neither the env nor its later transcripts."""
         if self._seed is None:
             raise _before_reset("transcript()")
         actions, node = [], self._log
         while node is not None:
             node, action = node
-            actions.append(action)
+            actions.append(action if type(action) is not dict else dict(action))   # _loggable's {"float"/"repr": ...}
         actions.reverse()
         return {
             "env_id": self.env_id,
             "version": self.version,
-            "kwargs": self._kwargs,
+            "kwargs": _fresh(self._kwargs),
             "seed": self._seed,
             "actions": actions,
             "ablations": [[i, a] for i, a in self._ablations],
@@ -891,6 +893,15 @@ def _loggable(action: Any) -> Any:
     if isinstance(action, float) and np.isfinite(action):
         return {"float": action}
     return {"repr": short_repr(action)}
+
+
+def _fresh(value: Any) -> Any:
+    """``value`` with each dict and list in it copied (the rest shared: kwargs hold numbers, strings and the like)."""
+    if type(value) is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_fresh(v) for v in value]
+    return value
 
 
 def _unlog(action: Any) -> Any:

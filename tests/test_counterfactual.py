@@ -290,3 +290,28 @@ def test_voting_ablated_voter_abstains_when_its_turn_comes():
     branch.step(3)
     assert branch.done and branch.infos["voter_1"]["vote"] == "C" and branch.infos["voter_0"]["vote"] is None
     assert branch.outcome()["aggregate"] == "C"  # tie 1-1 broken by the first ballot
+
+
+def test_a_changed_transcript_changes_neither_the_env_nor_its_later_transcripts():
+    """transcript() hands out new containers: a caller that edits one (to make a variant to replay, say) must not
+    rewrite what the env records next, or that record would replay another game."""
+    env = make("kuhn_poker-v0", rounds=2)
+    env.reset(seed=4)
+    env.step(1.5)              # logged as {"float": 1.5} (an invalid move under the penalty policy)
+    first = env.transcript()
+    expected = json.loads(json.dumps(first))
+    first["kwargs"]["rounds"] = 7
+    first["actions"][0]["float"] = 0.0
+    first["actions"].append(3)
+    first["ablations"].append([0, "player_1"])
+    assert env.transcript() == expected
+    assert replay(env.transcript()).transcript() == expected
+
+    inventories = [[10, 5], [3, 8]]
+    negotiation = make("simple_negotiation-v0", inventories=inventories)
+    inventories[0][0] = 1      # the caller's own list, changed after make(): the env plays [10, 5]
+    negotiation.reset(seed=0)
+    record = negotiation.transcript()
+    assert record["kwargs"]["inventories"] == [[10, 5], [3, 8]]
+    record["kwargs"]["inventories"][1][1] = 0
+    assert negotiation.transcript()["kwargs"]["inventories"] == [[10, 5], [3, 8]]
