@@ -205,6 +205,62 @@ def test_kill_minus_nine_and_resume_ends_with_the_same_metrics(tmp_path):
     assert (tmp_path / "killed" / "checkpoints" / "latest").read_text() == "step-0000005"
 
 
+def _back_to_step_2(run: Path) -> None:
+    """Leave a 3-step run as if it had been killed after its checkpoint at step 2."""
+    import shutil
+
+    shutil.rmtree(run / "checkpoints" / "step-0000003")
+    (run / "checkpoints" / "latest").write_text("step-0000002")
+
+
+@pytest.mark.parametrize("damage", ["cut", "edited", "deleted"])
+def test_resume_refuses_metrics_that_miss_steps_before_its_checkpoint_and_leaves_them(tmp_path, damage):
+    """A resumed run writes the steps after its checkpoint again; the lines before it must be there, or the run's
+    metrics would miss steps for good. The file is left as it was (nothing more is lost), and the error says what to
+    do."""
+    def config(steps: int, resume: bool = False) -> TrainConfig:
+        return TrainConfig(env="kuhn_poker-v0", model="mlp", action_mode="discrete", steps=steps, tasks_per_step=2,
+                           group_size=2, save_every=2, out=str(tmp_path / "run"), progress=False, tensorboard=False,
+                           resume=resume)
+
+    train(config(3))       # metrics of steps 0..2; checkpoints at 2 and 3
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    _back_to_step_2(tmp_path / "run")
+    if damage == "cut":
+        metrics.write_text(lines[0] + "\n")
+        expected = "holds the metrics of 1 steps, but the checkpoint continues from step 2"
+    elif damage == "edited":
+        metrics.write_text("\n".join([lines[1], lines[0], lines[2]]) + "\n")
+        expected = "line 1 of .* is not the metrics of step 0"
+    else:
+        metrics.unlink()
+        expected = "holds the metrics of 0 steps, but the checkpoint continues from step 2"
+    before = metrics.read_bytes() if metrics.exists() else None
+    with pytest.raises(ValueError, match=expected):
+        train(config(4, resume=True))
+    assert (metrics.read_bytes() if metrics.exists() else None) == before
+    assert not list((tmp_path / "run").glob(".metrics.jsonl*"))
+
+
+def test_resume_keeps_the_metrics_before_its_checkpoint_and_writes_no_stray_file(tmp_path):
+    def config(steps: int, resume: bool = False) -> TrainConfig:
+        return TrainConfig(env="kuhn_poker-v0", model="mlp", action_mode="discrete", steps=steps, tasks_per_step=2,
+                           group_size=2, save_every=2, out=str(tmp_path / "run"), progress=False, tensorboard=False,
+                           resume=resume)
+
+    train(config(3))
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    first = metrics.read_text().splitlines()
+    _back_to_step_2(tmp_path / "run")
+    train(config(3, resume=True))           # step 2 again, from the checkpoint at 2
+    assert (tmp_path / "run" / "checkpoints" / "step-0000003").is_dir()
+    again = metrics.read_text().splitlines()
+    assert again[:2] == first[:2] and [json.loads(x)["step"] for x in again] == [0, 1, 2]
+    assert _comparable([json.loads(again[2])]) == _comparable([json.loads(first[2])])
+    assert sorted(p.name for p in (tmp_path / "run").iterdir() if p.name.startswith(".")) == []
+
+
 def test_two_process_data_parallel_matches_one_process(tmp_path):
     pytest.importorskip("accelerate")
     args = [*MLP_ARGS, "--steps", "2", "--ppo-epochs", "2"]

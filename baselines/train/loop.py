@@ -463,11 +463,36 @@ def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
     run.method.load_state_dict(meta["credit"])
     checkpoint.set_rng_state(tensors["rng"])
     start = int(meta["step"])
-    metrics_path = run.out / METRICS
-    if main and metrics_path.exists():
-        lines = metrics_path.read_text().splitlines()[:start]
-        metrics_path.write_text("".join(line + "\n" for line in lines))
+    if main:
+        _keep_metrics(run.out / METRICS, start)
     return start
+
+
+def _keep_metrics(path: Path, start: int) -> None:
+    """Cut ``metrics.jsonl`` to the lines of steps ``0 .. start - 1`` (a run resumed from its checkpoint at step
+    ``start`` writes the later ones again), replacing the file in one step (a process killed while it is rewritten
+    leaves the old file, never a cut one). A file that does not hold those steps, in order, is an error that leaves
+    it untouched: resuming would write a run whose metrics miss steps."""
+    if not path.exists():
+        lines: list[str] = []
+    else:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[:start]
+    for i, line in enumerate(lines):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict) or row.get("step") != i:
+            raise ValueError(f"--resume: line {i + 1} of {path} is not the metrics of step {i} (the file was cut or "
+                             f"edited); the checkpoint continues from step {start}. Restore the file, or train again "
+                             "with another --out")
+    if len(lines) < start:
+        raise ValueError(f"--resume: {path} holds the metrics of {len(lines)} steps, but the checkpoint continues "
+                         f"from step {start} (the file was cut or deleted); resuming would leave steps "
+                         f"{len(lines)}..{start - 1} out. Restore the file, or train again with another --out")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _rollout(engine: RolloutEngine, cfg: TrainConfig, run: _Run, dist: _Dist, step: int) -> tuple[list, slice]:
