@@ -72,8 +72,9 @@ def test_frozen_policy_respects_the_mask():
     assert policy(env, "player_1", np.random.default_rng(0)) != 0
 
 
-def test_maskable_ppo_updates_on_kuhn_and_the_wrappers_mask_keeps_its_moves_legal():
+def test_maskable_ppo_updates_on_kuhn_and_the_wrappers_mask_keeps_its_moves_legal(tmp_path, monkeypatch):
     pytest.importorskip("sb3_contrib")
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))      # SB3's logger makes its folder even at verbose=0 (else in /tmp)
     import torch
     from sb3_contrib import MaskablePPO
 
