@@ -89,6 +89,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -294,6 +295,22 @@ def _measured(env_id: str, kwargs_json: str, action_mode: str, policy: str, star
 
 def _team_reward(team_rewards: dict[str, float]) -> float:
     return float(sum(team_rewards.values()) / len(team_rewards))
+
+
+def _cached_anchors(cache: str | Path, suite: Suite) -> dict[str, dict[str, float]]:
+    """The anchors an earlier :func:`score` call on this suite's text measured and kept in ``cache``: setting ->
+    ``{"zero", "one"}``. It is only a cache: a file that is missing, damaged, of another suite's text, or an entry that
+    is not two finite numbers, is measured again."""
+    try:
+        saved = json.loads(Path(cache).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    if not isinstance(saved, dict) or saved.get("suite_sha256") != suite.sha256 or not isinstance(
+            saved.get("anchors"), dict):
+        return {}
+    return {name: {"zero": float(a["zero"]), "one": float(a["one"])} for name, a in saved["anchors"].items()
+            if isinstance(a, dict) and all(type(a.get(k)) in (int, float) and math.isfinite(a[k])
+                                           for k in ("zero", "one"))}
 
 
 def anchor_value(suite: Suite, setting: Setting, which: str) -> float:
@@ -656,16 +673,16 @@ def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | N
                               "families": {family: {"seeds": [...], "ci": (m, lo, hi)}},
                               "aggregate": {"seeds": [...], "ci": (m, lo, hi)}, "tokens": {...}}}}
     """
-    known: dict[str, Any] = {}
-    if cache is not None and Path(cache).is_file():      # anchors measured by an earlier call on this suite's text
-        saved = json.loads(Path(cache).read_text())
-        known = saved.get("anchors", {}) if saved.get("suite_sha256") == suite.sha256 else {}
+    known = _cached_anchors(cache, suite) if cache is not None else {}
     anchors = {s.name: known.get(s.name) or {"zero": anchor_value(suite, s, "zero"),
                                              "one": anchor_value(suite, s, "one")}
                for s in suite.settings if any(r["setting"] == s.name for r in results)}
     if cache is not None:
-        Path(cache).parent.mkdir(parents=True, exist_ok=True)
-        Path(cache).write_text(json.dumps({"suite_sha256": suite.sha256, "anchors": {**known, **anchors}}, indent=1))
+        cache = Path(cache)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")     # replaced in one step: never a cut file
+        tmp.write_text(json.dumps({"suite_sha256": suite.sha256, "anchors": {**known, **anchors}}, indent=1))
+        os.replace(tmp, cache)
     for name, a in anchors.items():
         if not a["one"] > a["zero"]:
             raise ProtocolError(f"{suite.key}: setting {name}: the 'one' anchor ({a['one']:.4f}) must score above the "

@@ -105,6 +105,26 @@ def test_scores_are_normalized_per_setting_averaged_per_family_with_t_intervals(
     assert "n/a" in md                                                 # no zero_sum runs
 
 
+@pytest.mark.parametrize("cached", ["{", "[1, 2]", '{"suite_sha256": "SHA", "anchors": []}',
+                                    '{"suite_sha256": "SHA", "anchors": {"voting/plurality/n2": {"zero": "0.9"}}}',
+                                    '{"suite_sha256": "SHA", "anchors": {"voting/plurality/n2": {"zero": NaN, '
+                                    '"one": 1.0}}}'])
+def test_a_damaged_anchors_cache_is_measured_again_and_rewritten(tmp_path, cached):
+    """anchors.json is only a cache of measured anchors: a cut or odd file must not end a finished suite run with a
+    traceback, nor put its values in the scores."""
+    raw = tiny()
+    raw["families"][0]["settings"][0]["normalize"] = {"zero": 0.2, "one": 0.7}
+    suite = parse_suite(raw)
+    results = [_fake("broadcast", "voting/plurality/n2", 0, 0.45), _fake("broadcast", "voting/plurality/n2", 1, 0.7)]
+    cache = tmp_path / "anchors.json"
+    cache.write_text(cached.replace("SHA", suite.sha256))
+    scored = score(suite, results, cache=cache)
+    assert scored["methods"]["broadcast"]["settings"]["voting/plurality/n2"]["seeds"] == pytest.approx([0.5, 1.0])
+    assert json.loads(cache.read_text()) == {"suite_sha256": suite.sha256,
+                                             "anchors": {"voting/plurality/n2": {"zero": 0.2, "one": 0.7}}}
+    assert [p.name for p in tmp_path.iterdir()] == ["anchors.json"]
+
+
 def test_the_small_tier_trains_and_scores_in_text_choice_mode_with_the_tiny_model(tmp_path):
     raw = json.loads((SUITE_DIR / "credit-small@2.json").read_text())
     raw["train"].update(model="tiny", steps=1, tasks_per_step=1, group_size=2, seeds=[0])
