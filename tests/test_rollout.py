@@ -287,6 +287,22 @@ def test_branch_spec_parse():
 
 
 # ---------------------------------------------------------------------- JSONL
+def test_a_write_that_fails_midway_leaves_the_earlier_file_as_it_was(tmp_path):
+    episodes = RolloutEngine(FakePolicy(), show_progress=False).run("think_solve-v0", 2, 1)
+    path = tmp_path / "eps.jsonl"
+    write_jsonl(path, episodes)
+    before = path.read_bytes()
+
+    def failing():
+        yield episodes[0]
+        raise RuntimeError("the rollout died")
+
+    with pytest.raises(RuntimeError, match="died"):
+        write_jsonl(path, failing())
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["eps.jsonl"]
+    assert write_jsonl(path, episodes[:1]) == 1 and len(read_jsonl(path)) == 1
+
+
 def test_jsonl_round_trip_and_corrupt_lines(tmp_path):
     episodes = RolloutEngine(FakePolicy(sampling=True), show_progress=False).run(
         "think_solve-v0", 2, 2, branches=BranchSpec.parse("ablate:thinker,resample:solver:2"))
