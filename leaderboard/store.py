@@ -51,12 +51,31 @@ def _locked(store: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _read_store_json(path: Path, what: str) -> dict[str, Any]:
+    """A JSON object of the store (its index or an entry); a missing or damaged one is a ``ValueError`` that names
+    it. The store's files are written only by :func:`write_entry`, atomically, so damage comes from outside and is
+    left as it is."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: {what} is missing (the store's index lists it); restore it") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ValueError(f"{path}: {what} is damaged ({type(e).__name__}: {e}); restore it") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: {what} is damaged (a JSON {type(value).__name__}, not an object); restore it")
+    return value
+
+
 def read_index(store: Path) -> list[dict[str, Any]]:
     path = Path(store) / INDEX
     if not path.exists():
         return []
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return list(data.get("entries", []))
+    rows = _read_store_json(path, "the store's index").get("entries", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("file"), str)
+                                             and isinstance(r.get("protocol"), str) for r in rows):
+        raise ValueError(f"{path}: the store's index is damaged ('entries' must be a list of rows, each with a "
+                         "'file' and a 'protocol'); restore it")
+    return list(rows)
 
 
 def entry_from(v: Validated, seeds: str = "public") -> dict[str, Any]:
@@ -146,7 +165,7 @@ def load_entries(store: str | Path = DEFAULT_STORE, protocol: str | None = None)
     for row in read_index(store):
         if protocol is not None and row["protocol"] != protocol:
             continue
-        entry = json.loads(_inside(store, str(row["file"])).read_text(encoding="utf-8"))
+        entry = _read_store_json(_inside(store, row["file"]), "an entry")
         if entry.get("schema") != ENTRY_SCHEMA:
             raise ValueError(f"{store / row['file']}: not a leaderboard entry")
         out.append(entry)

@@ -244,6 +244,29 @@ def test_a_store_index_row_pointing_outside_the_store_is_refused(tmp_path):
         load_entries(store)
 
 
+@pytest.mark.parametrize("index, entry, message", [
+    ('{"entries": [', None, r"index.json: the store's index is damaged \(JSONDecodeError"),
+    ("[1]", None, r"index.json: the store's index is damaged \(a JSON list"),
+    ('{"entries": [3]}', None, r"index.json: the store's index is damaged \('entries' must be a list of rows"),
+    ('{"entries": [{"protocol": "policy@2", "file": "a.json"}]}', None, r"a.json: an entry is missing"),
+    ('{"entries": [{"protocol": "policy@2", "file": "a.json"}]}', "{", r"a.json: an entry is damaged"),
+])
+def test_a_damaged_store_is_a_clear_error_naming_the_file(tmp_path, index, entry, message):
+    """The store is written only by submit, atomically: a damaged file came from outside, so reading it (render,
+    submit's duplicate check) stops with the file's name, not a traceback from deep inside."""
+    from leaderboard.__main__ import main
+
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "index.json").write_text(index)
+    if entry is not None:
+        (store / "a.json").write_text(entry)
+    with pytest.raises(ValueError, match=message):
+        load_entries(store)
+    assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 2
+    assert (store / "index.json").read_text() == index          # left as it was
+
+
 def test_forgery_a_newline_and_html_in_model_id_is_rejected(honest, protocol_path, tmp_path):
     row = "x\n| 1 | winner#000000 | <script>alert(1)</script> | 1 | 9.99 |"
     forged = _copy(honest, tmp_path)
