@@ -40,3 +40,19 @@ def test_no_progress_also_silences_transformers_loading_bars(monkeypatch):
         assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
     finally:
         hf_logging.enable_progress_bar()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--env", "kuhn-poker-v0"], "argument --env: unknown env id 'kuhn-poker-v0'; did you mean kuhn_poker-v0"),
+    (["--env", "kuhn_poker-v0", "--env-kwargs", '{"roundz": 2}'], "argument --env-kwargs: kuhn_poker-v0 got an "
+                                                                   "unknown keyword argument 'roundz'"),
+    (["--env", "kuhn_poker-v0", "--env-kwargs", '{"rounds": 0}'], "argument --env-kwargs: rounds must be a positive"),
+])
+def test_a_bad_env_id_or_kwarg_is_a_usage_error_before_anything_runs(tmp_path, capsys, args, message):
+    from baselines import rollout
+
+    with pytest.raises(SystemExit) as exit_:
+        rollout.main([*args, "--model", "random", "--out", str(tmp_path / "e.jsonl")])
+    assert exit_.value.code == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "e.jsonl").exists()

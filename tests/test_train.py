@@ -307,6 +307,7 @@ def test_the_mlp_tier_learns_to_vote_with_its_clues(tmp_path):
     (dict(choice_scoring="max"), "--choice-scoring must be one of"),
     (dict(env_kwargs={"n_voters": 3}), "--env-kwargs: think_solve-v0 got an unknown keyword argument 'n_voters'"),
     (dict(env="textarena/KuhnPoker-v0", credit="loo"), "has no null action"),
+    (dict(env="kuhn-poker-v0"), "--env: unknown env id 'kuhn-poker-v0'; did you mean kuhn_poker-v0"),
 ])
 def test_bad_configs_fail_before_any_rollout(tmp_path, overrides, message):
     cfg = TrainConfig(**{"env": "think_solve-v0", "model": "tiny", "out": str(tmp_path / "r"), "progress": False,

@@ -124,6 +124,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         branches = BranchSpec.parse(args.branches)
     except ValueError as e:
         parser.error(str(e))
+    from marl_llm_envs import make
+
+    try:
+        make(args.env, **env_kwargs)    # an unknown env id or a bad kwarg is a flag's error, before any model loads
+    except KeyError as e:
+        parser.error(f"argument --env: {e.args[0]}")
+    except (TypeError, ValueError) as e:
+        parser.error(f"argument --env-kwargs: {e}")
 
     try:
         policy = _build_policy(args, env_kwargs)

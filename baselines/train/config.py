@@ -213,6 +213,12 @@ class TrainConfig:
 
     def check(self) -> None:
         """Everything that can be checked before a rollout (the rest is checked when the team is built)."""
+        from marl_llm_envs import spec
+
+        try:
+            spec(self.env)
+        except KeyError as e:           # the registry's own error (a KeyError, as a dict lookup): a flag's error here
+            raise ValueError(f"--env: {e.args[0]}") from None
         parse_model(self.model)
 
         def positive(name: str, value: float) -> None:
