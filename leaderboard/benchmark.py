@@ -43,6 +43,20 @@ BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "
 __all__ = ["BASELINES", "benchmark_credit"]
 
 
+def _check_methods(method: str, baselines: Sequence[str]) -> None:
+    """Every method named can be built (a registered name, or ``package.module:Class`` that loads), before any run:
+    a misspelt name would otherwise count as a method that applies to no setting, and the benchmark would train
+    every baseline and write a page for a method it never ran."""
+    from baselines.credit import make_credit
+
+    for flag, names in (("the method under test", [method]), ("--baselines", list(baselines))):
+        for name in names:
+            try:
+                make_credit(name)
+            except ValueError as e:
+                raise ValueError(f"{flag}: {e}") from None
+
+
 def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[dict] | str:
     """The method's training specs in (env, seed) order (JSON-able, for :func:`leaderboard.suite.train_run`, which
     reuses a complete run), or why it cannot train."""
@@ -93,6 +107,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     result, with ``"suite": True``)."""
     if export not in (None, "marl-eval"):
         raise ValueError(f"--export {export!r}: the one format is 'marl-eval'")
+    _check_methods(method, baselines)
     suite = _suite_of(tier, quick, protocol)
     if suite is not None:
         from leaderboard.suite import benchmark_suite

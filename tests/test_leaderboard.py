@@ -472,6 +472,22 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     assert validate(out / "test-credit@1" / "none" / "submission", protocol=credit_protocol).scores == before
 
 
+@pytest.mark.parametrize("where", ["classic", "suite"])
+@pytest.mark.parametrize("args, message", [
+    (["brodcast"], "error: the method under test: unknown credit method 'brodcast'; registered: broadcast"),
+    (["loo", "--baselines", "none,shufled"], "error: --baselines: unknown credit method 'shufled'"),
+    (["no_such_module:Method"], "error: the method under test: cannot import 'no_such_module'"),
+])
+def test_benchmark_credit_refuses_a_misspelt_method_before_training_anything(credit_protocol, tmp_path, capsys,
+                                                                             where, args, message):
+    """A misspelt method used to count as one that applies to no setting: every baseline was trained (minutes on the
+    micro tier, hours on a GPU tier) and the page was titled after a method that never ran."""
+    protocol = ["--protocol", str(credit_protocol)] if where == "classic" else ["--tier", "micro", "--quick"]
+    assert main(["benchmark-credit", *args, *protocol, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "out").exists()
+
+
 def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credit_protocol, tmp_path, monkeypatch):
     # --jobs 2 on a version 1 protocol: the four training runs (2 methods x 2 seeds) and the two evaluations in two
     # processes give the same scores, learning curves and evaluation episodes as one process
