@@ -301,16 +301,24 @@ def _print_task_means(v) -> None:
         print(f"  {task}: normalized score {mean:.3f}")
 
 
+def _store_to_read(store: str) -> str:
+    """``--store`` of show and render: a folder that exists (a misspelt path would show an empty leaderboard, and
+    render would write that empty page over the real one)."""
+    if not Path(store).is_dir() and Path(store) != DEFAULT_STORE:
+        raise ValueError(f"--store {store}: no such folder (submit makes a store; the default is {DEFAULT_STORE})")
+    return store
+
+
 def _show(args: argparse.Namespace) -> None:
     from leaderboard.render import show
 
-    print(show(args.store, wide=args.wide))
+    print(show(_store_to_read(args.store), wide=args.wide))
 
 
 def _render(args: argparse.Namespace) -> None:
     from leaderboard.render import render
 
-    md, page = render(args.store, args.out)
+    md, page = render(_store_to_read(args.store), args.out)
     print(f"wrote {md} and {page}")
 
 

@@ -169,3 +169,17 @@ def test_extra_columns_and_figures_hooks_add_to_every_surface(board, entries, mo
     assert "data-figure='radar'" in html
     assert "family: team size" in render.show_text(found, wide=True)
     assert "family: team size" not in render.show_text(found)            # narrow keeps 120 columns
+
+
+@pytest.mark.parametrize("command", [["show"], ["render", "--out", "SITE"]])
+def test_show_and_render_refuse_a_store_folder_that_does_not_exist(tmp_path, capsys, command):
+    """A misspelt --store showed an empty leaderboard, and render wrote that empty page over the real one."""
+    from leaderboard.__main__ import main
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("the real page")
+    args = [str(site) if a == "SITE" else a for a in command]
+    assert main([*args, "--store", str(tmp_path / "entires")]) == 2
+    assert "--store " + str(tmp_path / "entires") + ": no such folder" in capsys.readouterr().err
+    assert (site / "index.html").read_text() == "the real page"
