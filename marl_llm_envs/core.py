@@ -19,7 +19,7 @@ One place for what all our text environments have in common (the games only writ
   reasoning around it is fine, and case is ignored. ``action_mode="discrete"``: an action is an index into the agent's
   fixed action list (``action_names(agent)``) and the observation carries the mask.
 * **Invalid moves** follow ``invalid_move``: ``"penalty"`` (the game's documented penalty, of size
-  ``invalid_penalty``), ``"retry"`` (the same agent moves again, with the error in its next observation, up to
+  ``invalid_penalty``, a finite number <= 0, which ``reward_range`` covers), ``"retry"`` (the same agent moves again, with the error in its next observation, up to
   ``max_retries`` times, then the penalty) or ``"random"`` (a uniformly random legal move from the env's RNG). Every
   invalid move is recorded in ``infos[agent]["invalid_action"]`` (``None`` after a valid move) and counted in
   ``infos[agent]["invalid_count"]``. Any input (wrong type, empty, huge, unicode, control characters) is handled by
@@ -85,6 +85,9 @@ an env module overrides, reads or writes one).
 * ``_null_turn(agent)``: whether the ablated ``agent``'s turn now is played by the env with ``_null_move`` (default:
   every turn; orchestrator-v0's ablated orchestrator still gives its final answer itself).
 * ``_render()``: the text of ``render()`` (default: the prompt of the agent to move).
+* ``_return_before_a_move()``: two-player zero-sum games: the range of a player's return before any move, which
+  ``reward_range`` widens by ``invalid_penalty`` (default ``(0, 0)``: rewards come at the end; a match of hands
+  overrides it).
 
 **Helpers a game calls** (never overrides or assigns):
 
@@ -115,6 +118,7 @@ an env module overrides, reads or writes one).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -174,8 +178,10 @@ class TextEnv(AECEnv):
             raise ValueError(f"invalid_move={invalid_move!r} is not one of {list(INVALID_MOVE_POLICIES)}")
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ValueError(f"max_retries must be a non-negative int, got {max_retries!r}")
-        if isinstance(invalid_penalty, bool) or not isinstance(invalid_penalty, (int, float)):
-            raise ValueError(f"invalid_penalty must be a number, got {invalid_penalty!r}")
+        if isinstance(invalid_penalty, bool) or not isinstance(invalid_penalty, (int, float)) \
+                or not -math.inf < invalid_penalty <= 0:
+            raise ValueError(f"invalid_penalty must be a finite number <= 0 (the offender's reward for an invalid "
+                             f"move), got {invalid_penalty!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} is not one of {self.metadata['render_modes']}")
         self.action_mode = action_mode
@@ -920,6 +926,20 @@ class TwoPlayerZeroSumEnv(TextEnv):
     possible_agents = ["player_0", "player_1"]
     roles = {"player_0": "player_0", "player_1": "player_1"}
     teams = {"player_0": "player_0", "player_1": "player_1"}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # reward_range covers the penalty too: the offender ends with what it had won before the move, plus
+        # invalid_penalty (a game sets reward_range before this, for its own outcomes)
+        low, high = self.reward_range
+        before_low, before_high = self._return_before_a_move()
+        p = self.invalid_penalty
+        self.reward_range = (min(low, before_low + p), max(high, before_high - p))
+
+    def _return_before_a_move(self) -> tuple[float, float]:
+        """The range of a player's return before any move of the episode: 0 in a one-game episode (rewards come at
+        its end); a match of several games overrides it."""
+        return 0.0, 0.0
 
     @staticmethod
     def _other(agent: str) -> str:

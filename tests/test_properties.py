@@ -136,6 +136,32 @@ def test_zero_sum_rewards_sum_to_zero_and_team_members_share_the_team_reward(env
             assert s.reward_range[0] <= total <= s.reward_range[1]
 
 
+@pytest.mark.parametrize("penalty", [-5.0, 0.0])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_every_return_lies_in_reward_range_whatever_the_invalid_penalty(env_id, penalty):
+    """reward_range is what a wrapper or a validator reads to bound returns: it must cover a penalty below the
+    game's own worst outcome, given after legal moves (a match game after some hands)."""
+    kwargs = {"rounds": 3} if env_id in ("kuhn_poker-v0", "leduc_holdem-v0") else {}
+    rng = np.random.default_rng(2)
+    for seed in range(15):
+        env = make(env_id, invalid_penalty=penalty, **kwargs)
+        low, high = env.reward_range
+        env.reset(seed=seed)
+        invalid_at, totals = int(rng.integers(0, 12)), {}
+        for n, agent in enumerate(env.agent_iter()):
+            _, reward, term, trunc, _ = env.last()
+            totals[agent] = totals.get(agent, 0.0) + reward
+            env.step(None if term or trunc else ("??" if n == invalid_at else random_legal(env, agent, rng)))
+        for agent, total in totals.items():
+            assert low <= total <= high, (seed, agent, total, env.reward_range)
+
+
+@pytest.mark.parametrize("penalty", [float("nan"), float("inf"), float("-inf"), 0.5, True, "-1"])
+def test_an_invalid_penalty_that_is_not_a_finite_number_at_most_zero_is_refused(penalty):
+    with pytest.raises(ValueError, match="invalid_penalty must be a finite number <= 0"):
+        make("kuhn_poker-v0", invalid_penalty=penalty)
+
+
 def test_team_reward_in_infos_is_the_running_team_return():
     env = make("kuhn_poker-v0", action_mode="discrete", rounds=3)
     env.reset(seed=0)

@@ -22,6 +22,12 @@ class PokerMatchEnv(TwoPlayerZeroSumEnv):
         self.reward_range = (-self.max_hand_payoff * rounds, self.max_hand_payoff * rounds)
         super().__init__(rounds=rounds, **kwargs)
 
+    def _return_before_a_move(self) -> tuple[float, float]:
+        """Chips change hands at the end of a hand: before a move, a player has won or lost at most ``rounds - 1``
+        hands' payoffs."""
+        most = self.max_hand_payoff * (self.rounds - 1)
+        return -most, most
+
     def _start(self) -> None:
         self._hand = 0
         self._chips = {"player_0": 0.0, "player_1": 0.0}
