@@ -235,7 +235,7 @@ def test_kwargs_change_inventories_valuations_and_grid_and_are_validated():
     assert env.action_space("player_0").n == 3 + 2 * 4
     assert "Wood 1, Gold 2" in env.observe("player_0")["text"]
     for bad in ({"inventories": [[1, 2]]}, {"inventories": [[1.5, 2], [1, 1]]}, {"valuations": [[-1, 2], [1, 1]]},
-                {"max_turns": 0}, {"max_offer": True}):
+                {"max_turns": 0}, {"max_offer": True}, {"max_offer": 101}):
         with pytest.raises(ValueError):
             make("simple_negotiation-v0", **bad)
 

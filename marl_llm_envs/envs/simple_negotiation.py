@@ -7,7 +7,7 @@
 | Action space       | text: ``Text``; discrete: ``Discrete(3 + 2 * max_offer ** 2)`` = accept, deny, pass, then the offers |
 | Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (16,)), [action_mask=Box(0, 1, (53,), int8)])`` (default ``max_offer=5``) |
 | Reward range       | -1 .. +1                                                            |
-| Kwargs             | ``max_turns=10``, ``max_offer=5``, ``inventories=None``, ``valuations=None``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Kwargs             | ``max_turns=10``, ``max_offer=5`` (at most 100), ``inventories=None``, ``valuations=None``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 
 Rules (SPIRAL's / TextArena's SimpleNegotiation with two resources). There are two resources, Wood and Gold. Both
 players start with 10 Wood and 10 Gold (``inventories=[[w0, g0], [w1, g1]]`` changes this; nothing is random). Their
@@ -136,6 +136,10 @@ def _pairs(value: Any, name: str, default: tuple) -> tuple[tuple, tuple]:
     return pairs
 
 
+MAX_OFFER = 100
+"""The largest ``max_offer`` (20,003 discrete moves); 10,000 would be 2 * 10^8, which building the env never ends."""
+
+
 class raw_env(TwoPlayerZeroSumEnv):
     env_id = "simple_negotiation-v0"
     version = 0
@@ -148,6 +152,9 @@ class raw_env(TwoPlayerZeroSumEnv):
         for name, v in (("max_turns", max_turns), ("max_offer", max_offer)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if max_offer > MAX_OFFER:       # the action list, its names and every mask grow as max_offer ** 2
+            raise ValueError(f"max_offer must be at most {MAX_OFFER} (the discrete action list has 3 + 2 * max_offer "
+                             f"** 2 moves), got {max_offer!r}")
         inv = _pairs(inventories, "inventories", DEFAULT_INVENTORIES)
         if not all(float(x).is_integer() for p in inv for x in p):
             raise ValueError(f"inventories must be whole numbers of units, got {inventories!r}")
