@@ -14,6 +14,7 @@ import difflib
 import functools
 import inspect
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,9 +127,21 @@ def spec(env_id: str) -> EnvSpec:
         if isinstance(env_id, str) and env_id.startswith("textarena/"):
             return _textarena_spec(env_id)
         # --- end of the TextArena bridge hook ---
-        close = difflib.get_close_matches(str(env_id), list(_REGISTRY), n=3, cutoff=0.5)
+        close = _close_ids(str(env_id))
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise KeyError(f"unknown env id {env_id!r}{hint} Registered: {', '.join(list_envs())}") from None
+
+
+def _close_ids(env_id: str) -> list[str]:
+    """Registered ids whose names are close to ``env_id``'s, compared without the ``-vN`` suffix that every id has
+    (with it, any ``x-v0`` was close to every ``...-v0``)."""
+    def name(i: str) -> str:
+        return re.sub(r"-v[0-9]+$", "", i)
+
+    by_name: dict[str, list[str]] = {}
+    for i in _REGISTRY:
+        by_name.setdefault(name(i), []).append(i)
+    return [i for n in difflib.get_close_matches(name(env_id), list(by_name), n=3, cutoff=0.5) for i in by_name[n]]
 
 
 def _check_kwargs(env_spec: EnvSpec, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -133,3 +133,17 @@ def test_every_game_reference_policy_plays_only_legal_moves(mode):
                 assert env.infos.get(agent, {}).get("invalid_count", 0) == 0, (env_id, name)
             covered.add(env_id)
     assert {"kuhn_poker-v0", "leduc_holdem-v0", "tic_tac_toe-v0", "connect_four-v0", "hanabi-v1"} <= covered
+
+
+@pytest.mark.parametrize("query, suggested", [
+    ("kuhn-poker-v0", "kuhn_poker-v0"), ("tictactoe-v0", "tic_tac_toe-v0"), ("leduc-v0", "leduc_holdem-v0"),
+    ("voting", "voting-v0"), ("hanabi-v0", "hanabi-v1, mini_hanabi-v1, hanabi_small-v1"), ("nope-v0", None),
+])
+def test_an_unknown_env_id_suggests_the_ids_whose_names_are_close(query, suggested):
+    """Names are compared without the -vN suffix every id has: with it, 'nope-v0' was 'close' to three unrelated
+    ids."""
+    with pytest.raises(KeyError) as error:
+        make(query)
+    message = error.value.args[0]
+    assert message.startswith(f"unknown env id {query!r}")
+    assert (f"; did you mean {suggested}?" in message) if suggested else "did you mean" not in message
