@@ -301,6 +301,8 @@ def write_jsonl(path: str | Path, episodes: Iterable[Episode]) -> int:
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() and path.is_file():
+        path = path.resolve()                            # the file the link names is the one replaced
     direct = path.exists() and not path.is_file()       # a device or a pipe (/dev/stdout): written in place
     target = path if direct else path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

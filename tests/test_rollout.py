@@ -301,6 +301,9 @@ def test_a_write_that_fails_midway_leaves_the_earlier_file_as_it_was(tmp_path):
         write_jsonl(path, failing())
     assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["eps.jsonl"]
     assert write_jsonl(path, episodes[:1]) == 1 and len(read_jsonl(path)) == 1
+    link = tmp_path / "link.jsonl"                  # a link is written through, as before, not replaced by a file
+    link.symlink_to(path)
+    assert write_jsonl(link, episodes) == 2 and link.is_symlink() and len(read_jsonl(path)) == 2
 
 
 def test_jsonl_round_trip_and_corrupt_lines(tmp_path):
