@@ -360,6 +360,13 @@ _VERDICTS = ("validate", "submit", "evaluate-private")       # commands whose re
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; 0 on success, 1 for a rejected submission or protocol, 2 for any other bad input."""
     args = build_parser().parse_args(argv)
+    from baselines.outputs import folder_problem
+
+    for flag in ("out", "store"):        # the folders a command writes (or reads: a store), checked before any work
+        problem = folder_problem(getattr(args, flag)) if getattr(args, flag, None) else None
+        if problem is not None:
+            print(f"error: --{flag} {getattr(args, flag)}: {problem}", file=sys.stderr)
+            return 2
     try:
         _COMMANDS[args.command](args)
     except (SubmissionError, ProtocolError) as e:

@@ -112,6 +112,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = build_parser()
     args = parser.parse_args(argv)
 
+    from baselines.outputs import file_problem
+
+    problem = file_problem(args.out)
+    if problem is not None:            # checked now, not when the episodes are written at the end
+        parser.error(f"argument --out: {problem}")
     if args.episodes < 1 or args.group_size < 1 or args.episodes % args.group_size:
         parser.error(f"--episodes ({args.episodes}) must be a positive multiple of --group-size ({args.group_size})")
     try:

@@ -220,6 +220,11 @@ class TrainConfig:
         except KeyError as e:           # the registry's own error (a KeyError, as a dict lookup): a flag's error here
             raise ValueError(f"--env: {e.args[0]}") from None
         parse_model(self.model)
+        from baselines.outputs import folder_problem
+
+        problem = folder_problem(self.out)
+        if problem is not None:
+            raise ValueError(f"--out {self.out}: {problem}")
 
         def positive(name: str, value: float) -> None:
             if not value > 0:
