@@ -196,6 +196,7 @@ class TextEnv(AECEnv):
             "max_retries": max_retries,
             **game_kwargs,
         })
+        self._kwarg_containers = tuple(k for k, v in self._kwargs.items() if type(v) is dict or type(v) is list)
         self.agents = []
         self._rng: np.random.Generator | None = np.random.default_rng()
         # while no generator is live (_rng is None): its state as plain ints, (state, inc, has_uint32, uinteger), or
@@ -838,6 +839,13 @@ class TextEnv(AECEnv):
             node, n = node[0], n + 1
         return n
 
+    def _kwargs_copy(self) -> dict[str, Any]:
+        """The kwargs as new containers (the values that hold none are shared: numbers and strings)."""
+        kwargs = dict(self._kwargs)
+        for name in self._kwarg_containers:
+            kwargs[name] = _fresh(kwargs[name])
+        return kwargs
+
     def transcript(self) -> dict[str, Any]:
         """A JSON-serialisable record that :func:`marl_llm_envs.replay` turns back into the same episode. Every call
         returns new containers: changing a transcript (its ``kwargs``, a logged ``{"float": x}`` action) changes
@@ -852,7 +860,7 @@ class TextEnv(AECEnv):
         return {
             "env_id": self.env_id,
             "version": self.version,
-            "kwargs": _fresh(self._kwargs),
+            "kwargs": self._kwargs_copy(),
             "seed": self._seed,
             "actions": actions,
             "ablations": [[i, a] for i, a in self._ablations],
@@ -904,9 +912,9 @@ def _loggable(action: Any) -> Any:
 def _fresh(value: Any) -> Any:
     """``value`` with each dict and list in it copied (the rest shared: kwargs hold numbers, strings and the like)."""
     if type(value) is dict:
-        return {k: _fresh(v) for k, v in value.items()}
+        return {k: _fresh(v) if type(v) is dict or type(v) is list else v for k, v in value.items()}
     if type(value) is list:
-        return [_fresh(v) for v in value]
+        return [_fresh(v) if type(v) is dict or type(v) is list else v for v in value]
     return value
 
 
