@@ -47,8 +47,11 @@ def test_no_progress_also_silences_transformers_loading_bars(monkeypatch):
     (["--env", "kuhn_poker-v0", "--env-kwargs", '{"roundz": 2}'], "argument --env-kwargs: kuhn_poker-v0 got an "
                                                                    "unknown keyword argument 'roundz'"),
     (["--env", "kuhn_poker-v0", "--env-kwargs", '{"rounds": 0}'], "argument --env-kwargs: rounds must be a positive"),
+    (["--env", "kuhn_poker-v0", "--branches", "ablate:nobody"], "argument --branches: branch agent 'nobody' is "
+                                                                "neither an agent"),
+    (["--env", "kuhn_poker-v0", "--max-concurrent", "0"], "argument --max-concurrent: a positive number"),
 ])
-def test_a_bad_env_id_or_kwarg_is_a_usage_error_before_anything_runs(tmp_path, capsys, args, message):
+def test_a_bad_env_id_kwarg_branch_or_concurrency_is_a_usage_error_before_anything_runs(tmp_path, capsys, args, message):
     from baselines import rollout
 
     with pytest.raises(SystemExit) as exit_:

@@ -117,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     problem = file_problem(args.out)
     if problem is not None:            # checked now, not when the episodes are written at the end
         parser.error(f"argument --out: {problem}")
+    if args.max_concurrent is not None and args.max_concurrent < 1:
+        parser.error(f"argument --max-concurrent: a positive number of episodes at once, got {args.max_concurrent}")
     if args.episodes < 1 or args.group_size < 1 or args.episodes % args.group_size:
         parser.error(f"--episodes ({args.episodes}) must be a positive multiple of --group-size ({args.group_size})")
     try:
@@ -132,11 +134,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from marl_llm_envs import make
 
     try:
-        make(args.env, **env_kwargs)    # an unknown env id or a bad kwarg is a flag's error, before any model loads
+        env = make(args.env, **env_kwargs)   # an unknown env id or a bad kwarg is a flag's error, before any model loads
     except KeyError as e:
         parser.error(f"argument --env: {e.args[0]}")
     except (TypeError, ValueError) as e:
         parser.error(f"argument --env-kwargs: {e}")
+    try:
+        for b in branches:
+            b.agents(env)                    # the agents or roles a branch names exist in this env
+    except ValueError as e:
+        parser.error(f"argument --branches: {e}")
 
     try:
         policy = _build_policy(args, env_kwargs)
