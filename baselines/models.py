@@ -172,8 +172,14 @@ def load_model(name: str, device: str = "cpu", dtype: Any = None):
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=_resolve_dtype(device, dtype)).to(device).eval()
+        try:
+            tok = AutoTokenizer.from_pretrained(name)
+            model = AutoModelForCausalLM.from_pretrained(name, dtype=_resolve_dtype(device, dtype))
+        except OSError as e:        # not a folder with a model, and no hub (or no such id on it)
+            why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ValueError(f"model {name!r} is not mlp, tiny or smollm2-135m, and it does not load as a local "
+                             f"folder or a hub id here ({why})") from None
+        model = model.to(device).eval()
     tok.padding_side = "left"
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token

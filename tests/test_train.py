@@ -308,6 +308,10 @@ def test_the_mlp_tier_learns_to_vote_with_its_clues(tmp_path):
     (dict(env_kwargs={"n_voters": 3}), "--env-kwargs: think_solve-v0 got an unknown keyword argument 'n_voters'"),
     (dict(env="textarena/KuhnPoker-v0", credit="loo"), "has no null action"),
     (dict(env="kuhn-poker-v0"), "--env: unknown env id 'kuhn-poker-v0'; did you mean kuhn_poker-v0"),
+    (dict(lr=float("nan")), "--lr must be a finite number >= 0, got nan"),
+    (dict(grad_clip=float("nan")), "--grad-clip must be a finite number >= 0"),
+    (dict(temperature=float("inf")), "--temperature must be a finite number >= 0, got inf"),
+    (dict(entropy_coef=float("nan")), "--entropy-coef must be >= 0, or -1"),
 ])
 def test_bad_configs_fail_before_any_rollout(tmp_path, overrides, message):
     cfg = TrainConfig(**{"env": "think_solve-v0", "model": "tiny", "out": str(tmp_path / "r"), "progress": False,
@@ -315,6 +319,22 @@ def test_bad_configs_fail_before_any_rollout(tmp_path, overrides, message):
     with pytest.raises(ValueError, match=message):
         train(cfg)
     assert not (tmp_path / "r" / "metrics.jsonl").exists()
+
+
+def test_a_model_name_that_does_not_load_is_a_clear_error(monkeypatch):
+    """A misspelt --model is looked up as a local folder, then on the hub: where neither has it, transformers raises
+    an OSError (after retrying the hub); it becomes one line naming the model and the names that always load."""
+    transformers = pytest.importorskip("transformers")
+    from baselines.models import load_model
+
+    def unreachable(*args, **kwargs):
+        raise OSError("We couldn't connect to 'https://huggingface.co' to load the files.\nCheck your connection.")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", unreachable)
+    with pytest.raises(ValueError, match=r"model 'smolm2' is not mlp, tiny or smollm2-135m, and it does not load as a "
+                                         r"local folder or a hub id here \(We couldn't connect to 'https://huggingface"
+                                         r".co' to load the files.\)$"):
+        load_model("smolm2")
 
 
 def test_the_cli_is_generated_from_the_config():

@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -234,12 +235,12 @@ class TrainConfig:
             positive(name, getattr(self, name))
         for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip", "alternate_every",
                      "temperature", "seed"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)!r}")
+            if not 0 <= getattr(self, name) < math.inf:      # NaN and inf too: a NaN lr trains to NaN weights
+                raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, got {getattr(self, name)!r}")
         if self.seed >= 2**16:
             raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
                              f"seeds at 2**40), got {self.seed!r}")
-        if self.entropy_coef < 0 and self.entropy_coef != -1:
+        if not math.isfinite(self.entropy_coef) or (self.entropy_coef < 0 and self.entropy_coef != -1):
             raise ValueError(f"--entropy-coef must be >= 0, or -1 (by what is trained), got {self.entropy_coef!r}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"--top-p must be in (0, 1], got {self.top_p!r}")
