@@ -12,6 +12,7 @@ and rank the entries.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -293,7 +294,10 @@ def _submit(args: argparse.Namespace) -> None:
 
 
 def _limits(args: argparse.Namespace) -> Limits:
-    return Limits(episodes_bytes=int(args.max_episodes_mb * 2**20))
+    mb = args.max_episodes_mb
+    if not 0 < mb < math.inf:
+        raise ValueError(f"--max-episodes-mb must be a positive number of megabytes, got {mb!r}")
+    return Limits(episodes_bytes=int(mb * 2**20))
 
 
 def _print_task_means(v) -> None:

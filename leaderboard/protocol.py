@@ -197,7 +197,8 @@ def load_protocol(name_or_path: str | Path) -> Protocol:
     if not path.suffix == ".json" or not path.exists():
         candidate = PROTOCOL_DIR / f"{name_or_path}.json"
         if not candidate.exists():
-            raise ProtocolError(f"no protocol {str(name_or_path)!r}: not a file, and not one of "
+            what = "a file, but not a .json one" if path.is_file() else "not a file"
+            raise ProtocolError(f"no protocol {str(name_or_path)!r}: {what}, and not one of "
                                 f"{list_protocols()} in {PROTOCOL_DIR}")
         path = candidate
     try:

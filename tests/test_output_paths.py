@@ -1,5 +1,6 @@
-"""Every command checks where it will write before any work: a file where a folder goes (or a folder where a file
-goes) is a one-line error with exit status 2, not an OSError traceback from mkdir or open at the end of a run."""
+"""Every command checks where it will write, and the numbers it is given, before any work: a file where a folder
+goes (or a folder where a file goes) is a one-line error with exit status 2, not an OSError traceback from mkdir or
+open at the end of a run."""
 
 from __future__ import annotations
 
@@ -53,3 +54,21 @@ def test_the_rollout_cli_refuses_an_out_path_it_cannot_write_before_playing(tmp_
     with pytest.raises(SystemExit) as exit_:
         rollout.main(["--env", "kuhn_poker-v0", "--model", "random", "--episodes", "2", "--out", path])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_validate_refuses_a_size_limit_that_is_not_a_positive_number(tmp_path, capsys, value):
+    from leaderboard.__main__ import main
+
+    assert main(["validate", str(tmp_path), "--max-episodes-mb", value]) == 2
+    assert "--max-episodes-mb must be a positive number of megabytes" in capsys.readouterr().err
+
+
+def test_a_protocol_path_that_is_not_a_json_file_says_so(tmp_path):
+    from leaderboard.protocol import ProtocolError, load_protocol
+
+    (tmp_path / "policy.txt").write_text("{}")
+    with pytest.raises(ProtocolError, match="policy.txt': a file, but not a .json one, and not one of"):
+        load_protocol(tmp_path / "policy.txt")
+    with pytest.raises(ProtocolError, match="nothing.json': not a file, and not one of"):
+        load_protocol(tmp_path / "nothing.json")
