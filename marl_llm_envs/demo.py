@@ -144,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="every agent's first prompt in every mode, one move per line")
     parser.add_argument("--full-prompts", action="store_true", help="as --verbose, with every prompt of every turn")
     args = parser.parse_args(argv)
+    if args.seed < 0:
+        parser.error(f"argument --seed: a non-negative int (an env's reset seed), got {args.seed}")
     modes = ["text", "discrete"] if args.mode == "both" else [args.mode]
     for env_id in list_envs():
         for i, mode in enumerate(modes):

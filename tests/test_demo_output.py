@@ -44,3 +44,11 @@ def test_demo_prompt_margin_is_kept_on_blank_lines(default_output):
 
 def test_demo_explains_the_thinker_credit_gap_between_modes(default_output):
     assert "why the modes differ" in default_output
+
+
+def test_a_negative_seed_is_a_usage_error(capsys):
+    from marl_llm_envs.demo import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--seed", "-1"])
+    assert exit_.value.code == 2 and "argument --seed: a non-negative int" in capsys.readouterr().err
