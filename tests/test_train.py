@@ -243,6 +243,23 @@ def test_resume_refuses_metrics_that_miss_steps_before_its_checkpoint_and_leaves
     assert not list((tmp_path / "run").glob(".metrics.jsonl*"))
 
 
+def test_resume_without_a_usable_latest_names_the_complete_checkpoints(tmp_path):
+    def config(steps: int, resume: bool = False) -> TrainConfig:
+        return TrainConfig(env="kuhn_poker-v0", model="mlp", action_mode="discrete", steps=steps, tasks_per_step=2,
+                           group_size=2, save_every=1, out=str(tmp_path / "run"), progress=False, tensorboard=False,
+                           resume=resume)
+
+    train(config(2))
+    folder = tmp_path / "run" / "checkpoints"
+    (folder / "latest").write_text("step-9")
+    with pytest.raises(ValueError, match=r"its 'latest' names 'step-9', not a complete checkpoint; complete ones: "
+                                         r"step-0000001, step-0000002: write one of those names into "):
+        train(config(3, resume=True))
+    (folder / "latest").write_text("step-0000001")          # as the message says: resumes from step 1
+    train(config(3, resume=True))
+    assert [json.loads(x)["step"] for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()] == [0, 1, 2]
+
+
 def test_resume_keeps_the_metrics_before_its_checkpoint_and_writes_no_stray_file(tmp_path):
     def config(steps: int, resume: bool = False) -> TrainConfig:
         return TrainConfig(env="kuhn_poker-v0", model="mlp", action_mode="discrete", steps=steps, tasks_per_step=2,

@@ -147,6 +147,22 @@ def latest(folder: Path) -> Path | None:
     return path if complete else None
 
 
+def why_none(folder: Path) -> str:
+    """What to add to "no checkpoint in ``folder``" when :func:`latest` found none: what ``latest`` names, and the
+    complete checkpoints that are there (a resume can continue from one of them once ``latest`` names it)."""
+    pointer = folder / "latest"
+    complete = sorted(p.name for p in folder.glob("step-*")
+                      if all((p / n).is_file() for n in ("meta.json", STATE_JSON, STATE_TENSORS)))
+    if not pointer.is_file():
+        named = "it has no 'latest' file"
+    else:
+        named = f"its 'latest' names {pointer.read_text(errors='replace').strip()[:80]!r}, not a complete checkpoint"
+    if not complete:
+        return f" ({named}, and it holds no complete checkpoint)" if folder.is_dir() else ""
+    return f" ({named}; complete ones: {', '.join(complete)}: write one of those names into {pointer} to resume " \
+           "from it)"
+
+
 def _refuse_pickle(path: Path) -> None:
     found = [n for n in PICKLE_NAMES if (path / n).exists()]
     raise CheckpointError(f"{path}: holds {found[0]}, a pickle; checkpoints are read only as {STATE_TENSORS} + "

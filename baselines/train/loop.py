@@ -441,7 +441,7 @@ def _prepare(cfg: TrainConfig) -> _Run:
     out = Path(cfg.out)
     resume_from = checkpoint.latest(out / CHECKPOINTS) if cfg.resume else None
     if cfg.resume and resume_from is None:
-        raise ValueError(f"--resume: no checkpoint in {out / CHECKPOINTS}")
+        raise ValueError(f"--resume: no checkpoint in {out / CHECKPOINTS}{checkpoint.why_none(out / CHECKPOINTS)}")
     metrics_path = out / METRICS
     if not cfg.resume and metrics_path.exists() and metrics_path.stat().st_size:
         raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
