@@ -184,8 +184,9 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
         run_dir = path
         step_dir = checkpoint.latest(path / "checkpoints")
         if step_dir is None:
-            raise ValueError(f"{spec}: no checkpoint in {path / 'checkpoints'} (a trainer run folder, or one "
-                             f"checkpoints/step-N folder)")
+            why = checkpoint.why_none(path / "checkpoints", f"give checkpoint:{path / 'checkpoints'}/<one of them>")
+            raise ValueError(f"{spec}: no checkpoint in {path / 'checkpoints'}{why}; a player is a trainer run "
+                             f"folder, or one checkpoints/step-N folder")
     try:
         run = read_run_config(run_dir)      # the trainer writes config.json next to checkpoints/
     except ValueError as e:

@@ -255,6 +255,11 @@ def test_resume_without_a_usable_latest_names_the_complete_checkpoints(tmp_path)
     with pytest.raises(ValueError, match=r"its 'latest' names 'step-9', not a complete checkpoint; complete ones: "
                                          r"step-0000001, step-0000002: write one of those names into "):
         train(config(3, resume=True))
+    from leaderboard.players import load_player
+
+    with pytest.raises(ValueError, match=r"complete ones: step-0000001, step-0000002: give checkpoint:.*/checkpoints/"
+                                         r"<one of them>\); a player is a trainer run folder"):
+        load_player(f"checkpoint:{tmp_path / 'run'}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
     (folder / "latest").write_text("step-0000001")          # as the message says: resumes from step 1
     train(config(3, resume=True))
     assert [json.loads(x)["step"] for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()] == [0, 1, 2]

@@ -147,9 +147,10 @@ def latest(folder: Path) -> Path | None:
     return path if complete else None
 
 
-def why_none(folder: Path) -> str:
-    """What to add to "no checkpoint in ``folder``" when :func:`latest` found none: what ``latest`` names, and the
-    complete checkpoints that are there (a resume can continue from one of them once ``latest`` names it)."""
+def why_none(folder: Path, remedy: str) -> str:
+    """What to add to "no checkpoint in ``folder``" when :func:`latest` found none: what ``latest`` names (or that it
+    is missing) and the complete checkpoints that are there, then ``remedy`` (what the caller can do with one of
+    them; ``{latest}`` in it is the pointer's path)."""
     pointer = folder / "latest"
     complete = sorted(p.name for p in folder.glob("step-*")
                       if all((p / n).is_file() for n in ("meta.json", STATE_JSON, STATE_TENSORS)))
@@ -159,8 +160,7 @@ def why_none(folder: Path) -> str:
         named = f"its 'latest' names {pointer.read_text(errors='replace').strip()[:80]!r}, not a complete checkpoint"
     if not complete:
         return f" ({named}, and it holds no complete checkpoint)" if folder.is_dir() else ""
-    return f" ({named}; complete ones: {', '.join(complete)}: write one of those names into {pointer} to resume " \
-           "from it)"
+    return f" ({named}; complete ones: {', '.join(complete)}: {remedy.format(latest=pointer)})"
 
 
 def _refuse_pickle(path: Path) -> None:

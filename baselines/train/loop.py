@@ -441,7 +441,8 @@ def _prepare(cfg: TrainConfig) -> _Run:
     out = Path(cfg.out)
     resume_from = checkpoint.latest(out / CHECKPOINTS) if cfg.resume else None
     if cfg.resume and resume_from is None:
-        raise ValueError(f"--resume: no checkpoint in {out / CHECKPOINTS}{checkpoint.why_none(out / CHECKPOINTS)}")
+        why = checkpoint.why_none(out / CHECKPOINTS, "write one of those names into {latest} to resume from it")
+        raise ValueError(f"--resume: no checkpoint in {out / CHECKPOINTS}{why}")
     metrics_path = out / METRICS
     if not cfg.resume and metrics_path.exists() and metrics_path.stat().st_size:
         raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
