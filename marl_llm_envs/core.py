@@ -238,10 +238,20 @@ class TextEnv(AECEnv):
             self._observation_spaces[agent] = spaces.Dict(obs)
 
     def observation_space(self, agent: str) -> spaces.Space:
-        return self._observation_spaces[agent]
+        try:
+            return self._observation_spaces[agent]
+        except (KeyError, TypeError):
+            raise self._unknown(agent) from None
 
     def action_space(self, agent: str) -> spaces.Space:
-        return self._action_spaces[agent]
+        try:
+            return self._action_spaces[agent]
+        except (KeyError, TypeError):
+            raise self._unknown(agent) from None
+
+    def _unknown(self, agent: Any) -> KeyError:
+        """The error for an agent that is not one of ``possible_agents`` (a ``KeyError``, as PettingZoo's tables)."""
+        return KeyError(f"unknown agent {agent!r}; possible agents: {self.possible_agents}")
 
     # ------------------------------------------------------------------ game hooks (overridden)
     def action_names(self, agent: str) -> list[str]:
@@ -343,6 +353,8 @@ class TextEnv(AECEnv):
         if self._seed is None:
             raise _before_reset("legal_actions()")
         agent = self.agent_selection if agent is None else agent
+        if agent not in self._n_actions:
+            raise self._unknown(agent)
         if agent != self.agent_selection or agent not in self.agents or self.terminations[agent] \
                 or self.truncations[agent]:
             return []
@@ -356,6 +368,8 @@ class TextEnv(AECEnv):
         this agent's turn; a new array on every call."""
         if self._seed is None:
             raise _before_reset("action_mask()")
+        if agent not in self._n_actions:
+            raise self._unknown(agent)
         return self._mask(agent)
 
     def _mask(self, agent: str) -> np.ndarray:
@@ -434,8 +448,8 @@ class TextEnv(AECEnv):
 
         ``text=False`` is the cheap path for policies that read only numbers (an MLP): the same dict without the
         ``"text"`` key, and the prompt is never rendered. Everything else is identical."""
-        if self._seed is None:
-            raise _before_reset("observe()")
+        if self._seed is None or agent not in self._n_actions:
+            raise _before_reset("observe()") if self._seed is None else self._unknown(agent)
         size = self.vector_size
         zero = self.__dict__.get("_zero_vector")       # (size, a zero vector of it): never changed, copied out
         if zero is None or zero[0] != size:
@@ -451,8 +465,8 @@ class TextEnv(AECEnv):
     def observe_text(self, agent: str) -> str:
         """``observe(agent)["text"]`` alone: the prompt, without computing the vector or the mask (the rollout engine
         checks a branch's observation against the recorded one by the text's digest before anything else)."""
-        if self._seed is None:
-            raise _before_reset("observe_text()")
+        if self._seed is None or agent not in self._n_actions:
+            raise _before_reset("observe_text()") if self._seed is None else self._unknown(agent)
         return self._prompt(agent)
 
     def _prompt(self, agent: str) -> str:

@@ -147,3 +147,17 @@ def test_an_unknown_env_id_suggests_the_ids_whose_names_are_close(query, suggest
     message = error.value.args[0]
     assert message.startswith(f"unknown env id {query!r}")
     assert (f"; did you mean {suggested}?" in message) if suggested else "did you mean" not in message
+
+
+@pytest.mark.parametrize("env_id,mode", ENV_MODES)
+def test_an_unknown_agent_is_a_key_error_that_names_the_possible_agents(env_id, mode):
+    """PettingZoo's tables raise KeyError for an agent they do not have; here every per-agent call does, with the
+    agents it has. Before, observe('nobody') returned an observation in three envs, and action_mask and
+    legal_actions answered in most (all zeros, [])."""
+    env = make(env_id, action_mode=mode)
+    env.reset(seed=0)
+    for call in ("observe", "observe_text", "action_mask", "legal_actions", "observation_space", "action_space"):
+        with pytest.raises(KeyError, match=r"unknown agent 'nobody'; possible agents: \[") as error:
+            getattr(env, call)("nobody")
+        assert repr(env.possible_agents[0]) in str(error.value), call
+    env.observe(env.possible_agents[0])          # the known ones still answer

@@ -228,8 +228,8 @@ class raw_env(PokerMatchEnv):
     def legal_actions(self, agent: str | None = None) -> list[str]:
         """The legal moves as text, named by what they do now: ``["[check]", "[bet]"]`` or ``["[fold]", "[call]",
         "[raise]"]`` (the discrete index of ``[check]`` is that of call, of ``[bet]`` that of raise)."""
-        if self.episode_seed is None:
-            return super().legal_actions(agent)  # raises the before-reset error
+        if self.episode_seed is None or (agent is not None and agent not in self.possible_agents):
+            return super().legal_actions(agent)  # raises the before-reset or the unknown-agent error
         agent = self.agent_selection if agent is None else agent
         if agent not in self.agents or self.terminations[agent] or self.truncations[agent]:
             return []
