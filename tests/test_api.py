@@ -161,3 +161,16 @@ def test_an_unknown_agent_is_a_key_error_that_names_the_possible_agents(env_id, 
             getattr(env, call)("nobody")
         assert repr(env.possible_agents[0]) in str(error.value), call
     env.observe(env.possible_agents[0])          # the known ones still answer
+
+
+@pytest.mark.parametrize("actions, message", [
+    ({"voter_0": 0}, r"missing \['voter_1', 'voter_2'\], not agents of this env \[\]"),
+    ({"voter_0": 0, "voter_1": 0, "voter_2": 0, "voter_9": 1}, r"missing \[\], not agents of this env \['voter_9'\]"),
+])
+def test_voting_parallel_step_names_missing_and_unknown_agents(actions, message):
+    env = make_parallel("voting-v0", n_voters=3, action_mode="discrete")
+    env.reset(seed=0)
+    with pytest.raises(KeyError, match=message):
+        env.step(actions)
+    _, rewards, terms, _, _ = env.step({a: 0 for a in env.agents})      # nothing was played by the refused calls
+    assert all(terms.values()) and len(rewards) == 3

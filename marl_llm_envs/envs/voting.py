@@ -410,5 +410,18 @@ class parallel_env(aec_to_parallel_wrapper):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(raw_env(**kwargs))
 
+    def step(self, actions: dict[str, Any]):
+        """PettingZoo's parallel ``step``: one action per live agent. A live agent without one, or a key that is no
+        agent of the env, is a ``KeyError`` naming them (PettingZoo's wrapper raised a bare ``KeyError`` for the
+        first missing agent and ignored a misspelt one)."""
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict agent -> action, got {type(actions).__name__}")
+        missing = [a for a in self.agents if a not in actions]
+        unknown = [a for a in actions if a not in self.possible_agents]
+        if missing or unknown:
+            raise KeyError(f"actions need one entry per live agent {self.agents}: missing {missing}, not agents of "
+                           f"this env {unknown}")
+        return super().step(actions)
+
     def transcript(self) -> dict[str, Any]:
         return self.aec_env.transcript()
