@@ -407,3 +407,25 @@ def test_every_method_is_a_credit_method_and_returns_one_value_per_turn():
         assert all(np.isfinite(np.concatenate([np.ravel(x) for x in row])).all() for row in adv), name
         assert isinstance(method.update(es), dict), name       # the trainer's hook (a no-op without a critic)
         json.dumps(method.state_dict())
+
+
+def test_an_empty_batch_leaves_ccpo_v1s_running_statistics_as_they_were():
+    """CCPO v1 shapes with running means of the batches it has seen; an empty batch has none. It used to store NaN
+    means (NumPy's mean of nothing) and count the batch, so every later batch was shaped by NaN."""
+    import warnings
+
+    from baselines.policies.scripted import ScriptedPolicy
+    from baselines.rollout import RolloutEngine
+    from marl_llm_envs.scripted import random_legal
+
+    engine = RolloutEngine(ScriptedPolicy(random_legal, seed=0), show_progress=False)
+    batches = [engine.run("think_solve-v0", 4, 2, seed=s, branches=BranchSpec.parse("ablate:thinker"))
+               for s in range(3)]
+    plain, with_empty = make_credit("ccpo_v1", min_samples=1), make_credit("ccpo_v1", min_samples=1)
+    expected = [plain.advantages(b) for b in batches]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # no "mean of empty slice"
+        assert with_empty.advantages([]) == []
+    assert with_empty.state_dict() == make_credit("ccpo_v1", min_samples=1).state_dict()
+    got = [with_empty.advantages(b) for b in batches]
+    assert got == expected and all(math.isfinite(x) for rows in got for row in rows for x in row)

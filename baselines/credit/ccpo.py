@@ -115,15 +115,16 @@ class CCPOv1(_ThinkerCredit):
             solver_r = g * z_joint + (1.0 - g) * z_solo
         else:
             thinker_r, solver_r = d, joint
-        for name, x in zip(STATS, (d, joint, solo)):
-            if name not in self.stats:
-                self.stats[name] = {"mean": float(x.mean()), "m2": float(x.var())}
-            else:
-                s = self.stats[name]
-                s["mean"] = self.decay * s["mean"] + (1 - self.decay) * float(x.mean())
-                s["m2"] = self.decay * s["m2"] + (1 - self.decay) * float(x.var())
-        self.batches += 1
-        self.values += len(d)
+        if len(d):       # a batch with no thinker decision has no statistics (their mean would be NaN, for good)
+            for name, x in zip(STATS, (d, joint, solo)):
+                if name not in self.stats:
+                    self.stats[name] = {"mean": float(x.mean()), "m2": float(x.var())}
+                else:
+                    s = self.stats[name]
+                    s["mean"] = self.decay * s["mean"] + (1 - self.decay) * float(x.mean())
+                    s["m2"] = self.decay * s["m2"] + (1 - self.decay) * float(x.var())
+            self.batches += 1
+            self.values += len(d)
         return self._per_role_grpo(episodes, thinker_r, solver_r, self.std)
 
     def diagnostics(self, episodes: Sequence[Episode]) -> dict[str, float]:
