@@ -133,7 +133,7 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     runs: dict[str, list[str]] = {}
     to_train: list[dict[str, Any]] = []
     in_process = jobs == 1 and ray is None    # trainers in other processes stay quiet; the workers report their ends
-    for m in [method] + [b for b in baselines if b != method]:
+    for m in dict.fromkeys([method, *baselines]):     # each method once, the one under test first
         planned = _plan_runs(protocol, m, out, model, progress and in_process)
         if isinstance(planned, str):
             skipped[m] = planned

@@ -1309,7 +1309,7 @@ def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], o
     "entries", "wall_s"}``."""
     suite = load_suite(suite) if not isinstance(suite, Suite) else suite
     out = Path(out) / suite.key
-    methods = [method] + [b for b in baselines if b != method]
+    methods = list(dict.fromkeys([method, *baselines]))     # each method once, the one under test first
     t0 = time.perf_counter()
     specs, skipped = plan(suite, methods, out)
     results = execute(specs, jobs=jobs, ray=ray, progress=progress)

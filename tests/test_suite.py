@@ -352,3 +352,19 @@ def test_a_method_applicable_to_some_families_shows_n_a_in_the_others_on_the_boa
     section = section[:section.index("\n## ")] if "\n## " in section else section
     row = next(line for line in section.splitlines() if "| ccpo_v1#" in line)
     assert "nan" not in section and row.count("| n/a ") == 5
+
+
+def test_a_method_named_twice_is_planned_once(tmp_path):
+    """--baselines none,none (or naming the method under test again) trains and lists each method's runs once: the
+    page said 'runs: 36' for 24 distinct runs, and results.json listed each of the repeated ones twice."""
+    from leaderboard.suite import benchmark_suite
+
+    raw = tiny(seeds=(0,))
+    raw["families"][0]["settings"][0]["normalize"] = {"zero": 0.0, "one": 1.0}
+    raw["families"] = raw["families"][:1]
+    raw["score"]["eval_seeds"]["count"] = 2
+    suite = parse_suite(raw)
+    result = benchmark_suite("broadcast", suite, ["none", "none", "broadcast"], tmp_path, progress=False)
+    runs = json.loads((Path(result["out"]) / "results.json").read_text())["runs"]
+    assert sorted(r["method"] for r in runs) == ["broadcast", "none"]
+    assert "- runs: 2 (methods x applicable settings x seeds)" in result["markdown"]
