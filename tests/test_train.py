@@ -331,6 +331,8 @@ def test_the_mlp_tier_learns_to_vote_with_its_clues(tmp_path):
     (dict(env="textarena/KuhnPoker-v0", credit="loo"), "has no null action"),
     (dict(env="kuhn-poker-v0"), "--env: unknown env id 'kuhn-poker-v0'; did you mean kuhn_poker-v0"),
     (dict(lr=float("nan")), "--lr must be a finite number >= 0, got nan"),
+    (dict(steps=2_000_000, tasks_per_step=16), "--steps x --tasks-per-step is 32,000,000 training tasks; a seed owns "
+                                               "16,777,216"),
     (dict(grad_clip=float("nan")), "--grad-clip must be a finite number >= 0"),
     (dict(temperature=float("inf")), "--temperature must be a finite number >= 0, got inf"),
     (dict(entropy_coef=float("nan")), "--entropy-coef must be >= 0, or -1"),

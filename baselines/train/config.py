@@ -240,6 +240,11 @@ class TrainConfig:
         if self.seed >= 2**16:
             raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
                              f"seeds at 2**40), got {self.seed!r}")
+        from baselines.rollout.engine import SEED_STREAM
+
+        if self.steps * self.tasks_per_step > SEED_STREAM:      # each step's seeds check it too: here, before step 0
+            raise ValueError(f"--steps x --tasks-per-step is {self.steps * self.tasks_per_step:,} training tasks; a "
+                             f"seed owns {SEED_STREAM:,} (the next seed's tasks start there): fewer steps or tasks")
         if not math.isfinite(self.entropy_coef) or (self.entropy_coef < 0 and self.entropy_coef != -1):
             raise ValueError(f"--entropy-coef must be >= 0, or -1 (by what is trained), got {self.entropy_coef!r}")
         if not 0 < self.top_p <= 1:
