@@ -19,19 +19,21 @@ One place for what all our text environments have in common (the games only writ
   reasoning around it is fine, and case is ignored. ``action_mode="discrete"``: an action is an index into the agent's
   fixed action list (``action_names(agent)``) and the observation carries the mask.
 * **Invalid moves** follow ``invalid_move``: ``"penalty"`` (the game's documented penalty, of size
-  ``invalid_penalty``, a finite number <= 0, which ``reward_range`` covers), ``"retry"`` (the same agent moves again, with the error in its next observation, up to
-  ``max_retries`` times, then the penalty) or ``"random"`` (a uniformly random legal move from the env's RNG). Every
-  invalid move is recorded in ``infos[agent]["invalid_action"]`` (``None`` after a valid move) and counted in
-  ``infos[agent]["invalid_count"]``. Any input (wrong type, empty, huge, unicode, control characters) is handled by
-  this policy; ``step`` never raises on a bad action of a live agent. A text action is read up to
-  ``TEXT_MAX_LENGTH`` (65,536) characters, the ``max_length`` of the ``Text`` action space, and parsed in one
-  linear scan; the rest is ignored, and ``infos[agent]["ignored_chars"]`` says how many characters were (the key is
-  there only after such a step, and also in the ``invalid_action`` record when the move was invalid).
+  ``invalid_penalty``, a finite number <= 0, which ``reward_range`` covers), ``"retry"`` (the same agent moves again,
+  with the error in its next observation, up to ``max_retries`` times, then the penalty) or ``"random"`` (a uniformly
+  random legal move from the env's RNG). Every invalid move is recorded in ``infos[agent]["invalid_action"]``
+  (``None`` after a valid move) and counted in ``infos[agent]["invalid_count"]``. Any input (wrong type, empty, huge,
+  unicode, control characters) is handled by this policy; ``step`` never raises on a bad action of a live agent. A
+  text action is read up to ``TEXT_MAX_LENGTH`` (65,536) characters, the ``max_length`` of the ``Text`` action space,
+  and parsed in one linear scan; the rest is ignored, and ``infos[agent]["ignored_chars"]`` says how many characters
+  were (the key is there only after such a step, and also in the ``invalid_action`` record when the move was invalid).
 * **Call order.** Calls out of order raise ``RuntimeError`` with the wording of PettingZoo's order-enforcing
   wrapper, without its per-step cost: ``step``, ``last``, ``observe``, ``observe_text``, ``render``, ``agent_iter``,
   ``legal_actions``, ``action_mask``, ``ablate`` and ``transcript`` before the first ``reset`` ("reset() needs to be called before step()"); ``step`` or ``last`` once
   the episode has ended and every agent has been removed ("step() after the episode ended: call reset()"). While
-  the episode is ending, each finished agent still takes its ``step(None)``, as in every PettingZoo AEC env.
+  the episode is ending, each finished agent still takes its ``step(None)``, as in every PettingZoo AEC env. A call
+  about an agent that is not in ``possible_agents`` (``observe``, ``observe_text``, ``action_mask``,
+  ``legal_actions``, ``observation_space``, ``action_space``) raises ``KeyError`` naming the possible agents.
 * **Seeding.** Each env owns a ``numpy.random.Generator``; ``reset(seed)`` seeds it: the episode draws exactly what
   ``numpy.random.default_rng(seed)`` draws (the env keeps one generator and sets it to the state ``default_rng(seed)``
   starts in, rather than building one per episode; see ``np_random``). ``reset()`` without a seed draws the next

@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from marl_llm_envs import make
 
     try:
-        env = make(args.env, **env_kwargs)   # an unknown env id or a bad kwarg is a flag's error, before any model loads
+        env = make(args.env, **env_kwargs)   # a bad env id or kwarg is a flag's error, before any model loads
     except KeyError as e:
         parser.error(f"argument --env: {e.args[0]}")
     except (TypeError, ValueError) as e:

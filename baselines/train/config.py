@@ -236,7 +236,8 @@ class TrainConfig:
         for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip", "alternate_every",
                      "temperature", "seed"):
             if not 0 <= getattr(self, name) < math.inf:      # NaN and inf too: a NaN lr trains to NaN weights
-                raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, got {getattr(self, name)!r}")
+                raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
+                                 f"got {getattr(self, name)!r}")
         if self.seed >= 2**16:
             raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
                              f"seeds at 2**40), got {self.seed!r}")
