@@ -569,6 +569,19 @@ def test_corrupt_jsonl_reports_file_and_line_number(tmp_path):
         DatasetTasks(path)
 
 
+def test_a_task_path_that_is_not_a_file_is_a_bad_kwarg_for_the_clis_too(tmp_path):
+    """A missing task file is a FileNotFoundError (as it was) and a ValueError, like every other bad env kwarg: the
+    trainer's and the rollout CLI's error path catches it, where a bare FileNotFoundError was a traceback."""
+    import marl_llm_envs
+
+    for path, message in ((tmp_path / "none.jsonl", r"task file not found: .*none\.jsonl$"),
+                          (tmp_path, r"task file not found: .* \(a folder\)$")):
+        with pytest.raises(FileNotFoundError, match=message):
+            DatasetTasks(path)
+        with pytest.raises(ValueError, match=message):
+            marl_llm_envs.make("think_solve-v0", tasks={"name": "jsonl", "path": str(path)})
+
+
 def test_missing_field_reports_line_number(tmp_path):
     rows = list(GSM8K_ROWS)
     rows[3] = {"question": "no answer here"}

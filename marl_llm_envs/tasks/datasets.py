@@ -85,6 +85,11 @@ def _math_verify_equal(gold: str, response: str) -> bool:
         return False
 
 
+class TaskFileNotFound(FileNotFoundError, ValueError):
+    """A task source's ``path`` is not a file. Also a ``ValueError``, as every other bad kwarg of an env, so that the
+    command-line tools report it as one (``error: ...``) instead of a traceback."""
+
+
 def _read_jsonl(path: str) -> list[tuple[int, dict]]:
     rows = []
     with open(path, "r", encoding="utf-8") as fh:
@@ -166,7 +171,8 @@ class DatasetTasks(TaskSource):
         if self.num_distractors < 3:
             raise ValueError("num_distractors must be >= 3")
         if not os.path.isfile(self.path):
-            raise FileNotFoundError(f"task file not found: {self.path}")
+            raise TaskFileNotFound(f"task file not found: {self.path}" + (" (a folder)" if os.path.isdir(self.path)
+                                                                          else ""))
 
         rows = _read_jsonl(self.path) if fmt == "jsonl" else _read_parquet(self.path)
         if not rows:
