@@ -261,8 +261,12 @@ def test_resume_without_a_usable_latest_names_the_complete_checkpoints(tmp_path)
                                          r"<one of them>\); a player is a trainer run folder"):
         load_player(f"checkpoint:{tmp_path / 'run'}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
     (folder / "latest").write_text("step-0000001")          # as the message says: resumes from step 1
-    train(config(3, resume=True))
+    before = (folder / "step-0000002" / "state.safetensors").read_bytes()
+    train(config(3, resume=True))                            # saves step 2 again (over the old one), then step 3
     assert [json.loads(x)["step"] for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()] == [0, 1, 2]
+    assert sorted(p.name for p in folder.iterdir()) == ["latest", "step-0000002", "step-0000003"]   # nothing aside
+    assert checkpoint.load(folder / "step-0000002")[0]["step"] == 2
+    assert (folder / "step-0000002" / "state.safetensors").read_bytes() == before      # the same run, saved again
 
 
 def test_resume_keeps_the_metrics_before_its_checkpoint_and_writes_no_stray_file(tmp_path):

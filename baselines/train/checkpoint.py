@@ -123,8 +123,12 @@ def save(folder: Path, step: int, meta: dict[str, Any], tensors: dict[str, Any],
     for f in tmp.iterdir():
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
+    old = folder / f".old-step-{step:07d}-{os.getpid()}"
+    if final.exists():          # a resume from an earlier checkpoint saves this step again: move the old one aside,
+        shutil.rmtree(old, ignore_errors=True)   # put the new one in its place, then delete the old (two renames
+        os.replace(final, old)                   # apart instead of a whole rmtree: 'latest' never names a folder
+    os.replace(tmp, final)                       # that is half deleted)
+    shutil.rmtree(old, ignore_errors=True)
     pointer = folder / f".latest-{os.getpid()}"
     pointer.write_text(final.name)
     os.replace(pointer, folder / "latest")
