@@ -205,6 +205,13 @@ def test_kill_minus_nine_and_resume_ends_with_the_same_metrics(tmp_path):
     assert (tmp_path / "killed" / "checkpoints" / "latest").read_text() == "step-0000005"
 
 
+def _kuhn_run(tmp_path: Path, steps: int, save_every: int = 2, resume: bool = False) -> TrainConfig:
+    """A small seeded Kuhn MLP run in ``tmp_path / "run"`` (the resume tests train, damage and resume it)."""
+    return TrainConfig(env="kuhn_poker-v0", model="mlp", action_mode="discrete", steps=steps, tasks_per_step=2,
+                       group_size=2, save_every=save_every, out=str(tmp_path / "run"), progress=False,
+                       tensorboard=False, resume=resume)
+
+
 def _back_to_step_2(run: Path) -> None:
     """Leave a 3-step run as if it had been killed after its checkpoint at step 2."""
     import shutil
@@ -218,12 +225,7 @@ def test_resume_refuses_metrics_that_miss_steps_before_its_checkpoint_and_leaves
     """A resumed run writes the steps after its checkpoint again; the lines before it must be there, or the run's
     metrics would miss steps for good. The file is left as it was (nothing more is lost), and the error says what to
     do."""
-    def config(steps: int, resume: bool = False) -> TrainConfig:
-        return TrainConfig(env="kuhn_poker-v0", model="mlp", action_mode="discrete", steps=steps, tasks_per_step=2,
-                           group_size=2, save_every=2, out=str(tmp_path / "run"), progress=False, tensorboard=False,
-                           resume=resume)
-
-    train(config(3))       # metrics of steps 0..2; checkpoints at 2 and 3
+    train(_kuhn_run(tmp_path, 3))       # metrics of steps 0..2; checkpoints at 2 and 3
     metrics = tmp_path / "run" / "metrics.jsonl"
     lines = metrics.read_text().splitlines()
     _back_to_step_2(tmp_path / "run")
@@ -238,23 +240,18 @@ def test_resume_refuses_metrics_that_miss_steps_before_its_checkpoint_and_leaves
         expected = "holds the metrics of 0 steps, but the checkpoint continues from step 2"
     before = metrics.read_bytes() if metrics.exists() else None
     with pytest.raises(ValueError, match=expected):
-        train(config(4, resume=True))
+        train(_kuhn_run(tmp_path, 4, resume=True))
     assert (metrics.read_bytes() if metrics.exists() else None) == before
     assert not list((tmp_path / "run").glob(".metrics.jsonl*"))
 
 
 def test_resume_without_a_usable_latest_names_the_complete_checkpoints(tmp_path):
-    def config(steps: int, resume: bool = False) -> TrainConfig:
-        return TrainConfig(env="kuhn_poker-v0", model="mlp", action_mode="discrete", steps=steps, tasks_per_step=2,
-                           group_size=2, save_every=1, out=str(tmp_path / "run"), progress=False, tensorboard=False,
-                           resume=resume)
-
-    train(config(2))
+    train(_kuhn_run(tmp_path, 2, save_every=1))
     folder = tmp_path / "run" / "checkpoints"
     (folder / "latest").write_text("step-9")
     with pytest.raises(ValueError, match=r"its 'latest' names 'step-9', not a complete checkpoint; complete ones: "
                                          r"step-0000001, step-0000002: write one of those names into "):
-        train(config(3, resume=True))
+        train(_kuhn_run(tmp_path, 3, save_every=1, resume=True))
     from leaderboard.players import load_player
 
     with pytest.raises(ValueError, match=r"complete ones: step-0000001, step-0000002: give checkpoint:.*/checkpoints/"
@@ -262,7 +259,7 @@ def test_resume_without_a_usable_latest_names_the_complete_checkpoints(tmp_path)
         load_player(f"checkpoint:{tmp_path / 'run'}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
     (folder / "latest").write_text("step-0000001")          # as the message says: resumes from step 1
     before = (folder / "step-0000002" / "state.safetensors").read_bytes()
-    train(config(3, resume=True))                            # saves step 2 again (over the old one), then step 3
+    train(_kuhn_run(tmp_path, 3, save_every=1, resume=True))    # saves step 2 again (over the old one), then step 3
     assert [json.loads(x)["step"] for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()] == [0, 1, 2]
     assert sorted(p.name for p in folder.iterdir()) == ["latest", "step-0000002", "step-0000003"]   # nothing aside
     assert checkpoint.load(folder / "step-0000002")[0]["step"] == 2
@@ -270,16 +267,11 @@ def test_resume_without_a_usable_latest_names_the_complete_checkpoints(tmp_path)
 
 
 def test_resume_keeps_the_metrics_before_its_checkpoint_and_writes_no_stray_file(tmp_path):
-    def config(steps: int, resume: bool = False) -> TrainConfig:
-        return TrainConfig(env="kuhn_poker-v0", model="mlp", action_mode="discrete", steps=steps, tasks_per_step=2,
-                           group_size=2, save_every=2, out=str(tmp_path / "run"), progress=False, tensorboard=False,
-                           resume=resume)
-
-    train(config(3))
+    train(_kuhn_run(tmp_path, 3))
     metrics = tmp_path / "run" / "metrics.jsonl"
     first = metrics.read_text().splitlines()
     _back_to_step_2(tmp_path / "run")
-    train(config(3, resume=True))           # step 2 again, from the checkpoint at 2
+    train(_kuhn_run(tmp_path, 3, resume=True))      # step 2 again, from the checkpoint at 2
     assert (tmp_path / "run" / "checkpoints" / "step-0000003").is_dir()
     again = metrics.read_text().splitlines()
     assert again[:2] == first[:2] and [json.loads(x)["step"] for x in again] == [0, 1, 2]
