@@ -1,11 +1,25 @@
 """Where the command-line tools write: a path checked before any work, so that a run does not end (after hours of
-training or rollouts) in an OSError traceback from ``mkdir`` or ``open``, with what it made lost."""
+training or rollouts) in an OSError traceback from ``mkdir`` or ``open``, with what it made lost; and a file
+replaced in one step, so that a process killed while writing it leaves the old file, never a cut one."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["file_problem", "folder_problem"]
+__all__ = ["file_problem", "folder_problem", "replace_text"]
+
+
+def replace_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` in one step: into a temporary file beside it, flushed to disk, then moved
+    onto it (``os.replace``)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def folder_problem(path: str | Path) -> str | None:

@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
+from baselines.outputs import replace_text
 from leaderboard.players import load_player, opponent_policy
 from leaderboard.protocol import Protocol, canonical_sha256
 
@@ -201,9 +202,7 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / EPISODES_FILE, episodes)
     manifest = _manifest(protocol, method, note, loaded, episodes, wall, out / EPISODES_FILE)
-    tmp = out / (SUBMISSION_FILE + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
-    os.replace(tmp, out / SUBMISSION_FILE)
+    replace_text(out / SUBMISSION_FILE, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return manifest
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from baselines.outputs import replace_text
 from leaderboard.validate import Limits, SubmissionError, Validated, validate
 
 ENTRY_SCHEMA = "marl_llm_entry"
@@ -32,12 +32,7 @@ __all__ = ["DEFAULT_STORE", "add_entry", "entry_from", "load_entries", "read_ind
 
 def _write_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    replace_text(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
 @contextmanager

@@ -89,7 +89,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import shutil
 import sys
 import time
@@ -97,6 +96,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from baselines.outputs import replace_text
 from leaderboard.protocol import PROTOCOL_DIR, Header, ProtocolError, canonical_sha256, get_field, parse_env, \
     parse_header, parse_play, parse_seed_range, parse_train_budget, read_anchor, reject_unknown
 
@@ -678,11 +678,8 @@ def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | N
                                              "one": anchor_value(suite, s, "one")}
                for s in suite.settings if any(r["setting"] == s.name for r in results)}
     if cache is not None:
-        cache = Path(cache)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")     # replaced in one step: never a cut file
-        tmp.write_text(json.dumps({"suite_sha256": suite.sha256, "anchors": {**known, **anchors}}, indent=1))
-        os.replace(tmp, cache)
+        Path(cache).parent.mkdir(parents=True, exist_ok=True)
+        replace_text(cache, json.dumps({"suite_sha256": suite.sha256, "anchors": {**known, **anchors}}, indent=1))
     for name, a in anchors.items():
         if not a["one"] > a["zero"]:
             raise ProtocolError(f"{suite.key}: setting {name}: the 'one' anchor ({a['one']:.4f}) must score above the "

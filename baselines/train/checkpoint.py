@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from baselines.outputs import replace_text
+
 __all__ = ["CheckpointError", "latest", "load", "rng_state", "save", "set_rng_state"]
 
 STATE_TENSORS = "state.safetensors"
@@ -129,9 +131,7 @@ def save(folder: Path, step: int, meta: dict[str, Any], tensors: dict[str, Any],
         os.replace(final, old)                   # apart instead of a whole rmtree: 'latest' never names a folder
     os.replace(tmp, final)                       # that is half deleted)
     shutil.rmtree(old, ignore_errors=True)
-    pointer = folder / f".latest-{os.getpid()}"
-    pointer.write_text(final.name)
-    os.replace(pointer, folder / "latest")
+    replace_text(folder / "latest", final.name)
     done = sorted(p for p in folder.glob("step-*") if p.is_dir())
     for old in done[:-keep]:
         shutil.rmtree(old, ignore_errors=True)

@@ -17,10 +17,11 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from baselines.outputs import replace_text
 
 AGGREGATIONS = ("token-mean", "seq-mean")
 ADAPTERS = ("none", "shared", "per_role")
@@ -345,11 +346,9 @@ class RunConfig:
 def write_run_config(folder: Path, cfg: TrainConfig, action_mode: str) -> None:
     """Write ``folder/config.json``: ``cfg``'s fields and the ``"resolved"`` block (``action_mode``, ``cfg.hash()``)."""
     resolved = Resolved(action_mode=action_mode, config_hash=cfg.hash())
-    path = Path(folder) / RUN_CONFIG
     # replaced in one step: a resume killed while it writes the file again never leaves a cut config.json
-    tmp = path.with_name(f".{RUN_CONFIG}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({**cfg.to_dict(), "resolved": dataclasses.asdict(resolved)}, indent=1))
-    os.replace(tmp, path)
+    replace_text(Path(folder) / RUN_CONFIG, json.dumps({**cfg.to_dict(), "resolved": dataclasses.asdict(resolved)},
+                                                        indent=1))
 
 
 def read_run_config(folder: Path) -> RunConfig:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from baselines.outputs import replace_text
 from baselines.credit import CreditMethod, TokenAdvantages, TurnAdvantages, make_credit
 from baselines.rollout import BranchSpec, RolloutEngine, episode_stats, training_seeds
 from baselines.train import checkpoint
@@ -491,9 +492,7 @@ def _keep_metrics(path: Path, start: int) -> None:
         raise ValueError(f"--resume: {path} holds the metrics of {len(lines)} steps, but the checkpoint continues "
                          f"from step {start} (the file was cut or deleted); resuming would leave steps "
                          f"{len(lines)}..{start - 1} out. Restore the file, or train again with another --out")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    os.replace(tmp, path)
+    replace_text(path, "".join(line + "\n" for line in lines))
 
 
 def _rollout(engine: RolloutEngine, cfg: TrainConfig, run: _Run, dist: _Dist, step: int) -> tuple[list, slice]:
