@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from leaderboard.protocol import Protocol, load_protocol
-from leaderboard.suite import Workers, complete_run, safe_name, train_run
+from leaderboard.suite import Workers, applicable, complete_run, safe_name, train_run
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
@@ -60,15 +60,12 @@ def _check_methods(method: str, baselines: Sequence[str]) -> None:
 def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[dict] | str:
     """The method's training specs in (env, seed) order (JSON-able, for :func:`leaderboard.suite.train_run`, which
     reuses a complete run), or why it cannot train."""
-    from baselines.credit import make_credit
-
     t = protocol.train
     env_ids = sorted({task.env_id for task in protocol.tasks})
     for env_id in env_ids:
-        try:
-            make_credit(method).branches(env_id)
-        except ValueError as e:
-            return str(e)
+        why = applicable(method, env_id)
+        if why is not None:
+            return why
     return [{"method": method, "env_id": env_id, "setting": env_id, "seed": seed,
              "out": str(out / safe_name(method) / env_id / f"seed{seed}"), "action_mode": protocol.action_mode,
              "model": model or t["model"], "mode": t["mode"], "steps": t["steps"],

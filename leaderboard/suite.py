@@ -340,11 +340,13 @@ def safe_name(name: str) -> str:
 
 
 def applicable(method: str, env_id: str) -> str | None:
-    """``None`` when ``method`` can train on ``env_id``, else why not."""
+    """``None`` when ``method`` can train on ``env_id``, else why not. A method that cannot be built at all (an
+    unknown name, a class that does not load) raises its ``ValueError``: it is not a method that applies nowhere."""
     from baselines.credit import make_credit
 
+    credit = make_credit(method)
     try:
-        make_credit(method).branches(env_id)
+        credit.branches(env_id)
     except ValueError as e:
         return str(e)
     return None

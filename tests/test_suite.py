@@ -139,6 +139,11 @@ def test_the_small_tier_trains_and_scores_in_text_choice_mode_with_the_tiny_mode
     assert "zero_sum" in score(suite, results)["methods"]["broadcast"]["families"]
 
 
+def test_plan_refuses_a_method_that_does_not_build_rather_than_listing_it_as_not_applicable(tmp_path):
+    with pytest.raises(ValueError, match="unknown credit method 'brodcast'"):
+        plan(parse_suite(tiny()), ["broadcast", "brodcast"], tmp_path)
+
+
 def test_methods_that_cannot_train_on_a_setting_are_listed_not_run(tmp_path):
     specs, skipped = plan(parse_suite(tiny()), ["broadcast", "ccpo_v2"], tmp_path)
     assert {(s["method"], s["setting"]) for s in specs} == {("broadcast", "voting/plurality/n2"),
