@@ -14,10 +14,13 @@ from marl_llm_envs import list_envs, make
 # Set before any test module imports torch; an OMP_NUM_THREADS already set is kept.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-# The same float32 matrix products on every x86 CPU (baselines.policies.mlp.same_floats_on_every_cpu): tests that
-# compare torch's floats with recorded values (tests/test_speed_same_results.py) pass on AVX-512 and AVX2 hosts alike,
-# also those that never build an MLP policy before their first product. Set before any test runs one.
-os.environ.setdefault("MKL_CBWR", "AVX2")
+# The same float32 matrix products on every x86 CPU: tests that compare torch's floats with recorded values
+# (tests/test_speed_same_results.py) pass on AVX-512 and AVX2 hosts alike, also those that never build an MLP policy
+# before their first product. Asked before any test runs one (importing torch runs none), and imported after
+# OMP_NUM_THREADS is set (it imports torch).
+from baselines.policies.mlp import same_floats_on_every_cpu  # noqa: E402
+
+same_floats_on_every_cpu()
 
 ENV_IDS = list_envs()
 MODES = ("text", "discrete")
