@@ -116,6 +116,9 @@ an env module overrides, reads or writes one).
   ``TEXT_MAX_LENGTH``.
 * ``_other(agent)`` and ``_turn_text(agent, example)``: :class:`TwoPlayerZeroSumEnv` only: the opponent, and the
   closing lines of a prompt.
+* :func:`check_int` (a function of this module, for ``__init__``): an int kwarg in its range, or a ``ValueError`` that
+  names it. A kwarg that sizes the game (seats, rounds, tokens) has an upper bound where more would only exhaust
+  memory or time deep inside, with the reason in the message.
 """
 
 from __future__ import annotations
@@ -131,8 +134,8 @@ from marl_llm_envs.fast_rng import pcg64_integer, pcg64_seed_state
 from marl_llm_envs.text import (CHARSET, PRINTABLE, TEXT_MAX_LENGTH, find_boxed, parse_bracketed, printable,
                                  short_repr, short_text)
 
-__all__ = ["CHARSET", "PRINTABLE", "TEXT_MAX_LENGTH", "TextEnv", "TwoPlayerZeroSumEnv", "find_boxed", "parse_bracketed",
-           "printable", "short_repr", "short_text"]
+__all__ = ["CHARSET", "PRINTABLE", "TEXT_MAX_LENGTH", "TextEnv", "TwoPlayerZeroSumEnv", "check_int", "find_boxed",
+           "parse_bracketed", "printable", "short_repr", "short_text"]
 
 ACTION_MODES = ("text", "discrete")
 # (mask length, *legal ids) -> that action mask: a pure function of its key, so one table serves every env in the
@@ -904,6 +907,20 @@ class TextEnv(AECEnv):
 
     def __str__(self) -> str:
         return self.env_id
+
+
+def check_int(name: str, value: Any, low: int, high: int | None = None, why: str = "") -> int:
+    """``value`` as a plain int in ``low..high`` (``high=None``: no upper bound), else a ``ValueError`` naming the
+    kwarg (a bool is not an int; a NumPy integer is). ``why``: the reason for ``high``, added to its message (a size
+    kwarg is bounded where more would only exhaust memory or time)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an int, got {short_repr(value, 40)}")
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        bounds = f"{low}..{high}" if high is not None else f">= {low}"
+        reason = f" ({why})" if why and high is not None and value > high else ""
+        raise ValueError(f"{name} must be in {bounds}{reason}, got {value}")
+    return value
 
 
 def _before_reset(call: str) -> RuntimeError:

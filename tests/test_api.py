@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import warnings
 
 import pettingzoo
@@ -73,6 +75,35 @@ def test_unknown_kwarg_names_the_close_match_and_the_accepted_ones():
 def test_bad_common_kwarg_values_raise_clear_errors(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         make("kuhn_poker-v0", **bad)
+
+
+# (env id, the kwarg that sizes the game, its documented largest value): one more is refused with the reason, at once,
+# where it used to exhaust memory (a NumPy array of 10^18 entries) or never finish building the env
+SIZE_BOUNDS = [("voting-v0", "n_voters", 1024), ("free_riding-v0", "idle_seats", 1024),
+               ("team_umbrella-v0", "delay", 10_000), ("mini_hanabi-v1", "max_information_tokens", 1000),
+               ("mini_hanabi-v1", "max_life_tokens", 1000)]
+
+
+@pytest.mark.parametrize("env_id, name, most", SIZE_BOUNDS)
+def test_a_size_kwarg_past_its_bound_is_refused_with_the_reason_and_the_bound_plays(env_id, name, most):
+    import numpy as np
+
+    from marl_llm_envs.scripted import random_legal
+
+    for too_many in (most + 1, 10**18):
+        with pytest.raises(ValueError, match=rf"{name} must be in \d+\.\.{most} \(.+\), got {too_many}"):
+            make(env_id, **{name: too_many})
+    manual = sys.modules[type(make(env_id).unwrapped).__module__].__doc__      # the Kwargs row states the range
+    assert re.search(rf"``{name}[^`]*`` \(\d+\.\.{most}\)", manual), name
+    env = make(env_id, action_mode="discrete", **{name: np.int64(most)})     # the bound itself builds and plays
+    env.reset(seed=0)
+    assert type(getattr(env.unwrapped, name)) is int and env.transcript()["kwargs"][name] == most
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        if env.done:
+            break
+        agent = env.agent_selection
+        env.step(None if env.terminations[agent] or env.truncations[agent] else random_legal(env, agent, rng))
 
 
 def test_random_invalid_policy_is_rejected_where_moves_are_free_text():

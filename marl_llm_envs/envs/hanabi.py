@@ -7,7 +7,7 @@
 | Action space       | text: ``Text``; discrete: ``Discrete(2H + (P-1)(C+R))`` in HLE order (see Actions) |
 | Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (N,)), [action_mask])``, N = HLE's canonical encoding size (658 for the full 2-player game) |
 | Reward range       | episode return ``min(0, invalid_penalty)`` .. ``max_score`` (= colors x ranks) |
-| Kwargs             | ``players=2``, ``colors``, ``ranks``, ``hand_size``, ``max_information_tokens``, ``max_life_tokens``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Kwargs             | ``players=2`` (2..5), ``colors`` (1..5), ``ranks`` (1..5), ``hand_size`` (1..8), ``max_information_tokens`` (0..1000), ``max_life_tokens`` (1..1000), ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 
 Presets (one class, registered four times; every parameter can be overridden, e.g.
 ``make("hanabi-v1", colors=3, ranks=3)``; ``players`` defaults to 2):
@@ -133,7 +133,7 @@ from typing import Any
 
 import numpy as np
 
-from marl_llm_envs.core import TextEnv
+from marl_llm_envs.core import TextEnv, check_int
 
 COLOR_NAMES = ("red", "yellow", "green", "white", "blue")
 COLOR_LETTERS = "RYGWB"
@@ -152,6 +152,8 @@ PRESETS: dict[str, dict[str, int]] = {
 # the process: each key starts with the game's geometry, and an entry never changes once written (clones and envs
 # share them safely, as they share the rules). Bounded: past the bound the value is computed on every call.
 _MEMO: dict[tuple, tuple[int, ...] | tuple[tuple[int, ...], tuple[int, ...]]] = {}
+MAX_TOKENS = 1000      # max_information_tokens, max_life_tokens: each is that many entries of the vector
+TOKENS_WHY = "the observation vector encodes the tokens in unary"
 _MEMO_SIZE = 10_000    # at most about 17 MB (full Hanabi: about 1.7 kB an entry)
 
 
@@ -191,16 +193,6 @@ def _wrap_words(para: str, width: int) -> str:
     return "\n".join(out)
 
 
-def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        rng = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be in {rng}, got {value}")
-    return value
-
-
 class raw_env(TextEnv):
     env_id = "hanabi-v1"
     version = 1
@@ -210,12 +202,12 @@ class raw_env(TextEnv):
 
     def __init__(self, *, players: int = 2, colors: int = 5, ranks: int = 5, hand_size: int = 5,
                  max_information_tokens: int = 8, max_life_tokens: int = 3, **kwargs: Any) -> None:
-        P = _check_int("players", players, 2, 5)
-        C = _check_int("colors", colors, 1, 5)
-        R = _check_int("ranks", ranks, 1, 5)
-        H = _check_int("hand_size", hand_size, 1, 8)
-        info = _check_int("max_information_tokens", max_information_tokens, 0)
-        lives = _check_int("max_life_tokens", max_life_tokens, 1)
+        P = check_int("players", players, 2, 5)
+        C = check_int("colors", colors, 1, 5)
+        R = check_int("ranks", ranks, 1, 5)
+        H = check_int("hand_size", hand_size, 1, 8)
+        info = check_int("max_information_tokens", max_information_tokens, 0, MAX_TOKENS, TOKENS_WHY)
+        lives = check_int("max_life_tokens", max_life_tokens, 1, MAX_TOKENS, TOKENS_WHY)
         self.per_color = sum(card_count(r, R) for r in range(R))
         self.deck_size = C * self.per_color
         if P * H > self.deck_size:

@@ -7,7 +7,7 @@
 | Action space       | text: ``Text``; discrete: player_0 ``Discrete(5)`` = umbrella, no_umbrella, walk, wait, look; player_1 ``Discrete(3)`` = walk, wait, look |
 | Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (8,)), [action_mask])``       |
 | Reward range       | team return in ``[-1 - delay * noise, 1 + delay * noise]`` (``invalid_penalty`` instead of the final +-1 after an invalid move) |
-| Kwargs             | ``delay=3`` (int >= 1), ``noise=1.0`` (float >= 0), ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Kwargs             | ``delay=3`` (1..10000), ``noise=1.0`` (float >= 0), ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 | Reference policy   | ``reference_policies("team_umbrella-v0")["forecast_follower"]`` (both seats) |
 
 bsuite's ``umbrella_length`` (Osband et al., 2020, "Behaviour Suite for Reinforcement Learning", the umbrella
@@ -91,8 +91,9 @@ from typing import Any
 
 import numpy as np
 
-from marl_llm_envs.core import TextEnv
+from marl_llm_envs.core import TextEnv, check_int
 
+MAX_DELAY = 10_000   # an episode of 20,002 turns, about 0.5 s (a move copies the tuple of its seat's moves)
 DECISIONS = ["umbrella", "no_umbrella"]
 DISTRACTORS = ["walk", "wait", "look"]
 WEATHER = ("rain", "sun")
@@ -110,8 +111,7 @@ class raw_env(TextEnv):
     _mutable = ("_moves",)
 
     def __init__(self, *, delay: int = 3, noise: float = 1.0, **kwargs: Any) -> None:
-        if isinstance(delay, bool) or not isinstance(delay, (int, np.integer)) or delay < 1:
-            raise ValueError(f"delay must be an int >= 1, got {delay!r}")
+        delay = check_int("delay", delay, 1, MAX_DELAY, "an episode has 2 * (1 + delay) turns")
         if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not np.isfinite(noise) or noise < 0:
             raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
         self.delay = int(delay)
