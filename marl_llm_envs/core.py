@@ -917,9 +917,10 @@ def check_int(name: str, value: Any, low: int, high: int | None = None, why: str
         raise ValueError(f"{name} must be an int, got {short_repr(value, 40)}")
     value = int(value)
     if value < low or (high is not None and value > high):
-        bounds = f"{low}..{high}" if high is not None else f">= {low}"
-        reason = f" ({why})" if why and high is not None and value > high else ""
-        raise ValueError(f"{name} must be in {bounds}{reason}, got {value}")
+        if high is None:
+            raise ValueError(f"{name} must be an int >= {low}, got {value}")
+        reason = f" ({why})" if why and value > high else ""
+        raise ValueError(f"{name} must be in {low}..{high}{reason}, got {value}")
     return value
 
 

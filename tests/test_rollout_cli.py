@@ -46,7 +46,7 @@ def test_no_progress_also_silences_transformers_loading_bars(monkeypatch):
     (["--env", "kuhn-poker-v0"], "argument --env: unknown env id 'kuhn-poker-v0'; did you mean kuhn_poker-v0"),
     (["--env", "kuhn_poker-v0", "--env-kwargs", '{"roundz": 2}'], "argument --env-kwargs: kuhn_poker-v0 got an "
                                                                    "unknown keyword argument 'roundz'"),
-    (["--env", "kuhn_poker-v0", "--env-kwargs", '{"rounds": 0}'], "argument --env-kwargs: rounds must be a positive"),
+    (["--env", "kuhn_poker-v0", "--env-kwargs", '{"rounds": 0}'], "argument --env-kwargs: rounds must be an int >= 1"),
     (["--env", "kuhn_poker-v0", "--branches", "ablate:nobody"], "argument --branches: branch agent 'nobody' is "
                                                                 "neither an agent"),
     (["--env", "kuhn_poker-v0", "--max-concurrent", "0"], "argument --max-concurrent: a positive number"),

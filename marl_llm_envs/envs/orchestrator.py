@@ -187,6 +187,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from marl_llm_envs.core import check_int
 from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv, value_feature
 from marl_llm_envs.tasks.composite import PART_NAMES, combine_parts
 from marl_llm_envs.text import TEXT_MAX_LENGTH, find_boxed, printable
@@ -240,13 +241,11 @@ class raw_env(ProblemEnv):
                  worker_accuracy: float | Sequence[float] | str | None = "auto",
                  self_accuracy: float | str | None = "auto", current_part_view: bool = False,
                  **kwargs: Any) -> None:
-        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or not 1 <= max_workers <= 16:
-            raise ValueError(f"max_workers must be an int in 1..16, got {max_workers!r}")
+        max_workers = check_int("max_workers", max_workers, 1, 16)
         if isinstance(spawn_cost, bool) or not isinstance(spawn_cost, (int, float)) or not spawn_cost >= 0:
             raise ValueError(f"spawn_cost must be a non-negative number, got {spawn_cost!r}")
-        for name, value in (("max_subtask_chars", max_subtask_chars), ("max_plan_chars", max_plan_chars)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        max_subtask_chars = check_int("max_subtask_chars", max_subtask_chars, 1)
+        max_plan_chars = check_int("max_plan_chars", max_plan_chars, 1)
         if not isinstance(current_part_view, bool):
             raise ValueError(f"current_part_view must be a bool, got {current_part_view!r}")
         mode = kwargs.get("action_mode", "text")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marl_llm_envs.core import TwoPlayerZeroSumEnv
+from marl_llm_envs.core import TwoPlayerZeroSumEnv, check_int
 
 
 class PokerMatchEnv(TwoPlayerZeroSumEnv):
@@ -16,8 +16,7 @@ class PokerMatchEnv(TwoPlayerZeroSumEnv):
     max_hand_payoff: float = 1.0
 
     def __init__(self, *, rounds: int = 1, **kwargs: Any) -> None:
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-            raise ValueError(f"rounds must be a positive int, got {rounds!r}")
+        rounds = check_int("rounds", rounds, 1)
         self.rounds = rounds
         self.reward_range = (-self.max_hand_payoff * rounds, self.max_hand_payoff * rounds)
         super().__init__(rounds=rounds, **kwargs)

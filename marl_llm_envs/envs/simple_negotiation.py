@@ -94,7 +94,7 @@ from typing import Any
 
 import numpy as np
 
-from marl_llm_envs.core import TwoPlayerZeroSumEnv, printable
+from marl_llm_envs.core import TwoPlayerZeroSumEnv, check_int, printable
 from marl_llm_envs.text import BRACKET_TOKEN_MAX, bracketed_tokens, no_move_reason
 
 RESOURCES = ("Wood", "Gold")
@@ -149,12 +149,10 @@ class raw_env(TwoPlayerZeroSumEnv):
 
     def __init__(self, *, max_turns: int = 10, max_offer: int = 5, inventories: Any = None, valuations: Any = None,
                  **kwargs: Any) -> None:
-        for name, v in (("max_turns", max_turns), ("max_offer", max_offer)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if max_offer > MAX_OFFER:       # the action list, its names and every mask grow as max_offer ** 2
-            raise ValueError(f"max_offer must be at most {MAX_OFFER} (the discrete action list has 3 + 2 * max_offer "
-                             f"** 2 moves), got {max_offer!r}")
+        max_turns = check_int("max_turns", max_turns, 1)
+        # the action list, its names and every mask grow as max_offer ** 2
+        max_offer = check_int("max_offer", max_offer, 1, MAX_OFFER,
+                              "the discrete action list has 3 + 2 * max_offer ** 2 moves")
         inv = _pairs(inventories, "inventories", DEFAULT_INVENTORIES)
         if not all(float(x).is_integer() for p in inv for x in p):
             raise ValueError(f"inventories must be whole numbers of units, got {inventories!r}")

@@ -146,6 +146,7 @@ from typing import Any
 
 import numpy as np
 
+from marl_llm_envs.core import check_int
 from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv
 from marl_llm_envs.text import find_boxed, printable
 
@@ -162,8 +163,7 @@ class raw_env(ProblemEnv):
 
     def __init__(self, *, max_thought_chars: int = 2000, thinker_clue_accuracy: float | None = None,
                  **kwargs: Any) -> None:
-        if isinstance(max_thought_chars, bool) or not isinstance(max_thought_chars, int) or max_thought_chars < 1:
-            raise ValueError(f"max_thought_chars must be a positive int, got {max_thought_chars!r}")
+        max_thought_chars = check_int("max_thought_chars", max_thought_chars, 1)
         if thinker_clue_accuracy is not None:
             if (isinstance(thinker_clue_accuracy, bool) or not isinstance(thinker_clue_accuracy, (int, float))
                     or not 0.0 <= thinker_clue_accuracy <= 1.0):
