@@ -1,13 +1,15 @@
 """Where the command-line tools write: a path checked before any work, so that a run does not end (after hours of
-training or rollouts) in an OSError traceback from ``mkdir`` or ``open``, with what it made lost; and a file
-replaced in one step, so that a process killed while writing it leaves the old file, never a cut one."""
+training or rollouts) in an OSError traceback from ``mkdir`` or ``open``, with what it made lost; a file replaced in
+one step, so that a process killed while writing it leaves the old file, never a cut one; and a JSON object read
+back from such a file, where damage done from outside is an error that names the file and says what to do."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-__all__ = ["file_problem", "folder_problem", "replace_text"]
+__all__ = ["file_problem", "folder_problem", "read_json_object", "replace_text"]
 
 
 def replace_text(path: str | Path, text: str) -> None:
@@ -20,6 +22,29 @@ def replace_text(path: str | Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def read_json_object(path: str | Path, remedy: str, what: str = "", *, line: int | None = None,
+                     text: str | None = None, missing: str | None = None) -> dict:
+    """The JSON object in the file ``path`` (or in ``text``, its line ``line``). Anything else (not readable, not JSON,
+    not an object) is a ``ValueError``: ``"<path>[:<line>]: [<what> is ]damaged (<why>); <remedy>"``. With
+    ``missing``, an absent file says so instead: ``"<path>: <what> is missing (<missing>); <remedy>"``."""
+    where = f"{path}:{line}" if line is not None else str(path)
+    subject = f"{what} is " if what else ""
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8") if text is None else text)
+    except FileNotFoundError as e:
+        if missing is None:
+            why = f"{type(e).__name__}: {e}"
+        else:
+            raise ValueError(f"{where}: {subject}missing ({missing}); {remedy}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        why = f"{type(e).__name__}: {e}"
+    else:
+        if isinstance(value, dict):
+            return value
+        why = f"a JSON {type(value).__name__}, not an object"
+    raise ValueError(f"{where}: {subject}damaged ({why}); {remedy}")
 
 
 def folder_problem(path: str | Path) -> str | None:

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from baselines.outputs import replace_text
+from baselines.outputs import read_json_object, replace_text
 from leaderboard.validate import Limits, SubmissionError, Validated, validate
 
 ENTRY_SCHEMA = "marl_llm_entry"
@@ -47,18 +47,9 @@ def _locked(store: Path):
 
 
 def _read_store_json(path: Path, what: str) -> dict[str, Any]:
-    """A JSON object of the store (its index or an entry); a missing or damaged one is a ``ValueError`` that names
-    it. The store's files are written only by :func:`write_entry`, atomically, so damage comes from outside and is
-    left as it is."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: {what} is missing (the store's index lists it); restore it") from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ValueError(f"{path}: {what} is damaged ({type(e).__name__}: {e}); restore it") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: {what} is damaged (a JSON {type(value).__name__}, not an object); restore it")
-    return value
+    """A JSON object of the store (its index or an entry). The store's files are written only by
+    :func:`write_entry`, atomically, so damage comes from outside and is left as it is."""
+    return read_json_object(path, "restore it", what, missing="the store's index lists it")
 
 
 def read_index(store: Path) -> list[dict[str, Any]]:

@@ -96,7 +96,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from baselines.outputs import replace_text
+from baselines.outputs import read_json_object, replace_text
 from leaderboard.protocol import PROTOCOL_DIR, Header, ProtocolError, canonical_sha256, get_field, parse_env, \
     parse_header, parse_play, parse_seed_range, parse_train_budget, read_anchor, reject_unknown
 
@@ -385,20 +385,10 @@ def complete_run(run: Path, steps: int) -> bool:
 
 
 def _json_object(path: Path, run: Path, line: int | None = None, text: str | None = None) -> dict[str, Any]:
-    """A JSON object of a finished run's files (the whole file, or line ``line`` given as ``text``); a damaged one
-    (not JSON, or not an object) is a :class:`ValueError` that names it. Checkpoints and metrics are written
-    atomically or line by line, so damage comes from outside, and the run is left as it is: deleting its folder
-    trains it again, with the same result."""
-    where = f"{path}:{line}" if line is not None else str(path)
-    try:
-        value = json.loads(path.read_text() if text is None else text)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        why = f"{type(e).__name__}: {e}"
-    else:
-        if isinstance(value, dict):
-            return value
-        why = f"a JSON {type(value).__name__}, not an object"
-    raise ValueError(f"{where}: damaged ({why}); delete {run} to train that run again")
+    """A JSON object of a finished run's files (the whole file, or line ``line`` given as ``text``). Checkpoints and
+    metrics are written atomically or line by line, so damage comes from outside, and the run is left as it is:
+    deleting its folder trains it again, with the same result."""
+    return read_json_object(path, f"delete {run} to train that run again", line=line, text=text)
 
 
 def train_run(spec: dict[str, Any]) -> str:
