@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import warnings
 import subprocess
 import sys
 from pathlib import Path
@@ -127,6 +128,18 @@ def test_the_critic_update_fits_the_returns(name):
     assert set(first) == {"critic_loss", "critic_loss_after", "critic_explained_variance"}
     assert first["critic_loss_after"] < first["critic_loss"]
     assert last["critic_loss"] < 0.1 * first["critic_loss"] and last["critic_explained_variance"] > 0.8
+
+
+@pytest.mark.parametrize("name", ["mappo", "ippo"])
+def test_an_empty_batch_is_no_update_and_no_metrics(name):
+    # it used to take NumPy's variance of nothing: a RuntimeWarning and NaN explained variance in the metrics
+    method = make_credit(name)
+    method.update(_batch())
+    state = json.dumps(method.state_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert method.update([]) == {} and method.advantages([]) == []
+    assert json.dumps(method.state_dict()) == state
 
 
 @pytest.mark.parametrize("name", ["mappo", "ippo"])

@@ -318,6 +318,8 @@ class MAPPO(CreditMethod):
 
     def update(self, episodes: Sequence[Episode]) -> dict[str, float]:
         episodes = check_batch(episodes, self.name)
+        if not episodes:            # nothing to fit: no step and no metrics, as the base's update (no NaN variance)
+            return {}
         values, tensors = self._values(episodes)
         _, returns = self._gae(episodes, values)
         n = len(values)
