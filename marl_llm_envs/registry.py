@@ -14,12 +14,13 @@ import difflib
 import functools
 import inspect
 import json
+import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from marl_llm_envs.core import TextEnv, _unlog
+from marl_llm_envs.core import TextEnv, _unlog, short_repr
 
 FAMILIES = ("zero_sum", "cooperative", "orchestration")
 _ANCHORS_FILE = Path(__file__).with_name("data") / "anchors.json"
@@ -189,29 +190,65 @@ def _textarena_spec(env_id: str) -> EnvSpec:
 def replay(transcript: dict[str, Any] | str) -> TextEnv:
     """Rebuild the env a transcript describes: same env id, kwargs and seed, the same step inputs and ablations.
 
-    Returns the env in the state where the transcript ended. Accepts the dict or its JSON string. A transcript
-    that does not describe a registered env (wrong id, version or kwargs) raises ``ValueError``.
-    """
+    Returns the env in the state where the transcript ended. Accepts the dict or its JSON string. A transcript that
+    does not describe an episode of a registered env raises ``ValueError`` naming the field or the step: not JSON, a
+    field of the wrong type, another version, kwargs the env does not take, a step the env refuses, a step after
+    the episode ended. An env id that is not registered is ``make``'s ``KeyError``."""
     if isinstance(transcript, str):
-        transcript = json.loads(transcript)
-    if not isinstance(transcript, dict) or not {"env_id", "kwargs", "seed", "actions"} <= set(transcript):
-        raise ValueError("a transcript is a dict with env_id, version, kwargs, seed, actions (and ablations)")
+        try:
+            transcript = json.loads(transcript)
+        except (ValueError, RecursionError) as e:       # JSONDecodeError is a ValueError; nesting past the stack
+            raise ValueError(f"a transcript string must be JSON ({type(e).__name__}: {e})") from None
+    ablations = _check_transcript(transcript)
     env_spec = spec(transcript["env_id"])
     if "version" in transcript and transcript["version"] != env_spec.version:
         raise ValueError(
-            f"transcript is for {transcript['env_id']} version {transcript['version']}, "
+            f"transcript is for {transcript['env_id']} version {transcript['version']!r}, "
             f"but this package has version {env_spec.version}"
         )
-    env = make(transcript["env_id"], **transcript["kwargs"])
+    try:
+        env = make(transcript["env_id"], **transcript["kwargs"])
+    except TypeError as e:                              # an unknown kwarg (make names the close match)
+        raise ValueError(f"transcript kwargs: {e}") from None
     env.reset(seed=transcript["seed"])
-    ablations = sorted((int(i), a) for i, a in transcript.get("ablations", []))
     k = 0
     for i, action in enumerate(transcript["actions"]):
         while k < len(ablations) and ablations[k][0] == i:
             env = env.ablate(ablations[k][1])
             k += 1
-        env.step(_unlog(action))
+        if not env.agents:
+            raise ValueError(f"transcript actions[{i}]: the episode ended after {i} steps, but the transcript has "
+                             f"{len(transcript['actions'])}")
+        try:
+            env.step(_unlog(action))
+        except ValueError as e:
+            raise ValueError(f"transcript actions[{i}]: {e}") from None
     while k < len(ablations):
         env = env.ablate(ablations[k][1])
         k += 1
     return env
+
+
+def _check_transcript(t: Any) -> list[tuple[int, str]]:
+    """The shape :meth:`TextEnv.transcript` writes, or a ``ValueError`` naming the field; returns the ablations as
+    sorted (step, agent) pairs."""
+    if not isinstance(t, dict) or not {"env_id", "kwargs", "seed", "actions"} <= set(t):
+        raise ValueError("a transcript is a dict with env_id, version, kwargs, seed, actions (and ablations)")
+    for name, kind, what in (("env_id", str, "a string"), ("kwargs", dict, "a dict"),
+                             ("actions", (list, tuple), "a list")):
+        if not isinstance(t[name], kind):
+            raise ValueError(f"transcript {name} must be {what}, got {short_repr(t[name], 40)}")
+    for name in ("seed", "version"):
+        value = t.get(name, 0)
+        if not _natural(value):
+            raise ValueError(f"transcript {name} must be a non-negative int, got {short_repr(value, 40)}")
+    pairs = t.get("ablations", [])
+    if not isinstance(pairs, (list, tuple)) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and _natural(p[0]) and isinstance(p[1], str) for p in pairs):
+        raise ValueError(f"transcript ablations must be a list of [step, agent] pairs, got {short_repr(pairs, 60)}")
+    return sorted((int(i), a) for i, a in pairs)
+
+
+def _natural(value: Any) -> bool:
+    """A non-negative int (a NumPy integer too; not a bool)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0

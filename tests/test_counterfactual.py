@@ -175,6 +175,42 @@ def test_replay_rejects_a_wrong_version_and_garbage():
         replay({**t, "env_id": "tic_tac_to-v0"})
 
 
+def _kuhn_transcript():
+    env = make("kuhn_poker-v0")
+    env.reset(seed=1)
+    env.step("[bet]")
+    env.step("[call]")
+    return env, env.transcript()
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: "[" * 100_000, r"must be JSON \(RecursionError"),          # nesting past the stack
+    (lambda t: "{", r"must be JSON \(JSONDecodeError"),
+    (lambda t: {**t, "env_id": 3}, "env_id must be a string, got 3"),
+    (lambda t: {**t, "kwargs": [1]}, r"kwargs must be a dict, got \[1\]"),
+    (lambda t: {**t, "kwargs": {"bogus": 1}}, "transcript kwargs: kuhn_poker-v0 got an unknown keyword argument"),
+    (lambda t: {**t, "seed": "1"}, "seed must be a non-negative int, got '1'"),
+    (lambda t: {**t, "version": "0"}, "version must be a non-negative int, got '0'"),
+    (lambda t: {**t, "actions": "[bet]"}, "actions must be a list"),            # not stepped character by character
+    (lambda t: {**t, "actions": {"[bet]": 1}}, "actions must be a list"),        # nor key by key
+    (lambda t: {**t, "ablations": None}, r"ablations must be a list of \[step, agent\] pairs, got None"),
+    (lambda t: {**t, "ablations": [["0", "player_0"]]}, "ablations must be a list of"),
+    (lambda t: {**t, "actions": [*t["actions"], None, None, "[check]"]}, r"actions\[4\]: the episode ended after 4"),
+    (lambda t: {**t, "actions": ["[bet]", "[fold]", "[check]"]}, r"actions\[2\]: when an agent is dead"),
+])
+def test_replay_names_what_is_wrong_with_a_transcript(change, message):
+    # replay is the public way to audit a result: a hand-edited or foreign transcript is a ValueError that names
+    # the field or the step (it used to be a TypeError or RecursionError from inside, or steps made of a string's
+    # characters)
+    env, t = _kuhn_transcript()
+    with pytest.raises(ValueError, match=message):
+        replay(change(t))
+    full = {**t, "actions": [*t["actions"], None, None]}                    # the two dead steps: still an episode
+    assert replay(full).agents == [] and replay(json.dumps(full)).team_rewards() == env.team_rewards()
+    pairs = {**t, "actions": tuple(t["actions"]), "ablations": ((2, "player_0"),), "seed": np.int64(1)}
+    assert replay(pairs).ablated == frozenset({"player_0"})                # tuples and NumPy ints, as Python gives them
+
+
 def test_replay_reproduces_an_ablated_branch():
     env = make("voting-v0", action_mode="discrete")
     env.reset(seed=4)
