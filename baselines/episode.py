@@ -144,10 +144,16 @@ class Turn:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Turn":
+    def from_dict(cls, d: dict[str, Any], where: str = "") -> "Turn":
+        """The turn a record of :meth:`to_dict` describes; a field of the wrong type is a ``ValueError`` naming it
+        (``where``: the path of the record, e.g. ``"turns[3]"``)."""
+        _check_fields(d, _TURN_FIELDS, where)
         turn = cls(**_known(cls, d))
         if isinstance(turn.choice, dict):
-            turn.choice = Choice.from_dict(turn.choice)
+            try:
+                turn.choice = Choice.from_dict(turn.choice)
+            except (KeyError, TypeError, ValueError) as e:
+                raise ValueError(f"{where}.choice: not a choice ({type(e).__name__}: {e})") from None
             if turn.choice.kind == "mlp" and turn.choice.inputs is None:    # written before Choice.inputs: in extra
                 turn.choice = replace(turn.choice, inputs=VectorInputs.from_legacy_extra(turn.extra))
         elif turn.choice is None and turn.extra and "choice" not in d:   # written before Turn.choice: in extra
@@ -189,9 +195,10 @@ class Branch:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Branch":
+    def from_dict(cls, d: dict[str, Any], where: str = "") -> "Branch":
+        _check_fields(d, _BRANCH_FIELDS, where)
         d = _known(cls, d)
-        d["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
+        d["turns"] = [Turn.from_dict(t, f"{where}.turns[{k}]") for k, t in enumerate(d.get("turns", []))]
         return cls(**d)
 
 
@@ -247,10 +254,83 @@ class Episode:
         missing = {"env_id", "env_version", "env_kwargs", "seed", "task_id", "group_id"} - set(d)
         if missing:
             raise ValueError(f"episode is missing {sorted(missing)}")
+        _check_fields(d, _EPISODE_FIELDS, "")
         d = _known(cls, d)
-        d["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
-        d["branches"] = [Branch.from_dict(b) for b in d.get("branches", [])]
+        d["turns"] = [Turn.from_dict(t, f"turns[{k}]") for k, t in enumerate(d.get("turns", []))]
+        d["branches"] = [Branch.from_dict(b, f"branches[{k}]") for k, b in enumerate(d.get("branches", []))]
         return cls(**d)
+
+
+# What a record's fields hold (what to_dict / to_json write): checked on reading, so that a file edited or written
+# elsewhere stops with the field named, not with a TypeError from inside a credit method, or advantages silently
+# computed from a reward that is a string. (action, extra's and final_infos' contents, and transcripts' are free.)
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) is float or type(v) is int
+
+
+def _is_finite(v: Any) -> bool:
+    return (type(v) is float and math.isfinite(v)) or type(v) is int
+
+
+def _list_of(test):
+    return lambda v: type(v) is list and all(test(x) for x in v)
+
+
+def _values(test):
+    return lambda v: type(v) is dict and all(test(x) for x in v.values())
+
+
+def _or_none(test):
+    return lambda v: v is None or test(v)
+
+
+def _is(kind):
+    return lambda v: type(v) is kind
+
+
+_STR, _INT, _BOOL, _DICT, _LIST = ((_is(str), "a string"), (_is_int, "an int"), (_is(bool), "true or false"),
+                                   (_is(dict), "an object"), (_is(list), "a list"))
+_REWARDS = (_values(_is_finite), "an object of finite numbers")
+_TURN_FIELDS = {
+    "agent": _STR, "role": _STR, "team": _STR, "prompt_ids": (_list_of(_is_int), "a list of ints"),
+    "completion_ids": (_list_of(_is_int), "a list of ints"), "logprobs": (_list_of(_is_number), "a list of numbers"),
+    "text": _STR, "invalid": _BOOL, "invalid_reason": (_or_none(_is(str)), "a string or null"),
+    "reward": (_is_finite, "a finite number"), "turn_index": _INT, "step_index": _INT, "obs_digest": _STR,
+    "legal_actions": (_list_of(_is(str)), "a list of strings"), "replayed": _BOOL, "extra": _DICT,
+    "state": (_or_none(_list_of(_is_number)), "a list of numbers or null"),
+    "choice": (_or_none(_is(dict)), "an object or null"),
+}
+_BRANCH_FIELDS = {
+    "kind": _STR, "agent": _STR, "turn_index": _INT, "sample_index": _INT, "team_rewards": _REWARDS,
+    "rewards": _REWARDS, "tokens_generated": _INT, "turns": _LIST, "transcript": _DICT,
+    "wall_time_s": (_is_number, "a number"),
+}
+_EPISODE_FIELDS = {
+    "env_id": _STR, "env_version": _INT, "env_kwargs": _DICT, "seed": _INT,
+    "task_id": (_or_none(_is(str)), "a string or null"), "group_id": _INT, "sample_index": _INT, "turns": _LIST,
+    "rewards": _REWARDS, "team_rewards": _REWARDS, "transcript": _DICT, "tokens_generated": _INT,
+    "branch_tokens_generated": _INT, "wall_time_s": (_is_number, "a number"), "branches": _LIST,
+    "final_infos": _DICT, "run_id": _STR, "policies": (_values(_is(dict)), "an object of objects"),
+}
+
+
+def _check_fields(d: Any, kinds: dict[str, tuple[Any, str]], where: str) -> None:
+    """Raise ``ValueError`` for the first field of ``d`` (a record) that ``kinds`` does not allow (absent fields take
+    their defaults)."""
+    if type(d) is not dict:
+        raise ValueError(f"{where or 'the episode'}: expected an object, got {_shown(d)}")
+    for name, (test, what) in kinds.items():
+        if name in d and not test(d[name]):
+            raise ValueError(f"{where + '.' if where else ''}{name}: expected {what}, got {_shown(d[name])}")
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))
@@ -330,6 +410,8 @@ def read_jsonl(path: str | Path) -> list[Episode]:
                 d = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+            except RecursionError:
+                raise ValueError(f"{path}:{lineno}: not valid JSON (nested too deeply)") from None
             if lineno == 1:
                 if not isinstance(d, dict) or d.get("schema") != SCHEMA:
                     raise ValueError(f"{path}:1: not an episodes file (no {SCHEMA!r} header)")

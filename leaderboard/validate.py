@@ -464,27 +464,6 @@ def _finite(values, where: str) -> None:
             raise SubmissionError(f"{where}: {k} = {v!r} is not a finite number")
 
 
-_EPISODE_TYPES = {"env_id": str, "env_version": int, "env_kwargs": dict, "seed": int, "run_id": str, "rewards": dict,
-                  "team_rewards": dict, "transcript": dict, "policies": dict, "turns": list}
-_TURN_TYPES = {"agent": str, "step_index": int, "turn_index": int}
-
-
-def _check_types(e, where: str) -> None:
-    for name, kind in _EPISODE_TYPES.items():
-        value = getattr(e, name)
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise SubmissionError(f"{where}.{name}: expected {kind.__name__}, got {type(value).__name__}")
-    for k, t in enumerate(e.turns):
-        for name, kind in _TURN_TYPES.items():
-            value = getattr(t, name)
-            if isinstance(value, bool) or not isinstance(value, kind):
-                raise SubmissionError(f"{where}.turns[{k}].{name}: expected {kind.__name__}, got "
-                                      f"{type(value).__name__}")
-    for role, settings in e.policies.items():
-        if not isinstance(settings, dict):
-            raise SubmissionError(f"{where}.policies.{role}: expected an object")
-
-
 def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
     """Every per-episode check (in the order of the module docstring), then completeness; returns
     (task, seat, run) -> {seed: (line, episode)}."""
@@ -494,7 +473,6 @@ def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
     cells: dict[tuple[str, str, int], dict[int, Any]] = {}
     for line, e in episodes:
         where = f"{EPISODES_FILE}:{line}"
-        _check_types(e, where)
         task, seat, run = _cell_of(e, where, proto, tasks)
         _check_env(e, where, proto, task, *versions[task.env_id])
         _check_place(e, where, proto, task, seat, run, seeds)

@@ -256,3 +256,57 @@ def test_to_json_writes_what_json_safe_of_the_asdict_records_writes():
                               choice=Choice(0, -0.1, "mlp", inputs=VectorInputs([0.5], [1, 0], 1))))
     for e in episodes:
         assert e.to_json() == _json_by_asdict(e)
+
+
+def _one_episode_file(tmp_path):
+    engine = RolloutEngine(RandomPolicy(seed=0), show_progress=False)
+    path = tmp_path / "episodes.jsonl"
+    write_jsonl(path, engine.run("think_solve-v0", 2, env_kwargs={"action_mode": "discrete"},
+                                 branches=[BranchSpec("ablate", "thinker")]))
+    head, *lines = path.read_text().splitlines()
+    return path, head, [json.loads(line) for line in lines]
+
+
+def _set(record, at, value):
+    for key in at[:-1]:
+        record = record[key]
+    record[at[-1]] = value
+
+
+@pytest.mark.parametrize("at, value, message", [
+    (("rewards",), "x", r"rewards: expected an object of finite numbers, got \"x\""),
+    (("rewards", "solver"), None, r"rewards: expected an object of finite numbers, got \{.*null"),
+    (("team_rewards", "team"), [1], "team_rewards: expected an object of finite numbers"),
+    (("seed",), "0", r"seed: expected an int, got \"0\""),
+    (("group_id",), True, "group_id: expected an int, got true"),
+    (("turns",), {}, r"turns: expected a list, got \{\}"),
+    (("turns", 1), 3, r"turns\[1\]: expected an object, got 3"),
+    (("turns", 0, "agent"), None, r"turns\[0\].agent: expected a string, got null"),
+    (("turns", 1, "reward"), "1", r"turns\[1\].reward: expected a finite number"),
+    (("turns", 0, "completion_ids"), [1, "2"], r"turns\[0\].completion_ids: expected a list of ints"),
+    (("turns", 0, "state"), "x", r"turns\[0\].state: expected a list of numbers or null"),
+    (("turns", 0, "choice"), {"index": 0}, r"turns\[0\].choice: not a choice \(KeyError"),
+    (("branches", 0, "rewards"), 1, r"branches\[0\].rewards: expected an object of finite numbers"),
+    (("branches", 0, "turns", 0, "turn_index"), 1.5, r"branches\[0\].turns\[0\].turn_index: expected an int"),
+    (("policies", "solver"), "random", r"policies: expected an object of objects"),
+])
+def test_a_field_of_the_wrong_type_is_named_on_reading(tmp_path, at, value, message):
+    # read_jsonl used to take any JSON value for any field: a reward that is a string reached the credit methods
+    # (an AttributeError from inside, or advantages computed from it without a word)
+    from baselines.credit.__main__ import main
+
+    path, head, records = _one_episode_file(tmp_path)
+    _set(records[1], at, value)
+    path.write_text("\n".join([head, *map(json.dumps, records)]) + "\n")
+    with pytest.raises(ValueError, match=rf"episodes.jsonl:3: corrupt episode \({message}"):
+        read_jsonl(path)
+    with pytest.raises(SystemExit) as stop:
+        main(["--episodes", str(path), "--method", "mappo"])
+    assert stop.value.code == 2
+
+
+def test_a_line_nested_past_the_parsers_stack_is_a_corrupt_line(tmp_path):
+    path, head, records = _one_episode_file(tmp_path)
+    path.write_text("\n".join([head, json.dumps(records[0]), "[" * 100_000]) + "\n")
+    with pytest.raises(ValueError, match=r"episodes.jsonl:3: not valid JSON \(nested too deeply\)"):
+        read_jsonl(path)

@@ -192,8 +192,13 @@ def _seats(env_id: str, kwargs_json: str) -> tuple[str, ...]:
 
 
 def seats_of(episode: Episode) -> tuple[str, ...]:
-    """The env's ``possible_agents`` (seat order) for an episode's env and kwargs."""
-    return _seats(episode.env_id, json.dumps(episode.env_kwargs, sort_keys=True))
+    """The env's ``possible_agents`` (seat order) for an episode's env and kwargs; ``ValueError`` when they do not
+    make an env (an episode file written by other code, or by a version of this package with other envs)."""
+    try:
+        return _seats(episode.env_id, json.dumps(episode.env_kwargs, sort_keys=True))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"episode of {episode.env_id!r} with kwargs {episode.env_kwargs}: the env cannot be made "
+                         f"to learn its seats ({type(e).__name__}: {e})") from None
 
 
 @register("mappo")
