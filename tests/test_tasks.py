@@ -525,6 +525,38 @@ def test_math_style_jsonl_extracts_last_boxed_and_verifies_with_math_verify(math
     assert src.verify(Task("d", "q", "x^{2}", "jsonl", (), ()), "x^2")
 
 
+@pytest.mark.parametrize("where", ["main thread", "other thread"])
+def test_an_answer_that_sympy_never_finishes_is_wrong_within_the_time_limit(math_file, monkeypatch, where):
+    # math_verify's own timeout is a SIGALRM: in a thread other than the main one it was no limit at all, and
+    # 9^{9^{9^{9}}} never finished. The check now runs in a worker process that is killed at the limit.
+    import threading
+    import time
+
+    from marl_llm_envs.tasks import math_check
+
+    pytest.importorskip("math_verify")
+    monkeypatch.setattr(math_check, "CHECK_SECONDS", 1.0)
+    src = DatasetTasks(math_file)
+    half = Task("d", "q", "\\frac{1}{2}", "jsonl", (), ())
+    results = []
+
+    def check():
+        for reply in ["9^{9^{9^{9}}}", "\\dfrac{1}{2}", "10^{10^{10}}", "1/2", "\\frac{2}{3}"]:
+            start = time.monotonic()
+            results.append((reply, src.verify(half, reply), time.monotonic() - start))
+
+    if where == "main thread":
+        check()
+    else:
+        thread = threading.Thread(target=check, daemon=True)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), "a check ran past the time limit"
+    assert [(r, v) for r, v, _ in results] == [("9^{9^{9^{9}}}", False), ("\\dfrac{1}{2}", True),
+                                               ("10^{10^{10}}", False), ("1/2", True), ("\\frac{2}{3}", False)]
+    assert all(seconds < 15 for _, _, seconds in results), results     # the limit, a restart, a loaded machine
+
+
 def test_dataset_questions_are_transliterated_to_printable_ascii(math_file):
     src = DatasetTasks(math_file)
     q = [q for q, _ in src._items][-1]

@@ -6,12 +6,12 @@ import importlib.util
 import json
 import os
 import re
-import threading
 import zlib
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from marl_llm_envs.tasks import math_check
 from marl_llm_envs.tasks.base import Task, TaskSource, _check_fraction, _check_split, _task_id, split_of
 from marl_llm_envs.tasks.verify import _THOUSANDS_RE, _normalise_text, _parse_number, answer_key, extract_boxed
 from marl_llm_envs.text import printable as to_printable_ascii
@@ -54,35 +54,6 @@ def _require_math_verify() -> None:
             "Dataset task sources verify answers with the 'math_verify' package; "
             "install it with `pip install math-verify`."
         )
-
-
-def _math_verify_equal(gold: str, response: str) -> bool:
-    """Equivalence via math_verify; ``False`` on any failure."""
-    try:
-        from math_verify import parse, verify
-    except ImportError as exc:  # pragma: no cover - checked at construction
-        raise ImportError(
-            "Dataset task sources need 'math_verify': `pip install math-verify`."
-        ) from exc
-    in_main = threading.current_thread() is threading.main_thread()
-    timeout = 5 if in_main else None
-
-    def _parse(s: str):
-        s = s.strip()
-        wrapped = s if "$" in s or "\\boxed" in s else f"${s}$"
-        res = parse(wrapped, parsing_timeout=timeout)
-        if not res and wrapped != s:
-            res = parse(s, parsing_timeout=timeout)
-        return res
-
-    try:
-        g = _parse(gold)
-        p = _parse(response)
-        if not g or not p:
-            return False
-        return bool(verify(g, p, timeout_seconds=timeout))
-    except Exception:
-        return False
 
 
 class TaskFileNotFound(FileNotFoundError, ValueError):
@@ -363,7 +334,7 @@ class DatasetTasks(TaskSource):
                 return False
         except Exception:
             return False
-        return _math_verify_equal(gold, response)
+        return math_check.equal(gold, response)
 
     def spec(self) -> dict:
         return {
