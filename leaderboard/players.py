@@ -204,7 +204,11 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
         raise ValueError(f"{spec}: the checkpoint holds {len(tensors['learners'])} learners, the config builds "
                          f"{len(team.learners)}")
     for learner, state in zip(team.learners, tensors["learners"]):
-        learner.load_state_dict(state["model"])
+        try:
+            learner.load_state_dict(state["model"])
+        except (RuntimeError, KeyError, TypeError) as e:       # torch's own error for weights that do not fit
+            raise ValueError(f"{spec}: {step_dir} does not fit the model its config builds ({type(e).__name__}: "
+                             f"{str(e)[:300]})") from None
         learner.module.eval()
     policies = dict(team.policies)
     if greedy:

@@ -76,7 +76,7 @@ def test_weights_optimizer_and_rng_states_round_trip_exactly(tmp_path):
     state = {"learners": [{"model": model.state_dict(), "optimizer": opt.state_dict()}],
              "rng": checkpoint.rng_state(), "half": torch.ones(2, dtype=torch.bfloat16) / 3}
     expected = (random.random(), float(np.random.rand()), float(torch.rand(1)))
-    path = checkpoint.save(tmp_path, 1, {"step": 1}, state)
+    path = checkpoint.save(tmp_path, 1, {"step": 1, "config_hash": "0" * 12, "credit": {}}, state)
     assert sorted(p.name for p in path.iterdir()) == ["meta.json", "state.json", "state.safetensors"]
     _, back = checkpoint.load(path)
     for k, v in model.state_dict().items():
@@ -107,3 +107,50 @@ def test_the_mlp_trainer_is_deterministic(tmp_path):
     for x, y, z in zip(a, b, c):
         assert all(torch.equal(x["model"][k], y["model"][k]) for k in x["model"])
         assert not all(torch.equal(x["model"][k], z["model"][k]) for k in x["model"])
+
+
+def _edit_json(path, change):
+    value = json.loads(path.read_text())
+    path.write_text(json.dumps(change(value)))
+
+
+@pytest.mark.parametrize("file, change, message", [
+    ("meta.json", lambda m: [m], r"meta.json: damaged \(a trainer checkpoint's meta is"),
+    ("meta.json", lambda m: {**m, "step": "2"}, r"meta.json: damaged"),
+    ("meta.json", lambda m: {k: v for k, v in m.items() if k != "config_hash"}, r"meta.json: damaged"),
+    ("meta.json", lambda m: {**m, "credit": []}, r"meta.json: damaged"),
+    ("state.json", lambda s: {"learners": "x", "rng": s["rng"]}, r"state.json: damaged \(a trainer checkpoint's state"),
+    ("state.json", lambda s: {"learners": s["learners"]}, r"state.json: damaged"),
+    ("state.json", lambda s: {**s, "learners": [{**s["learners"][0], "model": [1]}]}, r"state.json: damaged"),
+    ("state.json", lambda s: {**s, "learners": s["learners"] * 2}, r"--resume: .* holds 2 learners, the config builds 1"),
+    ("state.json", lambda s: {**s, "rng": {**s["rng"], "python": {"__items__": [[1, 2, 3]]}}},
+     r"state.json: damaged \(ValueError: too many values to unpack"),
+])
+def test_a_checkpoint_damaged_from_outside_is_a_clear_error_on_resume(tmp_path, file, change, message):
+    # each used to end --resume in a TypeError or KeyError traceback from inside the trainer (or, for two learners,
+    # to resume with the first and drop the other)
+    _mlp_run(tmp_path / "run")
+    step = checkpoint.latest(tmp_path / "run" / "checkpoints")
+    _edit_json(step / file, change)
+    cfg = TrainConfig(env="kuhn_poker-v0", action_mode="discrete", model="mlp", credit="broadcast", steps=3,
+                      tasks_per_step=4, group_size=2, seed=0, out=str(tmp_path / "run"), progress=False, resume=True)
+    metrics = (tmp_path / "run" / "metrics.jsonl").read_text()
+    with pytest.raises(ValueError, match=message):
+        train(cfg)
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == metrics
+
+
+def test_weights_of_another_shape_are_a_clear_error_on_resume(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _mlp_run(tmp_path / "run")
+    step = checkpoint.latest(tmp_path / "run" / "checkpoints")
+    flat = load_file(str(step / "state.safetensors"))
+    name = json.loads((step / "state.json").read_text())["learners"][0]["model"]["net.0.weight"]["__tensor__"]
+    flat[name] = flat[name][:, :3].contiguous()
+    save_file(flat, str(step / "state.safetensors"))
+    cfg = TrainConfig(env="kuhn_poker-v0", action_mode="discrete", model="mlp", credit="broadcast", steps=3,
+                      tasks_per_step=4, group_size=2, seed=0, out=str(tmp_path / "run"), progress=False, resume=True)
+    with pytest.raises(ValueError, match=r"(?s)--resume: .* does not fit this run's models, optimizers or RNGs "
+                                         r"\(RuntimeError: .*size mismatch for net.0.weight"):
+        train(cfg)

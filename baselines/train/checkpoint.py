@@ -175,8 +175,10 @@ def _refuse_pickle(path: Path) -> None:
 
 
 def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(meta, tensors)`` of the checkpoint folder ``path``, read without pickle (:class:`CheckpointError` for a
-    pickle or a damaged file)."""
+    """``(meta, tensors)`` of the trainer's checkpoint folder ``path``, read without pickle (:class:`CheckpointError`
+    for a pickle, a damaged file, or one without the trainer's layout: ``meta`` ``{"step": int >= 0, "config_hash":
+    str, "credit": {...}}``, ``tensors`` ``{"learners": [{"model": {...}, "optimizer": {...} or None}, ...], "rng":
+    ...}``, as ``baselines.train.loop`` saves them)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -196,4 +198,25 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         flat = load_file(str(path / STATE_TENSORS), device="cpu")
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"{path / STATE_TENSORS}: not a safetensors file ({e})") from None
-    return meta, _decode(skeleton, flat, str(path))
+    try:
+        tensors = _decode(skeleton, flat, str(path))
+    except (TypeError, ValueError) as e:        # an __items__ entry that is not a pair, a key that is not hashable
+        if isinstance(e, CheckpointError):
+            raise
+        raise CheckpointError(f"{path / STATE_JSON}: damaged ({type(e).__name__}: {e})") from None
+    _check_layout(path, meta, tensors)
+    return meta, tensors
+
+
+def _check_layout(path: Path, meta: Any, tensors: Any) -> None:
+    step = meta.get("step") if isinstance(meta, dict) else None
+    if not (isinstance(meta, dict) and type(step) is int and step >= 0 and isinstance(meta.get("config_hash"), str)
+            and isinstance(meta.get("credit"), dict)):
+        raise CheckpointError(f"{path / 'meta.json'}: damaged (a trainer checkpoint's meta is {{\"step\": int >= 0, "
+                              f"\"config_hash\": str, \"credit\": {{...}}}})")
+    learners = tensors.get("learners") if isinstance(tensors, dict) else None
+    if not (isinstance(learners, list) and learners and "rng" in tensors and all(
+            isinstance(x, dict) and isinstance(x.get("model"), dict)
+            and (x.get("optimizer") is None or isinstance(x.get("optimizer"), dict)) for x in learners)):
+        raise CheckpointError(f"{path / STATE_JSON}: damaged (a trainer checkpoint's state is {{\"learners\": [{{"
+                              f"\"model\": {{...}}, \"optimizer\": {{...}} or null}}, ...], \"rng\": ...}})")

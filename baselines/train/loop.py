@@ -458,13 +458,20 @@ def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
     if meta["config_hash"] != cfg.hash():
         raise ValueError(f"--resume: the run in {run.out} was made with another config (hash {meta['config_hash']}, "
                          f"now {cfg.hash()}); give the same flags, or another --out")
-    for learner, state in zip(team.learners, tensors["learners"]):
-        learner.load_state_dict(state["model"])
-        if learner.optimizer is not None and state["optimizer"] is not None:
-            learner.optimizer.load_state_dict(state["optimizer"])
-    run.method.load_state_dict(meta["credit"])
-    checkpoint.set_rng_state(tensors["rng"])
-    start = int(meta["step"])
+    if len(tensors["learners"]) != len(team.learners):
+        raise ValueError(f"--resume: {run.resume_from} holds {len(tensors['learners'])} learners, the config builds "
+                         f"{len(team.learners)}")
+    try:
+        for learner, state in zip(team.learners, tensors["learners"]):
+            learner.load_state_dict(state["model"])
+            if learner.optimizer is not None and state["optimizer"] is not None:
+                learner.optimizer.load_state_dict(state["optimizer"])
+        run.method.load_state_dict(meta["credit"])
+        checkpoint.set_rng_state(tensors["rng"])
+    except (RuntimeError, KeyError, TypeError, IndexError) as e:     # torch's own errors for a state that does not fit
+        raise ValueError(f"--resume: {run.resume_from} does not fit this run's models, optimizers or RNGs "
+                         f"({type(e).__name__}: {str(e)[:300]})") from None
+    start = meta["step"]
     if main:
         _keep_metrics(run.out / METRICS, start)
     return start
