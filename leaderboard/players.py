@@ -197,7 +197,10 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
                          f"--player {env_id}=SPEC")
     if resolved_mode != action_mode:
         raise ValueError(f"{spec}: the run plays {env_id} in {resolved_mode!r} mode, the protocol in {action_mode!r}")
-    env = make(env_id, **{**cfg.env_kwargs, "action_mode": action_mode})
+    try:
+        env = make(env_id, **{**cfg.env_kwargs, "action_mode": action_mode})
+    except TypeError as e:              # a kwarg the env does not take (make names the close match)
+        raise ValueError(f"{spec}: the run's env_kwargs: {e}") from None
     team = build_team(cfg, env, roles)
     meta, tensors = checkpoint.load(step_dir)
     if len(tensors["learners"]) != len(team.learners):

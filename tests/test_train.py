@@ -508,6 +508,32 @@ def test_config_json_holds_the_config_fields_and_one_resolved_block(tmp_path):
         read_run_config(tmp_path / "r")
 
 
+@pytest.mark.parametrize("change, message", [
+    ({"env_kwargs": [1]}, "env_kwargs must be an object, got \\[1\\]"),
+    ({"seed": "3"}, "seed must be an int, got '3'"),
+    ({"lr": True}, "lr must be a number, got True"),
+    ({"model": 3}, "model must be a string, got 3"),
+    ({"action_mode": "bogus"}, "--action-mode must be text or discrete, got 'bogus'"),
+    ({"steps": 0}, "--steps must be > 0"),
+    ({"resolved": {"action_mode": 3, "config_hash": "x"}}, "resolved.action_mode must be a string, got 3"),
+])
+def test_a_config_json_edited_to_values_the_trainer_refuses_is_a_clear_error(tmp_path, change, message):
+    # a checkpoint player and the suite read a run's config.json back: a wrong type used to reach the trainer's
+    # code (a TypeError traceback from evaluate: env_kwargs [1], a string seed) or pass (action_mode 'bogus')
+    from baselines.train.config import read_run_config
+    from leaderboard.players import load_player
+
+    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
+                      out=str(tmp_path / "r"), progress=False, tensorboard=False)
+    train(cfg)
+    raw = json.loads((tmp_path / "r" / "config.json").read_text())
+    (tmp_path / "r" / "config.json").write_text(json.dumps({**raw, **change}))
+    with pytest.raises(ValueError, match=rf"config.json: {message}"):
+        read_run_config(tmp_path / "r")
+    with pytest.raises(ValueError, match=rf"checkpoint:.*config.json: {message}"):
+        load_player(f"checkpoint:{tmp_path / 'r'}", "kuhn_poker-v0", ["player_0", "player_1"], "discrete")
+
+
 def test_a_run_written_before_the_resolved_block_loads_resumes_and_counts_as_finished(tmp_path):
     from baselines.train.config import OUTPUT_FIELDS, read_run_config
     from leaderboard.players import load_player

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from baselines.outputs import replace_text
+from marl_llm_envs.text import short_repr
 
 AGGREGATIONS = ("token-mean", "seq-mean")
 ADAPTERS = ("none", "shared", "per_role")
@@ -370,10 +371,26 @@ def read_run_config(folder: Path) -> RunConfig:
         block = legacy
     if not isinstance(block, dict) or set(block) - {f.name for f in dataclasses.fields(Resolved)}:
         raise ValueError(f"{path}: 'resolved' must be an object with action_mode and config_hash, got {block!r}")
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    cfg = TrainConfig(**{k: v for k, v in raw.items() if k in known})
+    kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in dataclasses.fields(TrainConfig)}
+    for name, value in raw.items():
+        if name in kinds and not _FIELD_TESTS[kinds[name]](value):
+            raise ValueError(f"{path}: {name} must be {_FIELD_WORDS[kinds[name]]}, got {short_repr(value, 40)}")
+    cfg = TrainConfig(**{k: v for k, v in raw.items() if k in kinds})
+    try:
+        cfg.check()         # the values the command line would have refused (a file edited, or written elsewhere)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    for name in ("action_mode", "config_hash"):
+        if name in block and not isinstance(block[name], str):
+            raise ValueError(f"{path}: resolved.{name} must be a string, got {short_repr(block[name], 40)}")
     resolved = Resolved(action_mode=block.get("action_mode", cfg.action_mode), config_hash=block.get("config_hash"))
     return RunConfig(cfg, resolved, raw)
+
+
+# the type of each TrainConfig field in config.json: what the command line's parser makes of a flag
+_FIELD_TESTS = {"int": lambda v: type(v) is int, "float": lambda v: type(v) in (int, float),
+                "str": lambda v: type(v) is str, "bool": lambda v: type(v) is bool, "dict": lambda v: type(v) is dict}
+_FIELD_WORDS = {"int": "an int", "float": "a number", "str": "a string", "bool": "true or false", "dict": "an object"}
 
 
 _EXAMPLES = """\
