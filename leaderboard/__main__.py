@@ -38,8 +38,13 @@ def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, l
             out.setdefault(env, []).append(rest)
         elif sep and "-v" in env and ":" not in env:
             raise ValueError(f"--player {s}: {env} is not an env of {protocol.key} ({', '.join(env_ids)})")
+        elif default is not None:       # the last one would win, and the first would never be looked at
+            raise ValueError(f"--player: two players for every env ({default!r} and {s!r}); give one, and "
+                             f"ENV_ID=SPEC for the envs that differ")
         else:
             default = s
+    if runs and specs:                  # --runs names every env's players: a --player would be dropped
+        raise ValueError("--runs gives the players of a credit-track protocol (its trained runs); leave out --player")
     by_seed: dict[str, dict[int, str]] = {}
     for run in runs:         # credit track: trainer run folders, one per env and training seed of the protocol
         try:

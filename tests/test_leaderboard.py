@@ -590,3 +590,19 @@ def test_an_llm_checkpoint_plays_a_text_mode_protocol(tmp_path):
     assert m["players"]["kuhn_poker-v0"][0]["decoding"]["player_0"]["mode"] == "choice"
     assert m["tokens"]["eval_main"] > 0
     assert validate(out, protocol=protocol, full=True).episodes == 4
+
+
+@pytest.mark.parametrize("flags, message", [
+    # the second spec for every env used to win without a word: the misspelt first one was never looked at
+    (["--player", "reference:nope", "--player", "random"], r"--player: two players for every env \('reference:nope' "
+                                                           r"and 'random'\)"),
+    # --runs names every env's players: a --player was dropped
+    (["--player", "random", "--runs", "runs/a"], "--runs gives the players .* leave out --player"),
+])
+def test_a_player_flag_that_would_be_ignored_is_refused(protocol_path, tmp_path, capsys, flags, message):
+    import re
+
+    assert main(["evaluate", "--protocol", str(protocol_path), *flags, "--method", "x", "--out",
+                 str(tmp_path / "sub"), "--no-progress"]) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "sub").exists()
