@@ -198,7 +198,7 @@ def _evaluate_private_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--count", type=int, default=None, help="how many private seeds (default: the protocol's count)")
     p.add_argument("--out", required=True, help="a new folder for the submission")
     p.add_argument("--submit", action="store_true", help="add the validated entry to the store")
-    p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
+    p.add_argument("--store", default=None, help="with --submit: " + _STORE_HELP)
     p.add_argument("--no-progress", action="store_true", help="no progress bar (one is shown only on a terminal)")
 
 
@@ -226,7 +226,7 @@ def _validate_flags(p: argparse.ArgumentParser, name: str) -> None:
 def _benchmark_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("method", help=f"the method under test: a registered name ({', '.join(list_credits())}) or "
                                   f"package.module:ClassName")
-    p.add_argument("--tier", default="micro", choices=("micro", "small", "gpu"),
+    p.add_argument("--tier", default=None, choices=("micro", "small", "gpu"),
                    help="the protocol's size: micro, small or gpu (described below; default: micro)")
     p.add_argument("--quick", action="store_true", help="the tier's quick protocol (a smaller budget)")
     p.add_argument("--protocol", default=None, help="another credit-track protocol (a name or a path)")
@@ -237,7 +237,7 @@ def _benchmark_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="runs/benchmark-credit", help="where the runs and submissions go; a finished run "
                                                                   "found there is reused (default: %(default)s)")
     p.add_argument("--submit", action="store_true", help="add every submission to the store")
-    p.add_argument("--store", default=str(DEFAULT_STORE), help="with --submit: " + _STORE_HELP)
+    p.add_argument("--store", default=None, help="with --submit: " + _STORE_HELP)
     p.add_argument("--export", choices=("marl-eval",), default=None, help="also write the results in this format")
     p.add_argument("--jobs", type=int, default=1, help="play the independent runs (seeds x methods x settings or envs; "
                                                         "then each method's evaluation) in N processes (the results "
@@ -267,12 +267,22 @@ def _evaluate_private(args: argparse.Namespace) -> None:
     protocol = load_protocol(args.protocol)
     players = _players(protocol, args.player, args.runs)
     v, entry = evaluate_private(protocol, players, args.out, args.method, count=args.count,
-                                store=args.store if args.submit else None, progress=not args.no_progress)
+                                store=_store_to_submit(args), progress=not args.no_progress)
     seeds = v.reproduced["private_seeds"]
     print(f"valid: {v.episodes} episodes on private seeds {seeds['start']} + {seeds['count']}")
     _print_task_means(v)
     if entry is not None:
-        print(f"added {entry['id']} to {args.store}")
+        print(f"added {entry['id']} to {_store_to_submit(args)}")
+
+
+def _store_to_submit(args: argparse.Namespace) -> str | None:
+    """The store ``--submit`` adds to (``--store``, else the default); ``None`` without ``--submit``, where a
+    ``--store`` would be ignored and is refused."""
+    if not args.submit:
+        if args.store is not None:
+            raise ValueError("--store is where --submit adds the entries; without --submit nothing is added")
+        return None
+    return args.store if args.store is not None else str(DEFAULT_STORE)
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -336,7 +346,7 @@ def _benchmark_credit(args: argparse.Namespace) -> None:
 
     result = benchmark_credit(args.method, args.tier, args.quick,
                               [b.strip() for b in args.baselines.split(",") if b.strip()], args.out, args.model,
-                              progress=not args.no_progress, submit_to=args.store if args.submit else None,
+                              progress=not args.no_progress, submit_to=_store_to_submit(args),
                               protocol=args.protocol, export=args.export, jobs=args.jobs, ray=args.ray)
     print(result["markdown"])
     if result.get("suite"):

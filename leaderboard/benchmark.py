@@ -95,7 +95,7 @@ def _evaluate_one(spec: dict[str, Any]) -> dict[str, Any]:
     return {"validated": validate(sub, protocol=protocol)}
 
 
-def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, baselines: Sequence[str] = BASELINES,
+def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, baselines: Sequence[str] = BASELINES,
                      out: str | Path = "runs/benchmark-credit", model: str | None = None, progress: bool = True,
                      submit_to: str | Path | None = None, protocol: str | Path | None = None,
                      export: str | None = None, jobs: int = 1, ray: str | None = None) -> dict[str, Any]:
@@ -105,7 +105,14 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
     if export not in (None, "marl-eval"):
         raise ValueError(f"--export {export!r}: the one format is 'marl-eval'")
     _check_methods(method, baselines)
+    if protocol is not None and (tier is not None or quick):   # the protocol names the budget: these would be dropped
+        raise ValueError(f"--protocol {protocol} names the protocol; leave out --tier and --quick (they pick one)")
+    if ray is not None and jobs != 1:
+        raise ValueError(f"--ray plays the runs over Ray's workers; leave out --jobs {jobs}")
+    tier = "micro" if tier is None else tier
     suite = _suite_of(tier, quick, protocol)
+    if suite is not None and model is not None:
+        raise ValueError(f"--model: {suite} fixes the model it trains (only credit-gpu trains the model you name)")
     if suite is not None:
         from leaderboard.suite import benchmark_suite
 
@@ -122,6 +129,9 @@ def benchmark_credit(method: str, tier: str = "micro", quick: bool = False, base
         raise ValueError(f"{protocol.key} is not a credit-track protocol")
     if protocol.train["model"] == "submitter" and not model:
         raise ValueError(f"{protocol.key} trains a model the submitter names: give --model")
+    if protocol.train["model"] != "submitter" and model is not None:    # it replaced the protocol's model in every run
+        raise ValueError(f"--model: {protocol.key} fixes the model it trains ({protocol.train['model']}); only a "
+                         f"protocol whose model is the submitter's (credit-gpu) takes --model")
     out = Path(out) / protocol.key
     t0 = time.perf_counter()
     skipped: dict[str, str] = {}

@@ -606,3 +606,27 @@ def test_a_player_flag_that_would_be_ignored_is_refused(protocol_path, tmp_path,
                  str(tmp_path / "sub"), "--no-progress"]) == 2
     assert re.search(message, capsys.readouterr().err)
     assert not (tmp_path / "sub").exists()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    # each was dropped without a word: the protocol named by --protocol ran, the budget of another; the model
+    # replaced the classic protocol's own in every run (or, for a suite, was ignored); Ray ran and --jobs did not
+    ({"protocol": "credit-small", "tier": "micro"}, "--protocol credit-small names the protocol; leave out --tier"),
+    ({"protocol": "credit-micro", "quick": True}, "leave out --tier and --quick"),
+    ({"model": "foo"}, r"--model: credit-micro@\d+ fixes the model it trains"),
+    ({"protocol": "credit-micro", "model": "foo"}, r"--model: credit-micro@1 fixes the model it trains \(mlp\)"),
+    ({"jobs": 2, "ray": "local"}, "--ray plays the runs over Ray's workers; leave out --jobs 2"),
+])
+def test_benchmark_credit_refuses_options_it_would_drop(tmp_path, kwargs, message):
+    from leaderboard.benchmark import benchmark_credit
+
+    with pytest.raises(ValueError, match=message):
+        benchmark_credit("broadcast", baselines=[], out=tmp_path / "out", progress=False, **kwargs)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_store_without_submit_is_refused(tmp_path, capsys):
+    assert main(["benchmark-credit", "broadcast", "--baselines", "", "--store", str(tmp_path / "store"), "--out",
+                 str(tmp_path / "out"), "--no-progress"]) == 2
+    assert "--store is where --submit adds the entries" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "store").exists()
