@@ -3,6 +3,7 @@ generation, choice mode, per-role LoRA), the MLP tier learns, kill -9 and resume
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -584,3 +585,20 @@ def test_the_mlps_multi_tensor_clip_and_adamw_steps_give_the_per_tensor_floats()
             opt.step()
         weights.append((norms, [p.detach().numpy().tobytes() for p in model.parameters()]))
     assert weights[0] == weights[1]
+
+
+@pytest.mark.parametrize("lora", [{"lora_r": 4}, {"lora_alpha": 32.0}])
+def test_lora_settings_without_adapters_are_refused_and_a_run_made_with_them_still_loads(tmp_path, lora):
+    # --lora-r without --adapters trained the full weights without a word
+    from baselines.train.config import read_run_config
+
+    with pytest.raises(ValueError, match="--lora-r and --lora-alpha shape LoRA adapters, and --adapters is 'none'"):
+        train(TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
+                          out=str(tmp_path / "new"), progress=False, tensorboard=False, **lora))
+    assert not (tmp_path / "new").exists()
+    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
+                      out=str(tmp_path / "old"), progress=False, tensorboard=False)
+    train(cfg)
+    raw = json.loads((tmp_path / "old" / "config.json").read_text())
+    (tmp_path / "old" / "config.json").write_text(json.dumps({**raw, **lora}))    # as a run made before the rule
+    assert read_run_config(tmp_path / "old").config == dataclasses.replace(cfg, **lora)

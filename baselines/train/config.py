@@ -214,8 +214,10 @@ class TrainConfig:
                                  f"{', '.join(roles)}")
         return out
 
-    def check(self) -> None:
-        """Everything that can be checked before a rollout (the rest is checked when the team is built)."""
+    def check(self, new_run: bool = True) -> None:
+        """Everything that can be checked before a rollout (the rest is checked when the team is built).
+        ``new_run=False`` (a run's config read back): the values only, not the flag combinations refused before a
+        run starts (a run made before such a rule still loads)."""
         from marl_llm_envs import spec
 
         try:
@@ -258,6 +260,10 @@ class TrainConfig:
             raise ValueError(f"--aggregation must be one of {list(AGGREGATIONS)}, got {self.aggregation!r}")
         if self.adapters not in ADAPTERS:
             raise ValueError(f"--adapters must be one of {list(ADAPTERS)}, got {self.adapters!r}")
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        if new_run and self.adapters == "none" and any(getattr(self, n) != defaults[n] for n in ("lora_r", "lora_alpha")):
+            raise ValueError("--lora-r and --lora-alpha shape LoRA adapters, and --adapters is 'none' (the full "
+                             "weights are trained): give --adapters shared or per_role, or leave them out")
         if self.mode not in MODES:
             raise ValueError(f"--mode must be one of {list(MODES)}, got {self.mode!r}")
         if self.choice_scoring not in CHOICE_SCORINGS:
@@ -377,7 +383,7 @@ def read_run_config(folder: Path) -> RunConfig:
             raise ValueError(f"{path}: {name} must be {_FIELD_WORDS[kinds[name]]}, got {short_repr(value, 40)}")
     cfg = TrainConfig(**{k: v for k, v in raw.items() if k in kinds})
     try:
-        cfg.check()         # the values the command line would have refused (a file edited, or written elsewhere)
+        cfg.check(new_run=False)    # the values the command line would refuse (a file edited, or written elsewhere)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
     for name in ("action_mode", "config_hash"):
