@@ -59,3 +59,20 @@ def test_a_bad_env_id_kwarg_branch_or_concurrency_is_a_usage_error_before_anythi
     assert exit_.value.code == 2
     assert message in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "e.jsonl").exists()
+
+
+def test_an_mlp_rollout_plays_discrete_mode_unless_told_otherwise(tmp_path, capsys):
+    # it refused the env's default text mode and said to use --action-mode, a flag the trainer has and this
+    # command does not; the trainer already picks discrete mode for an MLP
+    from baselines.episode import read_jsonl
+    from baselines.rollout.cli import main
+
+    out = tmp_path / "e.jsonl"
+    main(["--env", "kuhn_poker-v0", "--model", "mlp", "--episodes", "2", "--no-progress", "--out", str(out)])
+    assert [e.transcript["kwargs"]["action_mode"] for e in read_jsonl(out)] == ["discrete", "discrete"]
+    with pytest.raises(SystemExit):
+        main(["--env", "kuhn_poker-v0", "--model", "mlp", "--env-kwargs", '{"action_mode": "text"}', "--episodes",
+              "2", "--no-progress", "--out", str(tmp_path / "t.jsonl")])
+    err = capsys.readouterr().err
+    assert "plays discrete mode; kuhn_poker-v0 is in 'text' mode (make the env with action_mode='discrete')" in err
+    assert "--action-mode" not in err

@@ -97,7 +97,7 @@ class MLPPolicy(Policy):
         """An MLP sized for ``env`` (its vector size, its roles, its largest action list), initialised from ``seed``."""
         if getattr(env, "action_mode", "") != "discrete":
             raise ValueError(f"an MLP policy plays discrete mode; {env.env_id} is in {env.action_mode!r} mode "
-                             "(use --action-mode discrete)")
+                             "(make the env with action_mode='discrete')")
         roles = list(roles or sorted(set(env.roles.values())))
         size = max(len(env.action_names(a)) for a in env.possible_agents)
         with torch.random.fork_rng(devices=[]):   # the global torch RNG is left as it was

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default="tiny",
                         help='"smollm2-135m" (SmolLM2-135M-Instruct, a real small model), "random" (uniformly '
                              'random legal moves, no model), "mlp" (an untrained MLP on the numeric observation, '
-                             'initialised from the seed; discrete action_mode only; baselines.train trains one), a '
+                             'initialised from the seed; discrete action_mode only, the default for it; baselines.train trains one), a '
                              'local model folder or a hub id. The default "tiny" is a randomly initialised '
                              "0.08M-parameter model for smoke tests: its replies are gibberish (default: %(default)s)")
     parser.add_argument("--episodes", type=int, default=64,
@@ -127,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error(f"--env-kwargs is not valid JSON: {e}")
     if not isinstance(env_kwargs, dict):
         parser.error("--env-kwargs must be a JSON object")
+    if args.model == "mlp":             # as the trainer's --action-mode: an MLP plays discrete mode unless told
+        env_kwargs.setdefault("action_mode", "discrete")
     try:
         branches = BranchSpec.parse(args.branches)
     except ValueError as e:
