@@ -310,3 +310,15 @@ def test_a_line_nested_past_the_parsers_stack_is_a_corrupt_line(tmp_path):
     path.write_text("\n".join([head, json.dumps(records[0]), "[" * 100_000]) + "\n")
     with pytest.raises(ValueError, match=r"episodes.jsonl:3: not valid JSON \(nested too deeply\)"):
         read_jsonl(path)
+
+
+def test_the_credit_command_refuses_an_option_given_twice(tmp_path, capsys):
+    # the last value won without a word
+    from baselines.credit.__main__ import main
+
+    path, _, _ = _one_episode_file(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["--episodes", str(path), "--method", "broadcast", "--option", "std=sample", "--option",
+              "std=population"])
+    assert stop.value.code == 2 and "argument --option: std given more than once" in capsys.readouterr().err
+    assert main(["--episodes", str(path), "--method", "broadcast", "--option", "std=sample", "--json"])["episodes"] == 2

@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = build_parser()
     args = parser.parse_args(argv)
+    keys = [key for key, _ in args.option]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:                   # dict() would keep the last value without a word
+        parser.error(f"argument --option: {', '.join(twice)} given more than once")
     try:
         method = make_credit(args.method, **dict(args.option))
         episodes = read_jsonl(args.episodes)
