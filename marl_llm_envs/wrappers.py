@@ -119,7 +119,7 @@ class SingleAgentEnv(gym.Env):
         return reward
 
     def _obs(self) -> np.ndarray:
-        return self.env.observe(self.agent)["observation"]
+        return self.env.observe(self.agent, text=False)["observation"]     # the prompt is never read here
 
     def _info(self) -> dict:
         info = dict(self.env.infos.get(self.agent, {}))
