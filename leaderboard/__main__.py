@@ -216,7 +216,9 @@ def _validate_flags(p: argparse.ArgumentParser, name: str) -> None:
                    help="also re-play episodes with the claimed player (random, reference bots, checkpoints "
                         "present here, local hf: models) and, credit track, re-train a run from the manifest; "
                         "without it the player's own moves are self-reported")
-    p.add_argument("--reproduce-sample", type=int, default=200, help="episodes to re-play with --reproduce")
+    p.add_argument("--reproduce-sample", type=int, default=None,
+                   help="with --reproduce: about this many episodes to re-play, spread over the protocol's cells (at "
+                        "least one each; default: 200)")
     if name == "submit":
         p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
     p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20,
@@ -289,7 +291,7 @@ def _validate(args: argparse.Namespace) -> None:
     from leaderboard.validate import validate
 
     v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=_limits(args),
-                 reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
+                 reproduce=args.reproduce, reproduce_sample=_reproduce_sample(args))
     print(f"valid: {v.episodes} episodes, {v.replayed} replayed, {v.rederived} opponent moves "
           f"re-derived, protocol {v.protocol.key}")
     if v.reproduced is None:
@@ -300,11 +302,19 @@ def _validate(args: argparse.Namespace) -> None:
     _print_task_means(v)
 
 
+def _reproduce_sample(args: argparse.Namespace) -> int:
+    if args.reproduce_sample is None:
+        return 200
+    if not args.reproduce:          # nothing is re-played without --reproduce: the number would be dropped
+        raise ValueError("--reproduce-sample is how many episodes --reproduce re-plays; give --reproduce too")
+    return args.reproduce_sample
+
+
 def _submit(args: argparse.Namespace) -> None:
     from leaderboard.store import submit
 
     entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=_limits(args),
-                   reproduce=args.reproduce, reproduce_sample=args.reproduce_sample)
+                   reproduce=args.reproduce, reproduce_sample=_reproduce_sample(args))
     print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))
 
 

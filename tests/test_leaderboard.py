@@ -630,3 +630,10 @@ def test_a_store_without_submit_is_refused(tmp_path, capsys):
                  str(tmp_path / "out"), "--no-progress"]) == 2
     assert "--store is where --submit adds the entries" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() and not (tmp_path / "store").exists()
+
+
+def test_a_reproduce_sample_without_reproduce_is_refused(honest, protocol_path, capsys):
+    # nothing was re-played, and the number was dropped without a word
+    assert main(["validate", str(honest), "--protocol", str(protocol_path), "--reproduce-sample", "5"]) == 2
+    assert "--reproduce-sample is how many episodes --reproduce re-plays; give --reproduce too" in \
+        capsys.readouterr().err
