@@ -321,6 +321,7 @@ def test_the_mlp_tier_learns_to_vote_with_its_clues(tmp_path):
     (dict(model="mlp", action_mode="text"), "an MLP policy plays discrete mode"),
     (dict(frozen="thinker,solver"), "nothing would be trained"),
     (dict(partners="judge=reference"), "names role 'judge'"),
+    (dict(partners="solver=random,solver=reference"), "--partners gives role 'solver' two bots"),
     (dict(credit="grpo"), "unknown credit method 'grpo'"),
     (dict(aggregation="sum"), "--aggregation must be one of"),
     (dict(choice_scoring="max"), "--choice-scoring must be one of"),

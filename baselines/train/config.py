@@ -203,6 +203,8 @@ class TrainConfig:
             if role not in roles:
                 raise ValueError(f"--partners names role {role!r}, which {self.env} does not have; its roles: "
                                  f"{', '.join(roles)}")
+            if role in out and out[role] != kind:      # the last would win without a word
+                raise ValueError(f"--partners gives role {role!r} two bots ({out[role]} and {kind})")
             out[role] = kind
         return out
 
