@@ -557,6 +557,23 @@ def test_an_answer_that_sympy_never_finishes_is_wrong_within_the_time_limit(math
     assert all(seconds < 15 for _, _, seconds in results), results     # the limit, a restart, a loaded machine
 
 
+def test_a_checker_worker_that_died_between_checks_costs_no_wrong_verdict(monkeypatch):
+    # killed (out of memory, by hand) after one check and before the next, whose write finds the pipe closed
+    import os
+    import signal
+
+    from marl_llm_envs.tasks import math_check
+
+    pytest.importorskip("math_verify")
+    assert math_check.equal("\\frac{1}{2}", "\\dfrac{1}{2}")
+    process = math_check._worker["process"]
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    monkeypatch.setattr(process, "poll", lambda: None)     # its death not seen yet when the next check starts
+    assert math_check.equal("\\frac{1}{2}", "\\dfrac{1}{2}")
+    assert math_check._worker["process"] is not process
+
+
 def test_dataset_questions_are_transliterated_to_printable_ascii(math_file):
     src = DatasetTasks(math_file)
     q = [q for q, _ in src._items][-1]

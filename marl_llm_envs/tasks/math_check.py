@@ -35,18 +35,21 @@ def equal(gold: str, response: str) -> bool:
     """Whether ``math_verify`` finds ``response`` equivalent to ``gold``; ``False`` on any failure, and when the check
     takes more than :data:`CHECK_SECONDS`."""
     with _lock:
-        process = _process()
-        if process is None:
-            return compare(gold, response, timeout=5)
-        try:
-            process.stdin.write((json.dumps([gold, response]) + "\n").encode())
-            process.stdin.flush()
+        for attempt in (1, 2):
+            process = _process()
+            if process is None:
+                return compare(gold, response, timeout=5)
+            try:
+                process.stdin.write((json.dumps([gold, response]) + "\n").encode())
+                process.stdin.flush()
+            except OSError:                 # it had died (out of memory, killed) before this check: a new one
+                _stop()
+                continue
             line = _read_line(process, CHECK_SECONDS)
-        except OSError:                     # the worker died (out of memory, killed): the next check starts another
-            line = None
-        if line in (b"true\n", b"false\n"):
-            return line == b"true\n"
-        _stop()
+            if line in (b"true\n", b"false\n"):
+                return line == b"true\n"
+            _stop()                         # past the limit, or it died during this check: wrong; the next starts anew
+            return False
         return False
 
 
