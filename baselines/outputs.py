@@ -1,15 +1,58 @@
 """Where the command-line tools write: a path checked before any work, so that a run does not end (after hours of
 training or rollouts) in an OSError traceback from ``mkdir`` or ``open``, with what it made lost; a file replaced in
-one step, so that a process killed while writing it leaves the old file, never a cut one; and a JSON object read
-back from such a file, where damage done from outside is an error that names the file and says what to do."""
+one step, so that a process killed while writing it leaves the old file, never a cut one; a JSON object read
+back from such a file, where damage done from outside is an error that names the file and says what to do; and a
+folder held by one writing process at a time."""
 
 from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
-__all__ = ["file_problem", "folder_problem", "read_json_object", "replace_text"]
+__all__ = ["FolderBusy", "file_problem", "folder_problem", "read_json_object", "replace_text", "writing"]
+
+_HELD: set[str] = set()     # the folders this process holds (writing() within writing() for the same folder passes)
+
+
+class FolderBusy(ValueError):
+    """Another process holds the folder (see :func:`writing`)."""
+
+
+@contextmanager
+def writing(folder: str | Path, wait: bool = False) -> Iterator[Path]:
+    """Hold ``folder`` (made if missing) while the block writes into it: an exclusive ``flock`` on the folder itself,
+    released when the block ends or the process dies. Another process that holds it makes this a
+    :class:`FolderBusy` error at once, or, with ``wait``, makes this wait for it. Two trainers given the same
+    ``--out``, or two suites sharing a baseline's run, used to write into one run together (interleaved metrics,
+    one's checkpoints over the other's, a finished run deleted as unfinished). The same folder held again inside the
+    block, in this process, passes through; a file system without ``flock`` on folders gives no lock."""
+    import fcntl
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    key = str(folder.resolve())
+    if key in _HELD:
+        yield folder
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise FolderBusy(f"{folder}: another process is writing into it now; wait for it to end, or write "
+                             f"somewhere else") from None
+        except OSError:
+            pass
+        _HELD.add(key)
+        try:
+            yield folder
+        finally:
+            _HELD.discard(key)
+    finally:
+        os.close(fd)
 
 
 def replace_text(path: str | Path, text: str) -> None:

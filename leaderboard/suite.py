@@ -96,7 +96,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from baselines.outputs import read_json_object, replace_text
+from baselines.outputs import read_json_object, replace_text, writing
 from leaderboard.protocol import PROTOCOL_DIR, Header, ProtocolError, canonical_sha256, get_field, parse_env, \
     parse_header, parse_play, parse_seed_range, parse_train_budget, read_anchor, reject_unknown
 
@@ -399,9 +399,11 @@ def train_run(spec: dict[str, Any]) -> str:
     from baselines.train import TrainConfig, train
 
     run = Path(spec["out"])
-    if not complete_run(run, spec["steps"]):
-        if run.exists():
-            shutil.rmtree(run)
+    with writing(run, wait=True):       # another suite training this run now (a shared baseline): wait, then reuse it
+        if complete_run(run, spec["steps"]):
+            return str(run)
+        for old in run.iterdir():       # an unfinished run: emptied (the folder itself is what is held)
+            shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
         progress = bool(spec.get("progress"))
         cfg = TrainConfig(env=spec["env_id"], env_kwargs=dict(spec.get("env_kwargs") or {}),
                           action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],

@@ -603,3 +603,33 @@ def test_lora_settings_without_adapters_are_refused_and_a_run_made_with_them_sti
     raw = json.loads((tmp_path / "old" / "config.json").read_text())
     (tmp_path / "old" / "config.json").write_text(json.dumps({**raw, **lora}))    # as a run made before the rule
     assert read_run_config(tmp_path / "old").config == dataclasses.replace(cfg, **lora)
+
+
+def test_a_run_folder_another_process_writes_into_is_refused_and_a_suite_run_waits_for_it(tmp_path):
+    # two trainers with one --out wrote one run together (interleaved metrics, each other's checkpoints), and a suite
+    # sharing a baseline's run with another deleted that run while it trained ("unfinished")
+    import fcntl
+    import os
+    import threading
+    import time
+
+    from baselines.outputs import FolderBusy
+    from leaderboard.suite import complete_run, train_run
+
+    out = tmp_path / "run"
+    out.mkdir()
+    other = os.open(out, os.O_RDONLY)            # another process's hold (a separate open: flock conflicts with it)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2, out=str(out),
+                      progress=False, tensorboard=False)
+    with pytest.raises(FolderBusy, match="another process is writing into it now"):
+        train(cfg)
+    assert list(out.iterdir()) == []
+    spec = {"env_id": "kuhn_poker-v0", "method": "broadcast", "seed": 0, "action_mode": "discrete", "model": "mlp",
+            "mode": "generate", "steps": 1, "tasks_per_step": 2, "group_size": 2, "out": str(out)}
+    threading.Timer(1.0, lambda: os.close(other)).start()       # the other process ends in a second
+    start = time.monotonic()
+    assert train_run(spec) == str(out)
+    assert time.monotonic() - start >= 0.9 and complete_run(out, 1)
+    with pytest.raises(ValueError, match="already holds a run"):      # free again: the folder's own check speaks
+        train(cfg)

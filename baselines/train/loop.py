@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.outputs import replace_text
+from baselines.outputs import replace_text, writing
 from baselines.credit import CreditMethod, TokenAdvantages, TurnAdvantages, make_credit
 from baselines.rollout import BranchSpec, RolloutEngine, episode_stats, training_seeds
 from baselines.train import checkpoint
@@ -314,6 +314,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
     run = _prepare(cfg)          # everything that can fail does so before the first rollout
     dist = _Dist(cfg)
+    if not dist.main:            # the other processes of a data-parallel run write nothing here
+        return _train_in(cfg, run, dist, freeze)
+    with writing(run.out):       # no other process writes this run while this one does (FolderBusy at once)
+        run.resume_from = _resume_point(cfg, run.out)      # again, now that no other process can change the folder
+        return _train_in(cfg, run, dist, freeze)
+
+
+def _train_in(cfg: TrainConfig, run: _Run, dist: _Dist, freeze: bool) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed % 2**32)
     team = build_team(cfg, run.env, run.roles, prepare=dist.prepare)
@@ -440,6 +448,12 @@ def _prepare(cfg: TrainConfig) -> _Run:
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("--device cuda but no CUDA device is available")
     out = Path(cfg.out)
+    return _Run(env, env_kwargs, action_mode, family, sorted(set(env.roles.values())), method, branches, out,
+                _resume_point(cfg, out))
+
+
+def _resume_point(cfg: TrainConfig, out: Path) -> Path | None:
+    """The checkpoint ``--resume`` continues from (``None`` without it), or why the folder cannot take this run."""
     resume_from = checkpoint.latest(out / CHECKPOINTS) if cfg.resume else None
     if cfg.resume and resume_from is None:
         why = checkpoint.why_none(out / CHECKPOINTS, "write one of those names into {latest} to resume from it")
@@ -447,8 +461,7 @@ def _prepare(cfg: TrainConfig) -> _Run:
     metrics_path = out / METRICS
     if not cfg.resume and metrics_path.exists() and metrics_path.stat().st_size:
         raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
-    return _Run(env, env_kwargs, action_mode, family, sorted(set(env.roles.values())), method, branches, out,
-                resume_from)
+    return resume_from
 
 
 def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
