@@ -35,7 +35,7 @@ def equal(gold: str, response: str) -> bool:
     """Whether ``math_verify`` finds ``response`` equivalent to ``gold``; ``False`` on any failure, and when the check
     takes more than :data:`CHECK_SECONDS`."""
     with _lock:
-        for attempt in (1, 2):
+        for _ in range(2):                 # a second try only for a worker found dead before the check
             process = _process()
             if process is None:
                 return compare(gold, response, timeout=5)
