@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from baselines.outputs import replace_text
+from baselines.outputs import replace_text, writing
 from leaderboard.players import load_player, opponent_policy
 from leaderboard.protocol import Protocol, canonical_sha256
 
@@ -197,12 +197,14 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
     _check_request(protocol, players, out, method)
     t0 = time.perf_counter()
     loaded = {env_id: _load_runs(protocol, env_id, players[env_id], greedy) for env_id in protocol.env_ids}
-    episodes = _play(protocol, loaded, progress)
-    wall = time.perf_counter() - t0
-    out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out / EPISODES_FILE, episodes)
-    manifest = _manifest(protocol, method, note, loaded, episodes, wall, out / EPISODES_FILE)
-    replace_text(out / SUBMISSION_FILE, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    with writing(out):      # two evaluations into one folder: the second stops here (FolderBusy), not at the end
+        if any(out.iterdir()):          # another one wrote it since the check above
+            raise ValueError(f"{out} is not empty; evaluate writes a fresh submission folder")
+        episodes = _play(protocol, loaded, progress)
+        wall = time.perf_counter() - t0
+        write_jsonl(out / EPISODES_FILE, episodes)
+        manifest = _manifest(protocol, method, note, loaded, episodes, wall, out / EPISODES_FILE)
+        replace_text(out / SUBMISSION_FILE, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return manifest
 
 

@@ -637,3 +637,28 @@ def test_a_reproduce_sample_without_reproduce_is_refused(honest, protocol_path, 
     assert main(["validate", str(honest), "--protocol", str(protocol_path), "--reproduce-sample", "5"]) == 2
     assert "--reproduce-sample is how many episodes --reproduce re-plays; give --reproduce too" in \
         capsys.readouterr().err
+
+
+def test_an_evaluation_into_a_folder_another_process_writes_is_refused_before_it_plays(protocol_path, tmp_path,
+                                                                                       monkeypatch):
+    # two evaluations into one new folder both passed the 'not empty' check, played for minutes, then wrote over
+    # each other: episodes of one beside the manifest of the other
+    import fcntl
+    import os
+
+    import leaderboard.evaluate as evaluate_module
+    from baselines.outputs import FolderBusy
+
+    out = tmp_path / "sub"
+    out.mkdir()
+    other = os.open(out, os.O_RDONLY)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    played = []
+    monkeypatch.setattr(evaluate_module, "_play", lambda *a: played.append(1) or [])
+    try:
+        with pytest.raises(FolderBusy, match="another process is writing into it now"):
+            evaluate_module.evaluate(load_protocol(protocol_path), {"kuhn_poker-v0": ["random"],
+                                                                    "mini_hanabi-v1": ["random"]}, out, "x")
+    finally:
+        os.close(other)
+    assert played == [] and list(out.iterdir()) == []
