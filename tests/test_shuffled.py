@@ -61,6 +61,14 @@ def test_same_batch_and_state_give_the_same_draws_and_resume_is_exact():
         + make_credit("shuffled").advantages(batch)[:4]
 
 
+def test_an_empty_call_does_not_move_the_draws():
+    # it counted as a scored batch, so every later draw differed from a run that never made the call
+    batch = [think_solve(g, float(s % 2), sample=s) for g in range(3) for s in range(4)]
+    a, b = make_credit("shuffled"), make_credit("shuffled")
+    assert a.advantages([]) == []
+    assert a.advantages(batch) == b.advantages(batch) and a.state_dict() == b.state_dict() == {"calls": 1}
+
+
 def test_bad_state_and_options_name_the_field():
     with pytest.raises(ValueError, match="calls"):
         make_credit("shuffled").load_state_dict({"calls": -1})

@@ -23,7 +23,7 @@ information, so the suite's ``shuffled`` draws from the whole group; ``draw="oth
 worker spawned in one sample only) gets 0 under either draw, never its own advantage.
 
 Determinism. The draws of one call come from a NumPy ``default_rng`` seeded with the SHA-256 of ``(seed, calls,
-group key)``: ``seed`` the method's option, ``calls`` how many batches it has scored before (kept in
+group key)``: ``seed`` the method's option, ``calls`` how many (non-empty) batches it has scored before (kept in
 :meth:`state_dict`, so a resumed run draws what the uninterrupted one would), the group key
 :attr:`~baselines.episode.Episode.group_key`. The same batch after the same history gets the same advantages, in any
 process; the order of the groups in the batch does not matter.
@@ -61,6 +61,8 @@ class Shuffled(CreditMethod):
 
     def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
         episodes = check_batch(episodes, self.name)
+        if not episodes:            # no batch scored: the draws of the next one stay those of a run without this call
+            return []
         own = self.broadcast.advantages(episodes)
         value: dict[tuple[int, str], float] = {}          # broadcast's A_j(a): one value per (episode, agent)
         for i, e in enumerate(episodes):
