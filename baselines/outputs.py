@@ -37,7 +37,11 @@ def writing(folder: str | Path, wait: bool = False) -> Iterator[Path]:
     if key in _HELD:
         yield folder
         return
-    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:                 # a folder that cannot be opened for reading (permissions): no lock
+        yield folder
+        return
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
