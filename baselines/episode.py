@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from baselines.outputs import replacing
 from baselines.policies.base import Choice, VectorInputs
 
 SCHEMA = "marl_llm_episodes"
@@ -375,8 +375,8 @@ def _known(cls, d: dict[str, Any]) -> dict[str, Any]:
 
 def write_jsonl(path: str | Path, episodes: Iterable[Episode]) -> int:
     """Write a header line and one episode per line; return the number of episodes written. A regular file is
-    written beside ``path`` and moved onto it when complete: a run that fails while writing (an episode that does not
-    serialise, a killed process) leaves the file that was there, never a cut one."""
+    replaced in one step (:func:`baselines.outputs.replacing`): a run that fails while writing (an episode that does
+    not serialise, a killed process) leaves the file that was there, never a cut one."""
     n = 0
     path = Path(path)
     if path.parent and not path.parent.exists():
@@ -384,18 +384,11 @@ def write_jsonl(path: str | Path, episodes: Iterable[Episode]) -> int:
     if path.is_symlink() and path.is_file():
         path = path.resolve()                            # the file the link names is the one replaced
     direct = path.exists() and not path.is_file()       # a device or a pipe (/dev/stdout): written in place
-    target = path if direct else path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(target, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION}) + "\n")
-            for episode in episodes:
-                f.write(episode.to_json() + "\n")
-                n += 1
-        if not direct:
-            os.replace(target, path)
-    finally:
-        if not direct and target.exists():
-            target.unlink()
+    with (open(path, "w", encoding="utf-8") if direct else replacing(path)) as f:
+        f.write(json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION}) + "\n")
+        for episode in episodes:
+            f.write(episode.to_json() + "\n")
+            n += 1
     return n
 
 

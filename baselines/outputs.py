@@ -10,9 +10,9 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
-__all__ = ["FolderBusy", "file_problem", "folder_problem", "read_json_object", "replace_text", "writing"]
+__all__ = ["FolderBusy", "file_problem", "folder_problem", "read_json_object", "replace_text", "replacing", "writing"]
 
 _HELD: set[str] = set()     # the folders this process holds (writing() within writing() for the same folder passes)
 
@@ -59,16 +59,28 @@ def writing(folder: str | Path, wait: bool = False) -> Iterator[Path]:
         os.close(fd)
 
 
-def replace_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` in one step: into a temporary file beside it, flushed to disk, then moved
-    onto it (``os.replace``)."""
+@contextmanager
+def replacing(path: str | Path) -> Iterator[IO[str]]:
+    """A text file (UTF-8) that takes the place of ``path`` in one step: the block writes a temporary file beside it,
+    which is flushed to disk and moved onto ``path`` (``os.replace``) when the block ends. A block that fails (an
+    exception, a killed process) leaves ``path`` as it was; the temporary file is removed (but for a kill)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def replace_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` in one step (:func:`replacing`)."""
+    with replacing(path) as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def read_json_object(path: str | Path, remedy: str, what: str = "", *, line: int | None = None,
