@@ -302,11 +302,10 @@ def _cached_anchors(cache: str | Path, suite: Suite) -> dict[str, dict[str, floa
     ``{"zero", "one"}``. It is only a cache: a file that is missing, damaged, of another suite's text, or an entry that
     is not two finite numbers, is measured again."""
     try:
-        saved = json.loads(Path(cache).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        saved = read_json_object(cache, "measured again")
+    except ValueError:
         return {}
-    if not isinstance(saved, dict) or saved.get("suite_sha256") != suite.sha256 or not isinstance(
-            saved.get("anchors"), dict):
+    if saved.get("suite_sha256") != suite.sha256 or not isinstance(saved.get("anchors"), dict):
         return {}
     return {name: {"zero": float(a["zero"]), "one": float(a["one"])} for name, a in saved["anchors"].items()
             if isinstance(a, dict) and all(type(a.get(k)) in (int, float) and math.isfinite(a[k])
