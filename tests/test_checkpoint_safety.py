@@ -122,7 +122,8 @@ def _edit_json(path, change):
     ("state.json", lambda s: {"learners": "x", "rng": s["rng"]}, r"state.json: damaged \(a trainer checkpoint's state"),
     ("state.json", lambda s: {"learners": s["learners"]}, r"state.json: damaged"),
     ("state.json", lambda s: {**s, "learners": [{**s["learners"][0], "model": [1]}]}, r"state.json: damaged"),
-    ("state.json", lambda s: {**s, "learners": s["learners"] * 2}, r"--resume: .* holds 2 learners, the config builds 1"),
+    ("state.json", lambda s: {**s, "learners": s["learners"] * 2},
+     r"--resume: .* holds 2 learners, the config builds 1"),
     ("state.json", lambda s: {**s, "rng": {**s["rng"], "python": {"__items__": [[1, 2, 3]]}}},
      r"state.json: damaged \(ValueError: too many values to unpack"),
 ])

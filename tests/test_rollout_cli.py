@@ -51,7 +51,8 @@ def test_no_progress_also_silences_transformers_loading_bars(monkeypatch):
                                                                 "neither an agent"),
     (["--env", "kuhn_poker-v0", "--max-concurrent", "0"], "argument --max-concurrent: a positive number"),
 ])
-def test_a_bad_env_id_kwarg_branch_or_concurrency_is_a_usage_error_before_anything_runs(tmp_path, capsys, args, message):
+def test_a_bad_env_id_kwarg_branch_or_concurrency_is_a_usage_error_before_anything_runs(tmp_path, capsys, args,
+                                                                                        message):
     from baselines import rollout
 
     with pytest.raises(SystemExit) as exit_:

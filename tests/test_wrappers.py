@@ -74,7 +74,7 @@ def test_frozen_policy_respects_the_mask():
 
 def test_maskable_ppo_updates_on_kuhn_and_the_wrappers_mask_keeps_its_moves_legal(tmp_path, monkeypatch):
     pytest.importorskip("sb3_contrib")
-    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))      # SB3's logger makes its folder even at verbose=0 (else in /tmp)
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))  # SB3's logger makes its folder even at verbose=0 (else in /tmp)
     import torch
     from sb3_contrib import MaskablePPO
 

@@ -75,9 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default="tiny",
                         help='"smollm2-135m" (SmolLM2-135M-Instruct, a real small model), "random" (uniformly '
                              'random legal moves, no model), "mlp" (an untrained MLP on the numeric observation, '
-                             'initialised from the seed; discrete action_mode only, the default for it; baselines.train trains one), a '
-                             'local model folder or a hub id. The default "tiny" is a randomly initialised '
-                             "0.08M-parameter model for smoke tests: its replies are gibberish (default: %(default)s)")
+                             'initialised from the seed; discrete action_mode only, the default for it; '
+                             'baselines.train trains one), a local model folder or a hub id. The default "tiny" is a '
+                             "randomly initialised 0.08M-parameter model for smoke tests: its replies are gibberish "
+                             "(default: %(default)s)")
     parser.add_argument("--episodes", type=int, default=64,
                         help="total episodes, tasks x group size (default: %(default)s)")
     parser.add_argument("--group-size", type=int, default=1,

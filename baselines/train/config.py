@@ -263,7 +263,8 @@ class TrainConfig:
         if self.adapters not in ADAPTERS:
             raise ValueError(f"--adapters must be one of {list(ADAPTERS)}, got {self.adapters!r}")
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        if new_run and self.adapters == "none" and any(getattr(self, n) != defaults[n] for n in ("lora_r", "lora_alpha")):
+        lora_set = any(getattr(self, n) != defaults[n] for n in ("lora_r", "lora_alpha"))
+        if new_run and self.adapters == "none" and lora_set:
             raise ValueError("--lora-r and --lora-alpha shape LoRA adapters, and --adapters is 'none' (the full "
                              "weights are trained): give --adapters shared or per_role, or leave them out")
         if self.mode not in MODES:

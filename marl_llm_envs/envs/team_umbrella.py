@@ -114,7 +114,7 @@ class raw_env(TextEnv):
         delay = check_int("delay", delay, 1, MAX_DELAY, "an episode has 2 * (1 + delay) turns")
         if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not np.isfinite(noise) or noise < 0:
             raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
-        self.delay = int(delay)
+        self.delay = delay
         self.noise = float(noise)
         self.rounds = 1 + self.delay
         super().__init__(delay=self.delay, noise=self.noise, **kwargs)

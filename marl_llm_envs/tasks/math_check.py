@@ -21,6 +21,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 CHECK_SECONDS = 5.0         # the most one check may take once the worker is ready
@@ -90,7 +91,6 @@ def _serve() -> None:
 
     def orphaned() -> None:             # a caller killed during a check would leave this computing for ever
         import signal
-        import time
 
         while os.getppid() == parent:
             time.sleep(1.0)
@@ -130,9 +130,9 @@ def _read_line(process: subprocess.Popen, seconds: float) -> bytes | None:
     """One line of the worker's output, or ``None`` when none comes within ``seconds``."""
     fd = process.stdout.fileno()
     buffer = b""
-    deadline = _now() + seconds
+    deadline = time.monotonic() + seconds
     while not buffer.endswith(b"\n"):
-        left = deadline - _now()
+        left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
             return None
         chunk = os.read(fd, 64)
@@ -140,12 +140,6 @@ def _read_line(process: subprocess.Popen, seconds: float) -> bytes | None:
             return None
         buffer += chunk
     return buffer
-
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()
 
 
 def _process() -> subprocess.Popen | None:
