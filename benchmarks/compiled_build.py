@@ -13,7 +13,7 @@ in pure Python, and against orig (the issue's code, with text: its only mode) in
   code keeps Python's semantics, and the test suite run on the compiled tree passes except the three tests that
   read a module's source through ``module.__file__``, which is then the ``.so``).
 * Rows: issue 17's env-only loop (``train_throughput.env_only_rate``: ``env_loop.play_random`` on seeds from
-  ``env_loop.COUNTED_SEEDS``, best of the round's CPU-time rate) and MLP training (``train_throughput.training_rate``,
+  ``env_loop.COUNTED_SEEDS``, the rate over ``--seconds`` of CPU time) and MLP training (``train_throughput.training_rate``,
   ``16 x 4`` episodes a step), each in a fresh process per tree, the trees interleaved in every round.
 * Needs Cython (``pip install cython``) and a C compiler; the build takes about 3 minutes on 2 cores.
 
@@ -102,7 +102,7 @@ def main() -> None:
     except ImportError:
         print("needs Cython: pip install cython", file=sys.stderr)
         raise SystemExit(2)
-    from train_throughput import MLP_ENVS, _cpu_name
+    from train_throughput import MLP_ENVS, _cpu_name, row_name
 
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True, check=True).stdout.strip()
@@ -122,12 +122,12 @@ def main() -> None:
                                text=True)
         if build.returncode != 0:
             raise SystemExit(f"the Cython build failed:\n{build.stderr[-3000:]}")
-        built = sorted(str(q.relative_to(compiled)) for q in compiled.rglob("*.so") if "build" not in q.parts)
-        print(f"- built {len(built)} extension modules; {args.rounds} rounds, trees interleaved in each\n")
+        built = sum(1 for q in compiled.rglob("*.so") if "build" not in q.relative_to(compiled).parts)
+        print(f"- built {built} extension modules; {args.rounds} rounds, trees interleaved in each\n")
         rows: dict[tuple[str, str], dict[str, list[float]]] = {}
         for _ in range(args.rounds):
             for env_id, kwargs in MLP_ENVS:
-                name = env_id + "".join(f" {k}={v}" for k, v in kwargs.items())
+                name = row_name(env_id, kwargs)
                 for label, tree, text, train in (("orig", orig, True, False), ("pure", pure, False, True),
                                                  ("compiled", compiled, False, True)):
                     got = _row(tree, env_id, kwargs, args, text, train and not args.no_training)
@@ -140,7 +140,7 @@ def main() -> None:
               "pure training | compiled training | pure share | compiled share |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for env_id, kwargs in MLP_ENVS:
-            name = env_id + "".join(f" {k}={v}" for k, v in kwargs.items())
+            name = row_name(env_id, kwargs)
             o, pu, co = med[(name, "orig")], med[(name, "pure")], med[(name, "compiled")]
             cells = [f"{o['env_only']:,.0f}", f"{pu['env_only']:,.0f}", f"{co['env_only']:,.0f}",
                      f"{pu['env_only'] / o['env_only']:.2f}x", f"{co['env_only'] / o['env_only']:.2f}x"]

@@ -164,6 +164,11 @@ MLP_ENVS = [("voting-v0", {"n_voters": 7}), ("voting-v0", {"n_voters": 16}), ("k
             ("mini_hanabi-v1", {})]
 
 
+def row_name(env_id: str, kwargs: dict) -> str:
+    """A table row's name for an env and its kwargs: ``voting-v0 n_voters=7``."""
+    return env_id + "".join(f" {k}={v}" for k, v in kwargs.items())
+
+
 def env_only_rate(env_id: str, kwargs: dict, seconds: float, text: bool, seed: int) -> tuple[float | None, int]:
     """(steps/s, the next unused seed) of the issue's loop (``env_loop.play_random``), one episode after another on
     seeds ``seed``, ``seed + 1``, ... until ``seconds`` of CPU time have passed; ``None`` without text on code that
@@ -261,7 +266,7 @@ def mlp_main(args) -> None:
         no_text, seed = env_only_rate(env_id, kwargs, args.seconds, False, seed)
         rate, rollout, _ = training_rate(env_id, kwargs, args)
         anchor = no_text if no_text is not None else with_text
-        name = env_id + "".join(f" {k}={v}" for k, v in kwargs.items())
+        name = row_name(env_id, kwargs)
         print(f"| {name} | {with_text:,.0f} | {'n/a' if no_text is None else f'{no_text:,.0f}'} | {rate:,.0f} | "
               f"{100 * rate / anchor:.0f}% | {100 * rollout:.0f}% |", flush=True)
     t = subprocess.run([sys.executable, "-c", STARTUP.format(root=root)], capture_output=True, text=True,
