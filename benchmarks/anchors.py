@@ -18,7 +18,7 @@ Every registered env gets anchors (a test checks it):
 * credit_small (the small tier's suite, ``credit-small@3``, in text mode): for every cooperative setting of the suite
   file whose anchors are measured, the setting's anchors in text mode with its kwargs, rows named
   ``"POLICY, KWARG=VALUE[, ...], text mode"`` (``"POLICY, text mode"`` without kwargs): ``random`` and the reference
-  policy in every seat (the suite's 0 and 1, :func:`leaderboard.suite._measured` on other seeds), and the setting's
+  policy in every seat (the suite's 0 and 1, :func:`leaderboard.suite.spec._measured` on other seeds), and the setting's
   learning seats random beside its scripted partners (``"random learners, ROLE=reference, ..."``: what a team whose
   learners contribute nothing scores; see :func:`credit_small_anchors`);
 * zero-sum (Kuhn, Leduc, tic-tac-toe, Connect Four, simple negotiation): player 0's mean payoff for each pair of

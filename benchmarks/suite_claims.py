@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from leaderboard.suite import mean_ci as t_ci  # the suite's 95% Student-t interval over seeds
+from leaderboard.stats import mean_ci as t_ci  # the suite's 95% Student-t interval over seeds
 
 HOLDS, NOT_HERE, INCONCLUSIVE = "holds", "does not hold here", "inconclusive"
 

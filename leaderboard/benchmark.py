@@ -22,20 +22,28 @@ The suite. Where the tier has a credit-assignment suite (``leaderboard/protocols
 scaling curves. ``--protocol credit-micro`` (or any classic protocol) runs the classic benchmark above.
 ``jobs`` (``--jobs N``) plays the independent runs in N processes and ``ray`` (``--ray auto|ADDRESS``) over Ray: a
 suite's runs, or a classic protocol's training runs (method x env x seed) and then each method's evaluation, both
-on the same workers (:class:`leaderboard.suite.Workers`: one pool, or one Ray session); the results are the same as
+on the same workers (:class:`leaderboard.workers.Workers`: one pool, or one Ray session); the results are the same as
 with one process.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from leaderboard.board import build_board
+from leaderboard.evaluate import evaluate
 from leaderboard.protocol import Protocol, load_protocol
-from leaderboard.suite import Workers, applicable, complete_run, safe_name, train_run
+from leaderboard.render import PageContext, comparison_markdown, page
+from leaderboard.store import add_entry, entry_from
+from leaderboard.suite import applicable, benchmark_suite, complete_run, latest_suite, list_suites, safe_name, \
+    train_run
+from leaderboard.validate import validate
+from leaderboard.workers import Workers
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
@@ -47,7 +55,7 @@ def _check_methods(method: str, baselines: Sequence[str]) -> None:
     """Every method named can be built (a registered name, or ``package.module:Class`` that loads), before any run:
     a misspelt name would otherwise count as a method that applies to no setting, and the benchmark would train
     every baseline and write a page for a method it never ran."""
-    from baselines.credit import make_credit
+    from baselines.credit import make_credit  # lazy: torch (seconds to load), needed only to check the names
 
     for flag, names in (("the method under test", [method]), ("--baselines", list(baselines))):
         for name in names:
@@ -77,13 +85,8 @@ def _evaluate_one(spec: dict[str, Any]) -> dict[str, Any]:
     """Evaluate one method's trained runs into its submission folder (afresh) and validate it like any submission:
     ``{"validated": Validated}``. Module-level like :func:`leaderboard.suite.train_run`; validation costs about as
     much as the evaluation, so it runs in the same worker."""
-    from leaderboard.evaluate import evaluate
-    from leaderboard.validate import validate
-
     sub = Path(spec["sub"])
     if sub.exists():
-        import shutil
-
         shutil.rmtree(sub)
     by_env: dict[str, list[str]] = {}
     for run in spec["runs"]:
@@ -114,15 +117,11 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
     if suite is not None and model is not None:
         raise ValueError(f"--model: {suite} fixes the model it trains (only credit-gpu trains the model you name)")
     if suite is not None:
-        from leaderboard.suite import benchmark_suite
-
         if export is not None:
             raise ValueError("--export is for the classic (version 1) protocols; a suite writes results.json")
         result = benchmark_suite(method, suite, baselines, out, jobs=jobs, ray=ray, progress=progress,
                                  submit_to=submit_to)
         return {**result, "suite": True}
-    from leaderboard.store import add_entry
-
     name = str(protocol) if protocol is not None else (f"credit-{tier}-quick" if quick else f"credit-{tier}")
     protocol = load_protocol(name)
     if protocol.track != "credit":
@@ -169,8 +168,6 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
 def _suite_of(tier: str, quick: bool, protocol: str | Path | None) -> str | None:
     """The credit suite to run: the tier's newest suite when no protocol is named, the named one when it is a suite
     (a key or a ``marl_llm_suite`` file), else ``None`` (a classic protocol)."""
-    from leaderboard.suite import latest_suite, list_suites
-
     if protocol is None:
         return latest_suite(f"credit-{tier}-quick" if quick else f"credit-{tier}")
     if str(protocol) in list_suites() or (str(protocol).endswith(".json") and Path(protocol).is_file()
@@ -182,8 +179,6 @@ def _suite_of(tier: str, quick: bool, protocol: str | Path | None) -> str | None
 def _context(method: str, protocol: Protocol, model: str | None, skipped: dict[str, str], wall_s: float):
     """The comparison's :class:`leaderboard.render.PageContext`: the title, the budget, the seeds, the wall time and
     the methods that could not train."""
-    from leaderboard.render import PageContext
-
     t = protocol.train
     return PageContext(
         title=f"benchmark-credit {method} on {protocol.key} ({protocol.tier} tier)", under_test=safe_name(method),
@@ -198,10 +193,6 @@ def _context(method: str, protocol: Protocol, model: str | None, skipped: dict[s
 def _write_comparison(out: Path, validated: dict[str, Any], context, export: str | None):
     """Rank the validated submissions together and write ``comparison.md``, ``index.html`` (when anything was
     ranked) and, with ``export="marl-eval"``, ``marl_eval.json``; returns the board and the Markdown."""
-    from leaderboard.board import build_board
-    from leaderboard.render import comparison_markdown, page
-    from leaderboard.store import entry_from
-
     entries = [entry_from(v) for v in validated.values()]
     board = build_board(entries)
     if board is not None:

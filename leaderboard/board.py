@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderboard.stats import bradley_terry_bootstrap, probability_of_improvement_ci, ranks, stratified_bootstrap
+from leaderboard.stats import bradley_terry_bootstrap, format_ci, probability_of_improvement_ci, ranks, separated, \
+    stratified_bootstrap
 
 ANCHOR_ELO = 1000.0
 
@@ -159,36 +160,29 @@ def _elo(board: Board, entries: list[dict[str, Any]], seed: int) -> None:
     board.opponents = {p: v for p, v in fit.items() if p not in labels}
 
 
-def _separated(a: tuple[float, float, float] | None, b: tuple[float, float, float] | None) -> bool:
-    """True when CI ``a`` lies entirely above CI ``b``."""
-    return a is not None and b is not None and a[1] > b[2]
-
-
-def _p(v: tuple[float, float, float]) -> str:
-    return f"{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]"
-
-
 def compare(board: Board, a: str, b: str) -> str:
     """One sentence comparing entries ``a`` and ``b`` (labels or short names) on the IQM and, where the board has
     one, the Elo: which is above and by which statistic, or that they do not differ at 95%. ``P(a > b)`` is quoted
     with its 95% CI and its direction spelled out."""
     ra, rb = board.row(a), board.row(b)
     poi = probability_of_improvement_ci(ra.scores, rb.scores, seed=board.seed)
-    if _separated(ra.iqm, rb.iqm) or _separated(rb.iqm, ra.iqm):
-        hi, lo = (ra, rb) if _separated(ra.iqm, rb.iqm) else (rb, ra)
+    if separated(ra.iqm, rb.iqm) or separated(rb.iqm, ra.iqm):
+        hi, lo = (ra, rb) if separated(ra.iqm, rb.iqm) else (rb, ra)
         p = poi if hi is ra else (1 - poi[0], 1 - poi[2], 1 - poi[1])
-        text = f"{hi.short} above {lo.short}: IQM CIs separated (P({hi.short} > {lo.short}) = {_p(p)})"
+        text = f"{hi.short} above {lo.short}: IQM CIs separated (P({hi.short} > {lo.short}) = {format_ci(p, 2)})"
     elif poi[1] > 0.5:
-        text = f"{ra.short} above {rb.short}: P({ra.short} > {rb.short}) = {_p(poi)}, CI above 0.5 (IQM CIs overlap)"
+        text = f"{ra.short} above {rb.short}: P({ra.short} > {rb.short}) = {format_ci(poi, 2)}, CI above 0.5 " \
+               "(IQM CIs overlap)"
     elif poi[2] < 0.5:
         p = (1 - poi[0], 1 - poi[2], 1 - poi[1])
-        text = f"{rb.short} above {ra.short}: P({rb.short} > {ra.short}) = {_p(p)}, CI above 0.5 (IQM CIs overlap)"
+        text = f"{rb.short} above {ra.short}: P({rb.short} > {ra.short}) = {format_ci(p, 2)}, CI above 0.5 " \
+               "(IQM CIs overlap)"
     else:
         text = f"{ra.short} vs {rb.short}: no difference at 95% (P({rb.short} > {ra.short}) = " \
-               f"{_p((1 - poi[0], 1 - poi[2], 1 - poi[1]))})"
+               f"{format_ci((1 - poi[0], 1 - poi[2], 1 - poi[1]), 2)})"
     if ra.elo is not None and rb.elo is not None:
-        if _separated(ra.elo, rb.elo) or _separated(rb.elo, ra.elo):
-            hi, lo = (ra, rb) if _separated(ra.elo, rb.elo) else (rb, ra)
+        if separated(ra.elo, rb.elo) or separated(rb.elo, ra.elo):
+            hi, lo = (ra, rb) if separated(ra.elo, rb.elo) else (rb, ra)
             text += f"; Elo ({', '.join(board.elo_envs)} only): {hi.short} above {lo.short}, CIs separated"
         else:
             text += f"; Elo ({', '.join(board.elo_envs)} only): CIs overlap"
@@ -221,11 +215,11 @@ def verdicts(board: Board, under_test: str | None = None) -> list[str]:
         verdict = ("CI holds 0.5: not separated" if lo <= 0.5 <= hi else
                    f"CI below 0.5: {leader.short} better" if hi < 0.5 else f"CI above 0.5: {near.short} better")
         out.append(f"closest to the leader {leader.short}: P({near.short} > {leader.short}) = "
-                   f"{_p(near.poi_vs_best)} ({verdict})")
+                   f"{format_ci(near.poi_vs_best, 2)} ({verdict})")
     rated = [r for r in board.rows if r.elo is not None]
     if len(rated) > 1:
         best = max(rated, key=lambda r: r.elo[0])
-        apart = [r for r in rated if _separated(best.elo, r.elo)]
+        apart = [r for r in rated if separated(best.elo, r.elo)]
         tied = [r for r in rated if r is not best and r not in apart]
         text = f"Elo ({board.elo_covers()}): "
         if apart:

@@ -19,11 +19,12 @@ Every submitted string (labels, method and model names, notes) is cleaned of con
 its surface (:func:`md_cell`, :func:`html_text`, :func:`mpl_text`): a newline, ``|`` or ``<`` in a model id cannot
 add a row or markup.
 
-Hooks for other modules (e.g. the credit suite): append to :data:`EXTRA_COLUMNS` a function ``board -> [(header,
-row -> str), ...]`` for more columns (after the per-task ones), and to :data:`EXTRA_FIGURES` a function ``(board,
-entries, palette) -> [Figure, ...]`` for more figures on that board's section. Both are called for every board;
-return ``[]`` for boards they do not apply to. Use :meth:`Palette.colour` and :func:`figure_png` so added figures
-share the page's colours and format.
+Hooks for other modules (e.g. the credit suite, which registers its aggregate column and radar when
+:mod:`leaderboard.suite` is imported; the CLI imports it): :func:`register` a function ``board -> [(header,
+row -> str), ...]`` for more columns (after the per-task ones, kept in :data:`EXTRA_COLUMNS`), and a function
+``(board, entries, palette) -> [Figure, ...]`` for more figures on that board's section (:data:`EXTRA_FIGURES`).
+Both are called for every board; return ``[]`` for boards they do not apply to. Use :meth:`Palette.colour` and
+:func:`figure_png` so added figures share the page's colours and format; this module imports no hook's module.
 """
 
 from __future__ import annotations
@@ -37,23 +38,33 @@ import unicodedata
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 from leaderboard.board import Board, Row, build_board, verdicts
-from leaderboard.stats import bootstrap_cells, cell_matrix
+from leaderboard.stats import bootstrap_cells, cell_matrix, format_ci
 from leaderboard.store import load_entries, read_index
 
 __all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "boards", "clean",
-           "comparison_markdown", "context_html", "figure_html", "figure_png", "finish_figure", "html_text",
-           "label_axes", "legend_below", "markdown", "md_cell", "mpl_text", "page", "page_head", "pyplot", "render",
-           "show", "show_text"]
+           "comparison_markdown", "context_html", "cost_figure", "figure_html", "figure_png", "finish_figure",
+           "hex_colour", "html_text", "label_axes", "legend_below", "markdown", "md_cell", "mpl_text", "page",
+           "page_head", "pyplot", "register", "render", "show", "show_text"]
 
 SHOW_WIDTH = 120
 
 EXTRA_COLUMNS: list[Callable[[Board], list[tuple[str, Callable[[Row], str]]]]] = []
 EXTRA_FIGURES: list[Callable[[Board, list[dict], "Palette"], list["Figure"]]] = []
+
+
+def register(columns: Callable[[Board], list[tuple[str, Callable[[Row], str]]]] | None = None,
+             figures: Callable[[Board, list[dict], "Palette"], list["Figure"]] | None = None) -> None:
+    """Add a hook for more board columns and/or figures (see the module docstring); a hook given twice is kept
+    once."""
+    if columns is not None and columns not in EXTRA_COLUMNS:
+        EXTRA_COLUMNS.append(columns)
+    if figures is not None and figures not in EXTRA_FIGURES:
+        EXTRA_FIGURES.append(figures)
 
 
 @dataclass
@@ -149,12 +160,6 @@ def boards(store, reps: int = 2000) -> list[tuple[Board, list[dict]]]:
     return out
 
 
-def _ci(v: tuple[float, float, float] | None, digits: int = 3) -> str:
-    if v is None:
-        return "-"
-    return f"{v[0]:.{digits}f} [{v[1]:.{digits}f}, {v[2]:.{digits}f}]"
-
-
 def _elo(v) -> str:
     return "-" if v is None else f"{v[0]:.0f} [{v[1]:.0f}, {v[2]:.0f}]"
 
@@ -177,11 +182,11 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
     if wide:
         cols.append(("model", lambda r: r.model))
     cols += [("runs", lambda r: str(r.runs)),
-             (f"IQM, {len(board.tasks)} tasks [95% CI]" if wide else "IQM [95% CI]", lambda r: _ci(r.iqm))]
+             (f"IQM, {len(board.tasks)} tasks [95% CI]" if wide else "IQM [95% CI]", lambda r: format_ci(r.iqm))]
     if has_elo:
         cols.append((f"Elo, {_envs(board)} [95% CI]" if wide else "Elo [95% CI]", lambda r: _elo(r.elo)))
     cols.append((f"P(entry > {leader}) [95% CI]" if wide else "P(entry > leader)",
-                 lambda r: "- (leader)" if r.poi_vs_best is None else _ci(r.poi_vs_best, 2)))
+                 lambda r: "- (leader)" if r.poi_vs_best is None else format_ci(r.poi_vs_best, 2)))
     if wide:
         cols += [(t, lambda r, t=t: f"{r.tasks[t]:.3f}" if t in r.tasks else "n/a") for t in board.tasks]
         for extra in EXTRA_COLUMNS:
@@ -314,8 +319,9 @@ def pyplot():
     return plt
 
 
-def _hex(colour) -> str:
-    from matplotlib.colors import to_hex
+def hex_colour(colour) -> str:
+    """A matplotlib colour (as an artist reports it) as ``#rrggbb``."""
+    from matplotlib.colors import to_hex  # lazy: matplotlib, an optional extra, loads only to draw
 
     return to_hex(colour)
 
@@ -358,7 +364,7 @@ def _score_figure(board: Board, palette: Palette) -> Figure:
         c = palette.colour(r.short)
         line = ax.errorbar(r.iqm[0], y, xerr=[[r.iqm[0] - r.iqm[1]], [r.iqm[2] - r.iqm[0]]], fmt="o", ms=6,
                            color=c, ecolor=c, elinewidth=3, capsize=0)
-        colours[r.short] = _hex(line.lines[0].get_color())
+        colours[r.short] = hex_colour(line.lines[0].get_color())
     ax.set_yticks(range(len(rows))[::-1], [mpl_text(r.short) for r in rows])
     ax.axvline(0, color="grey", lw=0.8, ls=":")
     ax.axvline(1, color="grey", lw=0.8, ls="--")
@@ -383,7 +389,7 @@ def _profile_figure(board: Board, palette: Palette, seed: int = 0) -> Figure:
         colour = palette.colour(r.short)
         (line,) = ax.plot(taus, [(c > t).mean() for t in taus], color=colour, lw=2, label=mpl_text(r.short))
         ax.fill_between(taus, low, high, color=colour, alpha=0.08, lw=0)
-        colours[r.short] = _hex(line.get_color())
+        colours[r.short] = hex_colour(line.get_color())
     ax.set_ylim(-0.02, 1.02)
     png = finish_figure(plt, fig, ax, "performance profile (95% bootstrap band)",
                         "normalized score \u03c4 (random = 0, reference = 1)",
@@ -424,7 +430,7 @@ def _curve_figures(board: Board, entries: list[dict], palette: Palette, seed: in
                 boot = ys[pick].mean(axis=1)
                 low, high = np.percentile(boot, [2.5, 97.5], axis=0)
                 ax.fill_between(steps, low, high, color=colour, alpha=0.15, lw=0)
-            colours[name] = _hex(line.get_color())
+            colours[name] = hex_colour(line.get_color())
             runs_n.add(len(ys))
         if not colours:
             plt.close(fig)
@@ -438,30 +444,45 @@ def _curve_figures(board: Board, entries: list[dict], palette: Palette, seed: in
     return out
 
 
-def _cost_figure(board: Board, palette: Palette) -> Figure | None:
-    rows = [r for r in board.rows if r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0) > 0]
-    if not rows:
-        return None
+def cost_figure(points: dict[str, tuple[int, Sequence[float]]], palette: Palette, ylabel: str,
+                caption: str) -> Figure:
+    """Training cost against score: per name, ``(tokens, (point, low, high))`` as a point with its CI, in the
+    palette's colours. The token axis is logarithmic where the totals span a decade or more (within one, a log axis
+    would show no tick at all)."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # lazy: matplotlib draws only here
+
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
     colours = {}
-    for r in rows:
-        total = r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0)
-        c = palette.colour(r.short)
-        line = ax.errorbar(total, r.iqm[0], yerr=[[r.iqm[0] - r.iqm[1]], [r.iqm[2] - r.iqm[0]]], fmt="o", ms=7,
-                           color=c, ecolor=c, elinewidth=2, capsize=0, label=mpl_text(r.short))
-        colours[r.short] = _hex(line.lines[0].get_color())
-    ax.set_xscale("log")
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    for name, (total, c) in points.items():
+        colour = palette.colour(name)
+        line = ax.errorbar(total, c[0], yerr=[[c[0] - c[1]], [c[2] - c[0]]], fmt="o", ms=7, color=colour,
+                           ecolor=colour, elinewidth=2, capsize=0, label=mpl_text(name))
+        colours[name] = hex_colour(line.lines[0].get_color())
+    totals = [t for t, _ in points.values()]
+    log = max(totals) / min(totals) >= 10
+    if log:
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.margins(x=0.25)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:g}k" if x >= 1000 else f"{x:g}"))
     png = finish_figure(plt, fig, ax, "cost against score",
-                        "training tokens, all runs (log scale),\ncounterfactual branches included",
-                        "IQM normalized score (95% CI)")
-    return Figure("cost", "Training cost against score: every token generated in training (main rollouts and "
-                          "counterfactual branches, all runs) against the IQM with its 95% CI.", png, colours)
+                        f"training tokens, all runs{' (log scale)' if log else ''},\ncounterfactual branches included",
+                        ylabel)
+    return Figure("cost", caption, png, colours)
+
+
+def _cost_figure(board: Board, palette: Palette) -> Figure | None:
+    points = {r.short: (r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0), r.iqm)
+              for r in board.rows}
+    points = {name: p for name, p in points.items() if p[0] > 0}
+    if not points:
+        return None
+    return cost_figure(points, palette, "IQM normalized score (95% CI)",
+                       "Training cost against score: every token generated in training (main rollouts and "
+                       "counterfactual branches, all runs) against the IQM with its 95% CI.")
 
 
 def figures(board: Board, entries: list[dict], palette: Palette) -> list[Figure]:
@@ -621,22 +642,6 @@ def context_html(context: PageContext) -> list[str]:
         parts.append("<ul class='notes'>" + "".join(f"<li>{html_text(n, 600)}</li>" for n in context.notes) +
                      "</ul>")
     return parts
-
-
-def _suite_columns(board: Board) -> list[tuple[str, Callable[[Row], str]]]:
-    from leaderboard.suite import board_columns       # the credit suite's aggregate; lazy: no cycle
-
-    return board_columns(board)
-
-
-def _suite_figures(board: Board, entries: list[dict], palette: Palette) -> list[Figure]:
-    from leaderboard.suite import board_figures       # the suite's radar on its board
-
-    return board_figures(board, entries, palette)
-
-
-EXTRA_COLUMNS.append(_suite_columns)
-EXTRA_FIGURES.append(_suite_figures)
 
 
 def render(store, out: str | Path) -> tuple[Path, Path]:

@@ -21,18 +21,23 @@ the team reward of a self-play episode, or the payoff averaged over both seats o
   :func:`bradley_terry_bootstrap` redraws each stratum from its own generator, seeded by ``(seed, crc32(stratum
   name))``: the same strata give the same CI whatever order they come in (a stored board and a fresh one agree).
 * :func:`ranks`: rank = 1 + the number of entries whose CI lies entirely above this entry's CI.
+* :func:`mean_ci`: the mean with its Student-t interval (the credit suite's intervals over training seeds);
+  :func:`separated`: one interval entirely above another; :func:`format_ci`: ``"m [lo, hi]"`` as every table prints
+  an interval (never a negative zero).
 """
 
 from __future__ import annotations
 
+import math
 import zlib
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as _scipy_stats
 
-__all__ = ["bootstrap_cells", "bradley_terry", "bradley_terry_bootstrap", "cell_matrix", "iqm",
-           "probability_of_improvement", "probability_of_improvement_ci", "ranks", "stratified_bootstrap"]
+__all__ = ["bootstrap_cells", "bradley_terry", "bradley_terry_bootstrap", "cell_matrix", "format_ci", "iqm",
+           "mean_ci", "probability_of_improvement", "probability_of_improvement_ci", "ranks", "separated",
+           "stratified_bootstrap"]
 
 ELO = 400.0 / np.log(10.0)
 
@@ -95,6 +100,31 @@ def stratified_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]],
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
     return float(point), float(low), float(high)
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the Student-t interval of the mean (``scipy.stats.t``); one value, or values with no
+    spread: ``(x, x, x)``."""
+    x = np.asarray(values, dtype=np.float64)
+    m = float(x.mean())
+    if x.size < 2 or float(x.std(ddof=1)) == 0.0:
+        return m, m, m
+    half = float(_scipy_stats.t.ppf((1 + confidence) / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return m, m - half, m + half
+
+
+def separated(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:
+    """Interval ``a = (point, low, high)`` lies entirely above interval ``b``; ``False`` when either is missing."""
+    return a is not None and b is not None and a[1] > b[2]
+
+
+def format_ci(v: Sequence[float] | None, digits: int = 3) -> str:
+    """``"point [low, high]"`` with ``digits`` decimals, ``"-"`` for no interval. A value that rounds to zero prints
+    as ``0.000``, never ``-0.000``."""
+    if v is None:
+        return "-"
+    x = [round(float(a), digits) + 0.0 for a in v[:3]]          # + 0.0: -0.0 becomes 0.0
+    return f"{x[0]:.{digits}f} [{x[1]:.{digits}f}, {x[2]:.{digits}f}]"
 
 
 def _poi_samples(x, y) -> list[tuple[np.ndarray, np.ndarray]]:

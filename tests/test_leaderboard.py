@@ -527,7 +527,7 @@ def test_benchmark_credit_jobs_on_a_classic_protocol_give_the_same_results(credi
     assert got[2] == got[1]
     assert pools == [2]          # one pool of two processes for the training runs and the evaluations
     # run again on complete runs: no training run goes to the workers (nor starts a pool), the evaluations do
-    from leaderboard.suite import Workers
+    from leaderboard.workers import Workers
 
     calls, original = [], Workers.map
 

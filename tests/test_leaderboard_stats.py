@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from leaderboard.stats import (bradley_terry, bradley_terry_bootstrap, cell_matrix, iqm, probability_of_improvement,
-                               probability_of_improvement_ci, ranks, stratified_bootstrap)
+from leaderboard.stats import (bradley_terry, bradley_terry_bootstrap, cell_matrix, format_ci, iqm, mean_ci,
+                               probability_of_improvement, probability_of_improvement_ci, ranks, separated,
+                               stratified_bootstrap)
 
 
 def test_iqm_is_the_mean_of_the_middle_half():
@@ -46,6 +47,28 @@ def test_bootstrap_is_seeded_and_the_ci_holds_the_point():
     assert a != stratified_bootstrap(scores, reps=300, seed=8)
     assert a[1] <= a[0] <= a[2]
 
+
+def test_format_ci_never_prints_a_negative_zero():
+    # -0.0004 rounds to zero at 3 decimals: "0.000", not "-0.000" (what a plain f"{x:.3f}" prints)
+    assert f"{-0.0004:.3f}" == "-0.000"
+    assert format_ci((-0.0004, -0.0012, 0.0003)) == "0.000 [-0.001, 0.000]"
+    assert format_ci((-0.004, -0.0049, -0.001), 2) == "0.00 [0.00, 0.00]"
+    assert format_ci((0.5, 0.25, 0.75)) == "0.500 [0.250, 0.750]"
+    assert format_ci(None) == "-"
+
+
+def test_mean_ci_is_the_student_t_interval_of_the_mean():
+    # 1, 2, 3: mean 2, sample sd 1, t(0.975, 2 df) = 4.302653 -> half width 4.302653 / sqrt(3) = 2.484138
+    m, lo, hi = mean_ci([1.0, 2.0, 3.0])
+    assert m == 2.0 and lo == pytest.approx(2 - 2.484138, abs=1e-6) and hi == pytest.approx(2 + 2.484138, abs=1e-6)
+    assert mean_ci([0.7]) == (0.7, 0.7, 0.7) and mean_ci([0.5, 0.5]) == (0.5, 0.5, 0.5)     # no spread: no width
+
+
+def test_separated_means_entirely_above():
+    assert separated((0.9, 0.8, 1.0), (0.5, 0.4, 0.79))
+    assert not separated((0.9, 0.7, 1.0), (0.5, 0.4, 0.75))      # overlapping
+    assert not separated((0.5, 0.4, 0.79), (0.9, 0.8, 1.0))      # below, not above
+    assert not separated(None, (0.5, 0.4, 0.6)) and not separated((0.5, 0.4, 0.6), None)
 
 def test_probability_of_improvement_counts_ties_as_half():
     # task t: x runs 1 2 3, y runs 0 2 2 -> pairs won: 1 (1>0), 2 (2>0, two ties), 3 -> 6 of 9

@@ -16,7 +16,7 @@ from leaderboard.__main__ import main
 from leaderboard.board import build_board
 from leaderboard.protocol import ProtocolError
 from leaderboard.suite import SUITE_DIR, entry, execute, list_suites, load_suite, parse_suite, plan, score, separated, \
-    table
+    score_tables
 
 
 def tiny(steps: int = 1, seeds=(0, 1)) -> dict:
@@ -100,7 +100,7 @@ def test_scores_are_normalized_per_setting_averaged_per_family_with_t_intervals(
     assert fam["ci"] == pytest.approx((0.5625, 0.5625 - half, 0.5625 + half))
     assert b["aggregate"]["ci"] == pytest.approx(fam["ci"])            # one family: the aggregate is that family
     assert separated((0.9, 0.8, 1.0), (0.5, 0.4, 0.79)) and not separated((0.9, 0.7, 1.0), (0.5, 0.4, 0.75))
-    md = table(suite, scored)
+    md = score_tables(suite, scored)
     assert "| method | aggregate | team_size | zero_sum |" in md and "| broadcast | 0.562 [" in md
     assert "n/a" in md                                                 # no zero_sum runs
 
@@ -331,7 +331,7 @@ def test_a_suite_file_is_held_to_the_protocol_rules_naming_the_field(edit, field
 
 def test_a_suite_entry_added_twice_is_refused_and_the_store_keeps_one(tmp_path):
     from leaderboard.store import load_entries
-    from leaderboard.suite import add_entry
+    from leaderboard.suite import add_suite_entry
     from leaderboard.validate import SubmissionError
 
     raw = tiny()
@@ -340,10 +340,10 @@ def test_a_suite_entry_added_twice_is_refused_and_the_store_keeps_one(tmp_path):
     suite = parse_suite(raw)
     results = [_fake("broadcast", "voting/plurality/n2", seed, 0.5) for seed in (0, 1)]
     e = entry(suite, score(suite, results), "broadcast", results)
-    add_entry(e, tmp_path)
+    add_suite_entry(e, tmp_path)
     before = (tmp_path / "index.json").read_text()
     with pytest.raises(SubmissionError, match="duplicate"):
-        add_entry(e, tmp_path)
+        add_suite_entry(e, tmp_path)
     assert (tmp_path / "index.json").read_text() == before
     assert [x["id"] for x in load_entries(tmp_path)] == [e["id"]]
     assert (tmp_path / "test-suite@1" / f"broadcast--{e['manifest']['results_sha256'][:12]}.json").is_file()

@@ -18,8 +18,8 @@ import pytest
 from leaderboard.__main__ import main
 from leaderboard.render import Palette
 from tests.test_leaderboard_page import _PROBE, CHROMIUM, _dom, _probe
-from leaderboard.suite import add_entry, board_columns, comparison_text, entry, load_suite, mean_ci, page, \
-    page_context, suite_figures, verdicts
+from leaderboard.suite import add_suite_entry, board_columns, comparison_text, entry, family_verdicts, load_suite, \
+    mean_ci, page_context, suite_figures, suite_page
 
 SUITE = "credit-micro-quick@2"       # team_size (n2, n8), message_credit (one setting), zero_sum (Kuhn)
 
@@ -68,7 +68,7 @@ SKIPPED = {"ccpo_v1": {"voting/plurality/n2": "ccpo_v1 needs a thinker", "voting
 
 
 def test_verdict_compares_the_method_under_test_with_each_baseline_per_family_and_counts_the_control(suite, scored):
-    lines = verdicts(suite, scored, "broadcast")
+    lines = family_verdicts(suite, scored, "broadcast")
     assert lines[0].startswith("broadcast above shuffled on the aggregate: CIs separated (broadcast 0.63 [")
     assert lines[1].startswith("broadcast above shuffled on team_size: CIs separated (broadcast 0.80 [0.75, 0.85], "
                                "shuffled 0.20 [0.15, 0.25])")
@@ -78,7 +78,8 @@ def test_verdict_compares_the_method_under_test_with_each_baseline_per_family_an
     assert lines[-1].startswith("control: shuffled below broadcast in 2/3 families with CIs separated (team_size, "
                                 "message_credit); not separated on zero_sum")
     # the direction is spelled out whichever method is under test
-    assert verdicts(suite, scored, "shuffled")[1].startswith("broadcast above shuffled on team_size: CIs separated")
+    assert family_verdicts(suite, scored, "shuffled")[1].startswith(
+        "broadcast above shuffled on team_size: CIs separated")
 
 
 def test_printed_comparison_says_what_the_numbers_cover_fits_120_columns_and_has_no_carriage_returns(suite):
@@ -104,7 +105,7 @@ def test_printed_comparison_says_what_the_numbers_cover_fits_120_columns_and_has
 
 def test_suite_page_carries_the_context_tables_tokens_and_the_page_style(suite, scored):
     context = page_context(suite, scored, "broadcast", runs=36, wall_s=43.0, execution="2 process(es)")
-    text = page(suite, scored, context, SKIPPED)
+    text = suite_page(suite, scored, context, SKIPPED)
     assert "<title>benchmark-credit broadcast on credit-micro-quick@2: credit-assignment suite</title>" in text
     assert "<meta name='viewport' content='width=device-width, initial-scale=1'>" in text
     assert "Method under test: <strong>broadcast</strong>" in text
@@ -140,7 +141,7 @@ def test_render_shows_suite_entries_with_the_suite_aggregate_and_a_column_per_fa
         results = [{"method": m, "setting": s, "seed": i, "raw": 0.5, "config_hash": f"{m}{i}",
                     "tokens": scored["methods"][m]["tokens"], "free_riding": {}, "curve": [0.5]}
                    for s in scored["methods"][m]["settings"] for i in range(3)]
-        add_entry(entry(suite, scored, m, results), store)
+        add_suite_entry(entry(suite, scored, m, results), store)
     assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
     md = (tmp_path / "site" / "LEADERBOARD.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| rank |"))
@@ -173,7 +174,7 @@ def test_board_columns_leave_other_boards_alone():
 def test_suite_page_in_chromium_gives_the_verdict_fixed_colours_and_fits_a_phone(suite, scored, tmp_path):
     context = page_context(suite, scored, "broadcast", runs=36, wall_s=43.0)
     probed = tmp_path / "index.html"
-    probed.write_text(page(suite, scored, context, SKIPPED).replace("</body>", _PROBE), encoding="utf-8")
+    probed.write_text(suite_page(suite, scored, context, SKIPPED).replace("</body>", _PROBE), encoding="utf-8")
     dom = _dom(probed.as_uri(), tmp_path, width=390)
     verdict = re.search(r"<div class=\"verdict\"[^>]*>(.*?)</div>", dom, re.S).group(1)
     assert "broadcast above shuffled on team_size: CIs separated" in verdict
@@ -201,6 +202,6 @@ def test_the_full_suites_figures_draw_a_family_whose_setting_has_no_knob():
 
 def test_a_single_method_run_says_there_is_nothing_to_compare_and_no_control(suite):
     alone = fake_scored(suite, {"broadcast": {"team_size": 0.8, "message_credit": 0.6, "zero_sum": 0.5}})
-    lines = verdicts(suite, alone, "broadcast")
+    lines = family_verdicts(suite, alone, "broadcast")
     assert lines[0].startswith("broadcast only: no other method to compare with")
     assert lines[-1].startswith("control: not run")

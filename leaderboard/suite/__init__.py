@@ -1,0 +1,148 @@
+"""The credit-assignment suite: families of small cooperative and zero-sum tasks, each sweeping one
+difficulty knob, with every setting scored on a scale where uniform-random play = 0 and the optimum (or the env's
+reference policy) = 1, in the style of bsuite (Osband et al. 2020, "Behaviour Suite for Reinforcement Learning").
+
+    python -m leaderboard benchmark-credit shuffled --tier micro --baselines broadcast,loo [--jobs 2 | --ray auto]
+
+A suite file (``leaderboard/protocols/suite/<id>@<version>.json``, schema ``marl_llm_suite``)::
+
+    {"schema": "marl_llm_suite", "id": "credit-micro", "version": 2, "track": "credit", "tier": "micro",
+     "description": "...", "action_mode": "discrete",
+     "train": {"model": "mlp", "mode": "generate", "steps": 100, "tasks_per_step": 8, "group_size": 4,
+               "seeds": [0, 1, 2, 3, 4], "max_tokens": null},
+     "score": {"last_fraction": 0.2, "eval_seeds": {"start": 1099511627776, "count": 200}, "anchor_episodes": 1000},
+     "families": [{"name": "team_size", "title": "Team size", "knob": "n_voters",
+                   "settings": [{"name": "voting/plurality/n2", "env_id": "voting-v0", "env_version": 0,
+                                 "env_kwargs": {"n_voters": 2}, "knob": 2, "play": "self",
+                                 "normalize": {"zero": "random", "one": "clue_follower"}}, ...]}, ...]}
+
+A setting may also name ``"partners"`` (the trainer's ``--partners``, e.g. ``"thinker=reference"``), ``"opponent"``
+(``play: "versus"``: the reference policy it is scored against), ``"eval_count"`` (versus: its own number of
+evaluation seeds; Kuhn's payoffs are noisy next to the random-to-Nash gap), ``"evaluate"`` (versus: ``"sampled"``,
+the default, ``"exact"`` or ``"exploitability"``; below) and ``"train"`` (a few budget fields that override the
+suite's, e.g. ``{"steps": 200}``).
+
+A suite file is checked field by field as a protocol is, with the protocol's own parsers (:mod:`leaderboard.protocol`:
+the header, the training budget, the evaluation seed range, each setting's env and its play and opponent); every
+error is a :class:`~leaderboard.protocol.ProtocolError` naming the field.
+
+Runs. One trainer run (:func:`baselines.train.train`) per method x setting x training seed, into
+``OUT/<method>/<setting>/seed<s>`` (a complete run found there is reused). A method that cannot train on a setting's
+env (``make_credit(m).branches(env_id)`` raises) is not applicable there. Every run is independent and deterministic
+given its spec (one torch thread per run), so :func:`execute` may play them in this process (``jobs=1``), in ``jobs``
+processes (:class:`concurrent.futures.ProcessPoolExecutor`), or on a Ray cluster (``ray="auto"`` or an address;
+``"local"`` starts a private local instance): the results are identical (a test checks both).
+
+Scores. A run's raw score is
+
+* ``play: "self"`` (a team plays every seat): the mean team reward over the last ``last_fraction`` (20%) of its
+  training steps, as the trainer logged it (``metrics.jsonl``, ``reward/team/*``; the batch of every step is
+  ``tasks_per_step x group_size`` fresh episodes, so that is 20 steps x 32 episodes = 640 episodes at the micro
+  budget). Why not the final policy on held-out seeds: these are cooperative tasks with no opponent, the training
+  seeds are fresh every step (``training_seeds``), and averaging 20 steps of the sampled policy halves the variance
+  of a single final snapshot at no extra rollout; the suite measures how fast and how far credit lets a team learn,
+  which the tail of the curve is.
+* ``play: "versus"`` (zero-sum self-play, both seats learning): the final policy against ``opponent`` on the held-out
+  evaluation seeds (``eval_seeds``, from 2**40 up, as the protocols), in each seat, the payoff averaged over seats and
+  seeds: the curve of a zero-sum self-play run is 0 by construction, so only an outside reference can score it.
+  A setting with ``"evaluate": "exact"`` (Kuhn and Leduc, one hand) scores the same quantity with no sampling:
+  the final policy's strategy is read from the env and its expected payoff against the equilibrium is computed over
+  the whole game tree (:mod:`leaderboard.exact`); ``"exploitability"`` scores minus its exploitability instead. Both
+  exact figures (``versus`` and ``exploitability``, chips per hand) are kept in every such run's result. Anchors of
+  an exact setting are exact too: ``"random"`` is uniform legal play, the reference bot is the equilibrium.
+
+Normalization: ``(raw - value(zero)) / (value(one) - value(zero))``. For ``self`` settings ``value(P)`` is the mean
+team reward of policy ``P`` (``"random"`` or a reference policy of the env, in every seat) measured on
+``anchor_episodes`` seeds from ``eval_seeds.start`` with the setting's kwargs (deterministic; the same numbers in
+every process), or a number given in the file (an optimum proved in the env's manual). For ``versus`` settings it is
+the protocol rule (:mod:`leaderboard.protocol`): ``P``'s payoff against the opponent from ``spec(env).anchors``.
+
+Statistics. Per method and setting, one normalized score per training seed. A family's score of a seed is the mean
+over the family's settings; the suite's aggregate of a seed the mean over families. Reported: the mean over seeds
+with a 95% Student-t confidence interval (``scipy.stats.t``; seeds are the independent units). Separation of two
+methods in a family = non-overlapping 95% CIs. The leaderboard entry (:func:`entry`) keeps the per-seed, per-setting
+scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
+family and an IQM aggregate like every other board.
+
+Output (in the leaderboard page's style: :mod:`leaderboard.render`):
+
+* :func:`family_verdicts`: the method under test against every baseline, on the aggregate and per family, "X above Y on
+  FAMILY: CIs separated (...)" or "X vs Y on FAMILY: no difference at 95% (...)", then the control check the suite
+  exists for, "control: shuffled below broadcast in k/n families"; :func:`suite_coverage` says next to the numbers what
+  they cover (training seeds as the CI's units, the last-20%-of-training mean or the held-out evaluation).
+* :func:`comparison_text` (``comparison.md``, and what ``benchmark-credit`` prints): facts, notes, verdict, coverage
+  and the tables; no line is wider than 120 characters (a wide table is split by columns, repeating the method).
+* :func:`suite_page` (``index.html``): :func:`leaderboard.render.page_head`'s style sheet and viewport; title naming the
+  method under test and the suite, facts (budget, seeds, runs, wall time), applicability notes, the verdict, real
+  HTML tables in horizontally scrollable wrappers (per family with the aggregate, training and counterfactual
+  tokens; per setting with the anchors), the method under test highlighted.
+* :func:`suite_figures`: a radar chart of the family means (bsuite's summary plot), one scaling figure per family
+  that sweeps a knob (score against team size, delay, clue accuracy, idle seats: the mean with a 95% t band), and
+  training tokens against the aggregate; one colour per method in every figure
+  (:class:`leaderboard.render.Palette`), legends below the axes. :func:`write_figures` writes them as PNG files.
+* :func:`board_columns` and :func:`board_figures`, registered with :func:`leaderboard.render.register` when this
+  package is imported: on a suite's leaderboard board, the suite's aggregate beside the per-family columns, and the
+  radar of the entries' family means.
+
+The code: :mod:`~leaderboard.suite.spec` (the file, its settings, the anchors), :mod:`~leaderboard.suite.runs` (plan
+and run), :mod:`~leaderboard.suite.score` (normalisation, families, aggregate, the store entry),
+:mod:`~leaderboard.suite.report` (words, tables, figures, page); intervals and formatting come from
+:mod:`leaderboard.stats`, the process and Ray pool from :mod:`leaderboard.workers`; :func:`benchmark_suite` (here)
+runs them in order.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from leaderboard.render import Palette
+from leaderboard.stats import mean_ci, separated
+from leaderboard.suite.report import TEXT_WIDTH, board_columns, board_figures, comparison_text, family_verdicts, \
+    page_context, score_tables, suite_coverage, suite_figures, suite_page, write_figures
+from leaderboard.suite.runs import applicable, complete_run, execute, plan, run_one, safe_name, train_run
+from leaderboard.suite.score import SIDE_FIGURES, add_suite_entry, entry, score
+from leaderboard.suite.spec import EVALUATE, SUITE_DIR, SUITE_SCHEMA, Family, Setting, Suite, anchor_value, \
+    latest_suite, list_suites, load_suite, parse_suite
+
+__all__ = ["EVALUATE", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "TEXT_WIDTH", "Family", "Setting", "Suite",
+           "add_suite_entry", "anchor_value", "applicable", "benchmark_suite", "board_columns", "board_figures",
+           "comparison_text", "complete_run", "entry", "execute", "family_verdicts", "latest_suite", "list_suites",
+           "load_suite", "mean_ci", "page_context", "parse_suite", "plan", "run_one", "safe_name", "score",
+           "score_tables", "separated", "suite_coverage", "suite_figures", "suite_page", "train_run",
+           "write_figures"]
+
+
+def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], out: str | Path,
+                    jobs: int = 1, ray: str | None = None, progress: bool = True,
+                    submit_to: str | Path | None = None) -> dict[str, Any]:
+    """Run the suite for ``method`` and ``baselines``; write ``OUT/<suite>/comparison.md``, ``index.html``,
+    ``radar.png``, ``scaling.png`` and ``results.json``; returns ``{"scored", "markdown", "out", "skipped",
+    "entries", "wall_s"}``."""
+    suite = load_suite(suite) if not isinstance(suite, Suite) else suite
+    out = Path(out) / suite.key
+    methods = list(dict.fromkeys([method, *baselines]))     # each method once, the one under test first
+    t0 = time.perf_counter()
+    specs, skipped = plan(suite, methods, out)
+    results = execute(specs, jobs=jobs, ray=ray, progress=progress)
+    wall = time.perf_counter() - t0
+    scored = score(suite, results, cache=out / "anchors.json")
+    context = page_context(suite, scored, method, runs=len(specs), wall_s=wall,
+                           execution=f"ray {ray}" if ray else f"{jobs} process(es)")
+    text = comparison_text(suite, scored, context, skipped)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "comparison.md").write_text(text)
+    (out / "results.json").write_text(json.dumps({"scored": scored, "runs": results}, indent=1))
+    palette = Palette(scored["methods"])
+    figs = suite_figures(suite, scored, palette)
+    write_figures(suite, scored, out, palette, figs)
+    (out / "index.html").write_text(suite_page(suite, scored, context, skipped, figs), encoding="utf-8")
+    entries = [entry(suite, scored, m, results, note=f"python -m leaderboard benchmark-credit {method} on "
+                                                     f"{suite.key}") for m in scored["methods"]]
+    if submit_to is not None:
+        for e in entries:
+            add_suite_entry(e, submit_to)
+    return {"scored": scored, "markdown": text, "out": out, "skipped": skipped, "entries": entries, "wall_s": wall,
+            "results": results}

@@ -1,0 +1,483 @@
+"""What a reader of the suite sees: the verdict in sentences, what the numbers cover, the tables (Markdown, at most
+120 columns wide), the figures (radar, scaling curves, cost), the HTML page, and the suite's column and radar on
+the leaderboard's board, registered with :func:`leaderboard.render.register` (see :mod:`leaderboard.suite`,
+Output)."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import math
+import re
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from leaderboard.render import Figure, PageContext, Palette, context_html, cost_figure, figure_html, figure_png, \
+    finish_figure, hex_colour, html_text, label_axes, legend_below, mpl_text, page_head, pyplot, register
+from leaderboard.stats import format_ci, mean_ci, separated
+from leaderboard.suite.score import SIDE_FIGURES
+from leaderboard.suite.spec import Family, Setting, Suite, list_suites, load_suite
+
+__all__ = ["TEXT_WIDTH", "board_columns", "board_figures", "comparison_text", "family_verdicts", "page_context",
+           "score_tables", "suite_coverage", "suite_figures", "suite_page", "write_figures"]
+
+# ---------------------------------------------------------------------- what a reader sees: words and tables
+TEXT_WIDTH = 120          # the printed comparison (comparison.md is the same text) fits a 120-column terminal
+
+
+def suite_coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
+    """What each number covers, in words: the units of the CI (training seeds), how a family and the aggregate
+    average, and what a setting's raw score is (the training tail, or held-out evaluation against a reference)."""
+    seeds = sorted({len(v["seeds"]) for v in scored["methods"].values()}) or [0]
+    n = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+    played = {s.play for s in suite.settings if s.name in scored["anchors"]}
+    out = [f"Every score: the mean over {n} training seeds with a 95% Student-t CI (the seeds are the independent "
+           f"units); normalized per setting, uniform-random play = 0 and the optimum or reference policy = 1. A "
+           f"family's score of a seed is the mean over its settings; the aggregate is the mean over the families."]
+    frac = suite.score["last_fraction"]
+    if "self" in played:
+        b = suite.train
+        tail = max(1, math.ceil(b["steps"] * frac))
+        out.append(f"Cooperative settings (the team plays every seat): the mean team reward over the last "
+                   f"{frac:.0%} of training ({tail} of {b['steps']} steps x {b['tasks_per_step'] * b['group_size']} "
+                   f"fresh episodes at the suite's budget), not a held-out evaluation.")
+    vs = [s for s in suite.settings if s.play == "versus" and s.name in scored["anchors"]]
+    sampled = [s for s in vs if s.evaluate == "sampled"]
+    if sampled:
+        counts = sorted({s.eval_count or suite.score["eval_count"] for s in sampled})
+        opp = sorted({s.opponent for s in sampled})
+        out.append(f"Zero-sum settings (both seats learn): the final policy against {', '.join(opp)} on "
+                   f"{'/'.join(map(str, counts))} held-out deals (seeds from 2**40) in each seat, payoffs averaged.")
+    for kind, what in (("exact", "its exact expected payoff against {opp} over every deal and move, both seats "
+                                 "averaged"),
+                       ("exploitability", "minus its exact exploitability (a best response's gain, chips per hand)")):
+        chosen = [s for s in vs if s.evaluate == kind]
+        if chosen:
+            opp = ", ".join(sorted({s.opponent for s in chosen}))
+            out.append(f"Zero-sum settings (both seats learn), scored exactly: the final policy's strategy is read "
+                       f"from the env and scored by {what.format(opp=opp)}; no sampling noise.")
+    return out
+
+
+def _family_line(a: str, b: str, where: str, ca, cb) -> str:
+    nums = f"({a} {format_ci(ca, 2)}, {b} {format_ci(cb, 2)})"
+    if separated(ca, cb):
+        return f"{a} above {b} on {where}: CIs separated {nums}"
+    if separated(cb, ca):
+        return f"{b} above {a} on {where}: CIs separated {nums}"
+    return f"{a} vs {b} on {where}: no difference at 95% {nums}"
+
+
+def family_verdicts(suite: Suite, scored: dict[str, Any], under_test: str | None = None) -> list[str]:
+    """The comparison in sentences: ``under_test`` (default: the first method) against every other method on the
+    aggregate and on each family both were scored on ("broadcast above shuffled on team_size: CIs separated (...)",
+    "broadcast vs loo on zero_sum: no difference at 95% (...)"), then the control check the suite exists for:
+    ``shuffled`` (no credit information) below ``broadcast`` in k of n families."""
+    methods = scored["methods"]
+    if not methods:
+        return ["no method was scored"]
+    mine = under_test if under_test in methods else next(iter(methods))
+    fams = [f.name for f in suite.families]
+    out = []
+    for other in methods:
+        if other == mine:
+            continue
+        a, b = methods[mine], methods[other]
+        out.append(_family_line(mine, other, "the aggregate", a["aggregate"]["ci"], b["aggregate"]["ci"]))
+        out += [_family_line(mine, other, f, a["families"][f]["ci"], b["families"][f]["ci"])
+                for f in fams if f in a["families"] and f in b["families"]]
+    if "shuffled" in methods and "broadcast" in methods:
+        sh, br = methods["shuffled"]["families"], methods["broadcast"]["families"]
+        both = [f for f in fams if f in sh and f in br]
+        below = [f for f in both if separated(br[f]["ci"], sh[f]["ci"])]
+        rest = [f for f in both if f not in below]
+        out.append(f"control: shuffled below broadcast in {len(below)}/{len(both)} families with CIs separated"
+                   + (f" ({', '.join(below)})" if below else "")
+                   + (f"; not separated on {', '.join(rest)}" if rest else "")
+                   + " (shuffled keeps the advantages' distribution and drops their credit: a suite that cannot "
+                     "separate it measures no credit there)")
+    if "shuffled" not in methods or "broadcast" not in methods:
+        out.append("control: not run (the suite's check needs both broadcast and shuffled among the methods)")
+    if len(methods) == 1:
+        out.insert(0, f"{mine} only: no other method to compare with (add --baselines)")
+    return out
+
+
+def _fit(cols: list[str], rows: list[list[str]], keep: int = 1, width: int = TEXT_WIDTH) -> list[str]:
+    """A Markdown table, split by columns into several (each repeating the first ``keep`` columns) where one would be
+    wider than ``width`` characters: the printed comparison wraps cleanly instead of by the terminal."""
+    w = [max(len(c), *(len(r[i]) for r in rows)) + 3 for i, c in enumerate(cols)]
+    chunks, current = [], []
+    for i in range(keep, len(cols)):
+        if current and 1 + sum(w[:keep]) + sum(w[j] for j in current) + w[i] > width:
+            chunks.append(current)
+            current = []
+        current.append(i)
+    if current or not chunks:
+        chunks.append(current)
+    out = []
+    for chunk in chunks:
+        idx = list(range(keep)) + chunk
+        if out:
+            out.append("")
+        out.append("| " + " | ".join(cols[i] for i in idx) + " |")
+        out.append("|" + "---|" * len(idx))
+        out += ["| " + " | ".join(r[i] for i in idx) + " |" for r in rows]
+    return out
+
+
+def _tokens(v: dict[str, Any]) -> tuple[int, int]:
+    t = v.get("tokens", {})
+    return int(t.get("main", 0)) + int(t.get("branches", 0)), int(t.get("branches", 0))
+
+
+def _family_rows(suite: Suite, scored: dict[str, Any], digits: int = 3) -> tuple[list[str], list[list[str]]]:
+    fams = [f.name for f in suite.families]
+    cols = ["method", "aggregate"] + fams + ["runs", "train tokens", "counterfactual tokens"]
+    rows = []
+    for m, v in scored["methods"].items():
+        total, branches = _tokens(v)
+        rows.append([m, format_ci(v["aggregate"]["ci"], digits)] +
+                    [format_ci(v["families"][f]["ci"], digits) if f in v["families"] else "n/a" for f in fams] +
+                    [str(len(v["seeds"]) * len(v["settings"])), str(total), str(branches)])
+    return cols, rows
+
+
+def _setting_rows(suite: Suite, scored: dict[str, Any], digits: int = 3) -> tuple[list[str], list[list[str]]]:
+    methods = list(scored["methods"])
+    cols = ["setting", "zero", "one"] + methods
+    rows = []
+    for s in suite.settings:
+        if s.name not in scored["anchors"]:
+            continue
+        a = scored["anchors"][s.name]
+        rows.append([s.name, f"{a['zero']:.3f}", f"{a['one']:.3f}"] +
+                    [format_ci(scored["methods"][m]["settings"][s.name]["ci"], digits)
+                     if s.name in scored["methods"][m]["settings"] else "n/a" for m in methods])
+    return cols, rows
+
+
+def _side_rows(scored: dict[str, Any], fig: str, digits: int = 3) -> tuple[list[str], list[list[str]]]:
+    methods = list(scored["methods"])
+    names = list(dict.fromkeys(n for m in methods for n in scored["methods"][m].get("side", {}).get(fig, {})))
+    rows = [[n] + [format_ci(scored["methods"][m]["side"][fig][n]["ci"], digits)
+                   if n in scored["methods"][m].get("side", {}).get(fig, {}) else "n/a" for m in methods]
+            for n in names]
+    return ["setting"] + methods, rows
+
+
+def _skip_notes(skipped: dict[str, dict[str, str]] | None) -> list[str]:
+    return [f"{m} is not applicable on {', '.join(why)} ({'; '.join(sorted(set(why.values())))})"
+            for m, why in (skipped or {}).items() if why]
+
+
+def _wrap(text: str, first: str = "", rest: str = "  ") -> list[str]:
+    """``text`` in lines of at most 120 characters, never broken inside a bracket (a CI stays on one line)."""
+    glued = re.sub(r"\[[^\[\]]{0,40}\]", lambda m: m.group(0).replace(" ", "\x00"), text)
+    lines = textwrap.wrap(glued, TEXT_WIDTH, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                          break_on_hyphens=False) or [first.rstrip()]
+    return [line.replace("\x00", " ") for line in lines]
+
+
+def score_tables(suite: Suite, scored: dict[str, Any], skipped: dict[str, dict[str, str]] | None = None) -> str:
+    """Markdown, at most 120 columns wide (wider tables are split by columns): the aggregate and a column per family
+    (mean [95% CI] over seeds) with each method's training tokens, then every setting with its anchors."""
+    cols, rows = _family_rows(suite, scored)
+    lines = _fit(cols, rows)
+    cols, rows = _setting_rows(suite, scored)
+    lines += [""] + _wrap("Per setting (normalized: random = 0, optimum/reference = 1; zero and one: the anchors' "
+                          "raw values, measured with the setting's kwargs):", rest="") + [""]
+    if rows:
+        lines += _fit(cols, rows)
+    for fig, what in SIDE_FIGURES.items():
+        cols, rows = _side_rows(scored, fig)
+        if rows:
+            lines += [""] + _wrap(f"Per setting, the {what}, mean [95% CI] over seeds:", rest="") + [""]
+            lines += _fit(cols, rows)
+    notes = _skip_notes(skipped)
+    if notes:
+        lines.append("")
+    for n in notes:
+        lines += _wrap(n, "- ")
+    return "\n".join(lines) + "\n"
+
+
+def comparison_text(suite: Suite, scored: dict[str, Any], context, skipped=None) -> str:
+    """``comparison.md``, also what ``benchmark-credit`` prints: title, facts, notes, the verdict, what the numbers
+    cover, and the tables; no line is wider than 120 characters."""
+    out = [f"# {context.title}", ""]
+    for k, v in context.facts:
+        out += _wrap(f"{k}: {v}", "- ")
+    for n in context.notes:
+        out += _wrap(n, "- ")
+    out += ["", "Verdict:", ""]
+    for v in family_verdicts(suite, scored, context.under_test):
+        out += _wrap(v, "- ")
+    out.append("")
+    for c in suite_coverage(suite, scored):
+        out += _wrap(c, rest="")
+    out += [""] + score_tables(suite, scored, skipped).rstrip("\n").splitlines()
+    return "\n".join(out) + "\n"
+
+
+def board_columns(board) -> list[tuple[str, Callable]]:
+    """:data:`leaderboard.render.EXTRA_COLUMNS` hook: on a suite's board, the suite's own aggregate (the mean over
+    families of a seed, mean over seeds, 95% t CI, as ``benchmark-credit`` prints it), from the entry's per-seed,
+    per-setting scores. The per-family columns are the board's per-task columns (a suite entry's tasks are its
+    families)."""
+    if board.protocol not in list_suites():
+        return []
+
+    def aggregate(row) -> str:
+        fams = list(row.scores.values())
+        seeds = min(len(f) for f in fams)
+        per_seed = [sum(sum(f[i]) / len(f[i]) for f in fams) / len(fams) for i in range(seeds)]
+        return format_ci(mean_ci(per_seed))
+
+    return [("suite aggregate [95% t CI]", aggregate)]
+
+
+# ---------------------------------------------------------------------- figures
+def _variants(fam: Family) -> dict[str, list[Setting]]:
+    groups: dict[str, list[Setting]] = {}
+    for s in fam.settings:             # one line per method and variant (e.g. voting's two reward schemes)
+        groups.setdefault(s.name.rsplit("/", 1)[0], []).append(s)
+    return groups
+
+
+def _scaling_axes(ax, fam: Family, scored: dict[str, Any], palette) -> dict[str, str]:
+    """Score against the family's knob on ``ax``: per method (its palette colour) and variant (a line style), the
+    mean over seeds with a 95% t band; returns the colours drawn."""
+    groups = _variants(fam)
+    styles = ["-", "--", ":", "-."]
+    colours = {}
+    for m, v in scored["methods"].items():
+        for k, (variant, ss) in enumerate(groups.items()):
+            pts = sorted((s.knob, v["settings"][s.name]["ci"]) for s in ss if s.name in v["settings"]
+                         and isinstance(s.knob, (int, float)) and not isinstance(s.knob, bool))
+            if not pts:
+                continue
+            x = [p[0] for p in pts]
+            colour = palette.colour(m)
+            label = m if len(groups) == 1 else f"{m}, {variant.rsplit('/', 1)[-1]}"
+            (line,) = ax.plot(x, [p[1][0] for p in pts], color=colour, ls=styles[k % len(styles)], marker="o",
+                              ms=4, lw=2, label=mpl_text(label))
+            ax.fill_between(x, [p[1][1] for p in pts], [p[1][2] for p in pts], color=colour, alpha=0.12, lw=0)
+            colours[m] = hex_colour(line.get_color())
+    knobs = [s.knob for s in fam.settings if isinstance(s.knob, (int, float)) and not isinstance(s.knob, bool)]
+    if knobs and all(k > 0 for k in knobs) and max(knobs) / min(knobs) >= 8:
+        ax.set_xscale("log", base=2)
+    if knobs:
+        ax.set_xticks(sorted(set(knobs)), [f"{k:g}" for k in sorted(set(knobs))])
+        ax.minorticks_off()
+    ax.axhline(0, color="grey", lw=0.8, ls=":")
+    ax.axhline(1, color="grey", lw=0.8, ls="--")
+    return colours
+
+
+SCORE_AXIS = "normalized score\n(random = 0, optimum = 1)"      # the y label of every scaling panel
+
+
+def _knob_axis(ax, fam: Family) -> str:
+    """The x label of a scaling panel, once :func:`_scaling_axes` has chosen its scale."""
+    return f"{fam.knob} (the env's kwarg; log scale)" if ax.get_xscale() == "log" else f"{fam.knob} (the env's kwarg)"
+
+
+def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: str):
+    """bsuite's radar: per method (its palette colour), the mean family scores, clipped to [0, 1]."""
+    plt = pyplot()
+    angles = np.linspace(0, 2 * np.pi, len(fams), endpoint=False).tolist()
+    fig = plt.figure(figsize=(4.6, 4.6), layout="constrained")
+    ax = fig.add_subplot(111, polar=True)
+    colours = {}
+    for m, by_family in means.items():
+        vals = [min(1.0, max(0.0, by_family[f])) if f in by_family else 0.0 for f in fams]
+        colour = palette.colour(m)
+        (line,) = ax.plot(angles + angles[:1], vals + vals[:1], color=colour, lw=2, label=mpl_text(m))
+        ax.fill(angles + angles[:1], vals + vals[:1], color=colour, alpha=0.08)
+        colours[m] = hex_colour(line.get_color())
+    ax.set_xticks(angles, [f.replace("_", "\n") for f in fams], fontsize=9)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=7, color="#555")
+    png = finish_figure(plt, fig, ax, "family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])",
+                        "", grid=None)      # a polar axes keeps its own grid
+    return Figure("radar", f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, "
+                           f"normalized so that random play = 0 and the optimum = 1, clipped to [0, 1]; the CIs are in "
+                           f"the table.", png, colours)
+
+
+def board_figures(board, entries: list[dict], palette) -> list:
+    """:data:`leaderboard.render.EXTRA_FIGURES` hook: on a suite's leaderboard board, the radar of every entry's
+    family means (from its stored results), in the page's colours."""
+    if board.protocol not in list_suites():
+        return []
+    short = {r.label: r.short for r in board.rows}
+    means = {short[e["label"]]: {f: float(x["ci"][0]) for f, x in e["results"].get("families", {}).items()}
+             for e in entries if e["label"] in short}
+    means = {r.short: means[r.short] for r in board.rows if means.get(r.short)}      # the table's order
+    fams = [f.name for f in load_suite(board.protocol).families if any(f.name in v for v in means.values())]
+    if not fams:
+        return []
+    runs = sorted({r.runs for r in board.rows})
+    return [_radar(fams, means, palette, "/".join(map(str, runs)))]
+
+
+def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
+    """The page's figures (:class:`leaderboard.render.Figure`, one colour per method from ``palette``): the radar of
+    the family means (bsuite's summary), one scaling figure per family that sweeps a knob over several settings
+    (mean with a 95% t band over seeds), and training tokens against the aggregate."""
+    out = []
+    fams = [f for f in suite.families if any(f.name in v["families"] for v in scored["methods"].values())]
+    seeds = "/".join(map(str, sorted({len(v["seeds"]) for v in scored["methods"].values()})))
+    if fams:
+        means = {m: {f: x["ci"][0] for f, x in v["families"].items()} for m, v in scored["methods"].items()}
+        out.append(_radar([f.name for f in fams], means, palette, seeds))
+    out += [_scaling_figure(fam, scored, palette, seeds) for fam in fams if fam.knob and len(fam.settings) >= 2]
+    costed = {m: (_tokens(v)[0], v["aggregate"]["ci"]) for m, v in scored["methods"].items() if _tokens(v)[0] > 0}
+    if costed:
+        out.append(cost_figure(costed, palette, "aggregate normalized score\n(95% t CI)",
+                               "Training cost against score: every token generated in training (main rollouts and "
+                               "counterfactual branches, all runs of the suite) against the aggregate with its 95% "
+                               "CI."))
+    return out
+
+
+def _scaling_figure(fam: Family, scored: dict[str, Any], palette, seeds: str):
+    """One family's score against its knob (:func:`_scaling_axes`) as a figure of its own."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
+    colours = _scaling_axes(ax, fam, scored, palette)
+    png = finish_figure(plt, fig, ax, f"{fam.title}: score against {fam.knob}", _knob_axis(ax, fam), SCORE_AXIS,
+                        ncol=2 if len(_variants(fam)) > 1 else 3)
+    return Figure(f"scaling-{fam.name}", f"{fam.title}: the normalized score against {fam.knob}, the mean over "
+                                         f"{seeds} training seeds with a 95% t band.", png, colours)
+
+
+def write_figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None, palette=None,
+            figs: list | None = None) -> dict[str, str]:
+    """``{key: base64 PNG}`` of :func:`suite_figures` (``radar``, ``scaling-<family>``, ``cost``; ``figs`` when
+    already drawn), written as ``<key>.png`` into ``out`` when given, with ``scaling.png``: every family's scaling
+    panel side by side."""
+    palette = palette or Palette(scored["methods"])
+    pngs = {f.key: f.png for f in (figs if figs is not None else suite_figures(suite, scored, palette))}
+    knobbed = [f for f in suite.families if f"scaling-{f.name}" in pngs]
+    if knobbed:
+        plt = pyplot()
+        fig, axes = plt.subplots(1, len(knobbed), figsize=(4.6 * len(knobbed), 3.6), squeeze=False,
+                                 layout="constrained")
+        for ax, fam in zip(axes[0], knobbed):
+            _scaling_axes(ax, fam, scored, palette)
+            label_axes(ax, fam.title, _knob_axis(ax, fam), SCORE_AXIS)
+        legend_below(fig, axes[0][-1], ncol=6)
+        pngs["scaling"] = figure_png(fig)
+        plt.close(fig)
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, data in pngs.items():
+            (out / f"{name}.png").write_bytes(base64.b64decode(data))
+    return pngs
+
+
+def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[str, str]] | None = None,
+         figs: list | None = None) -> str:
+    """The suite's HTML page in the leaderboard page's style (:func:`leaderboard.render.page_head`): the title and
+    the method under test, the facts (budget, seeds, runs, wall time) and notes (applicability), the verdict, what the
+    numbers cover, a table per family (mean [95% CI] per method, the aggregate, training and counterfactual tokens),
+    the figures (one colour per method in all of them) and a table per setting. ``context`` is a
+    :class:`leaderboard.render.PageContext`; ``figs`` (default: :func:`suite_figures`) must use the same palette."""
+    palette = Palette(scored["methods"])
+    figs = suite_figures(suite, scored, palette) if figs is None else figs
+    key = html_text(suite.key)
+    table = functools.partial(_html_table, key=key, palette=palette, under_test=context.under_test)
+    parts = page_head(context.title) + context_html(context) + _page_summary(suite, scored, context, skipped, key)
+    cols, rows = _family_rows(suite, scored)
+    titles = [None, "mean over families"] + \
+             [f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families] + \
+             ["training seeds x settings", "every token generated in training, all runs",
+              "tokens spent on counterfactual branches"]
+    parts.append("<h2>Per family: mean [95% CI] over training seeds</h2>")
+    parts.append(table("families", [c if c in ("method", "runs", "train tokens", "counterfactual tokens")
+                                    else f"{c} [95% CI]" for c in cols], rows, 0, titles))
+    parts.append("<div class='figs'>" + "".join(figure_html(f) for f in figs) + "</div>")
+    cols, rows = _setting_rows(suite, scored)
+    if rows:
+        parts.append("<h2>Per setting</h2><p class='covers'>zero and one: the raw values of the anchors (random play, "
+                     "and the optimum or reference policy), measured with the setting's kwargs; each method's cell is "
+                     "its normalized score, mean [95% CI] over training seeds.</p>")
+        parts.append(table("settings", cols, rows, None))
+    parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
+                 "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _page_summary(suite: Suite, scored: dict[str, Any], context, skipped, key: str) -> list[str]:
+    """The page's words above its tables: applicability notes, the verdict, what the numbers cover, the suite."""
+    parts = []
+    notes = _skip_notes(skipped)
+    if notes:
+        parts.append("<p><strong>Applicability</strong> (a method that cannot train on a setting's env is not run "
+                     "there):</p><ul class='notes'>" + "".join(f"<li>{html_text(n, 1000)}</li>" for n in notes) +
+                     "</ul>")
+    parts.append(f"<div class='verdict' id='verdict-{key}'><strong>Verdict</strong><ul>" +
+                 "".join(f"<li>{html_text(v, 600)}</li>" for v in family_verdicts(suite, scored, context.under_test)) +
+                 "</ul></div>")
+    parts += [f"<p class='covers'>{html_text(c, 600)}</p>" for c in suite_coverage(suite, scored)]
+    parts.append(f"<p class='covers'>The suite: {html_text(suite.description, 2000)}</p>")
+    return parts
+
+
+def _html_table(tid: str, cols: list[str], rows: list[list[str]], method_col: int | None, titles=None, *,
+                key: str, palette, under_test: str | None) -> str:
+    """A sortable HTML table (``<tid>-<key>``) in a scrollable wrapper; ``titles``: a tooltip per column. Where
+    ``method_col`` names a method column, its cells carry the method's colour swatch and the row of ``under_test``
+    is highlighted."""
+    head = ""
+    for i, c in enumerate(cols):
+        tip = f" title='{html_text(titles[i], 300)}'" if titles and titles[i] else ""
+        head += f"<th onclick='sortTable(this)'{tip}>{html_text(c, 200)}</th>"
+    body = []
+    for r in rows:
+        tds = []
+        for i, c in enumerate(r):
+            if i == method_col:
+                colour = palette.colour(c)
+                tds.append(f"<td data-colour='{colour}'><span class='swatch' style='background:{colour}'></span>"
+                           f"{html_text(c)}</td>")
+            else:
+                tds.append(f"<td>{html_text(c)}</td>")
+        mine = method_col is not None and r[method_col] == under_test
+        attr = f" data-method='{html_text(r[method_col])}'" if method_col is not None else ""
+        body.append(f"<tr{' class=under-test' if mine else ''}{attr}>" + "".join(tds) + "</tr>")
+    return (f"<div class='scroll'><table class='board' id='{tid}-{key}'><thead><tr>{head}</tr></thead><tbody>" +
+            "".join(body) + "</tbody></table></div>")
+
+
+
+
+def page_context(suite: Suite, scored: dict[str, Any], method: str, runs: int | None = None,
+                 wall_s: float | None = None, execution: str = ""):
+    """The :class:`leaderboard.render.PageContext` of a suite comparison: its title (the method under test and the
+    suite), the budget, the seeds, the runs and the wall time, and what ranks against what."""
+    b = suite.train
+    facts = [("suite", f"{suite.key} ({suite.tier} tier, {len(suite.families)} families, {len(suite.settings)} "
+                       f"settings, {suite.action_mode} mode)"),
+             ("budget per run", f"{b['steps']} steps x {b['tasks_per_step']} tasks x {b['group_size']} samples, "
+                                f"model {b['model']} ({b['mode']})"),
+             ("training seeds", ", ".join(map(str, b["seeds"])))]
+    if runs is not None:
+        facts.append(("runs", f"{runs} (methods x applicable settings x seeds)"))
+    if wall_s is not None:
+        facts.append(("wall time", f"{wall_s:.0f} s" + (f" ({execution})" if execution else "")))
+    notes = []
+    if "quick" in suite.id:
+        notes.append(f"{suite.key} is the quick subset: its entries rank only against other {suite.key} entries.")
+    return PageContext(title=f"benchmark-credit {method} on {suite.key}: credit-assignment suite", under_test=method,
+                       facts=facts, notes=notes)
+
+
+register(columns=board_columns, figures=board_figures)

@@ -1,0 +1,209 @@
+"""The suite's runs: the plan (one trainer run per method x setting x training seed), one run trained (or reused)
+and given its raw score, and :func:`execute`, which plays many on :class:`leaderboard.workers.Workers`
+(see :mod:`leaderboard.suite`, Runs and Scores)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+import marl_llm_envs
+from baselines.outputs import read_json_object, writing
+from baselines.rollout import RolloutEngine
+from leaderboard import exact
+from leaderboard.players import load_player, opponent_policy
+from leaderboard.suite.spec import Suite
+from leaderboard.workers import Workers
+
+__all__ = ["applicable", "complete_run", "execute", "plan", "run_one", "safe_name", "train_run"]
+
+
+def safe_name(name: str) -> str:
+    """``name`` as one path component: every character but letters, digits and ``._-`` becomes ``_`` (a method
+    ``package.module:Class`` or a setting ``voting/plurality/n2`` names one run folder)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def applicable(method: str, env_id: str) -> str | None:
+    """``None`` when ``method`` can train on ``env_id``, else why not. A method that cannot be built at all (an
+    unknown name, a class that does not load) raises its ``ValueError``: it is not a method that applies nowhere."""
+    from baselines.credit import make_credit  # lazy: torch (seconds to load), needed only to check a method
+
+    credit = make_credit(method)
+    try:
+        credit.branches(env_id)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict]]:
+    """The runs to make, as JSON-able specs in a fixed order (method, setting, seed), and per method the settings
+    it cannot train on (with why)."""
+    out = Path(out)
+    specs, skipped = [], {}
+    for m in methods:
+        for s in suite.settings:
+            why = applicable(m, s.env_id)
+            if why is not None:
+                skipped.setdefault(m, {})[s.name] = why
+                continue
+            b = suite.budget(s)
+            for seed in b["seeds"]:
+                specs.append({"method": m, "setting": s.name, "seed": seed, "env_id": s.env_id,
+                              "env_kwargs": s.env_kwargs, "action_mode": suite.action_mode, "model": b["model"],
+                              "mode": b["mode"], "steps": b["steps"], "tasks_per_step": b["tasks_per_step"],
+                              "group_size": b["group_size"], "partners": s.partners, "play": s.play,
+                              "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
+                              "eval_start": suite.score["eval_start"],
+                              "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
+                              "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
+    return specs, skipped
+
+
+def complete_run(run: Path, steps: int) -> bool:
+    """Whether the trainer run in ``run`` has finished ``steps`` steps (its latest checkpoint is at that step)."""
+    from baselines.train import checkpoint  # lazy: torch, loaded by the runs that train
+
+    latest = checkpoint.latest(run / "checkpoints")
+    return latest is not None and _json_object(latest / "meta.json", run).get("step") == steps
+
+
+def _json_object(path: Path, run: Path, line: int | None = None, text: str | None = None) -> dict[str, Any]:
+    """A JSON object of a finished run's files (the whole file, or line ``line`` given as ``text``). Checkpoints and
+    metrics are written atomically or line by line, so damage comes from outside, and the run is left as it is:
+    deleting its folder trains it again, with the same result."""
+    return read_json_object(path, f"delete {run} to train that run again", line=line, text=text)
+
+
+def train_run(spec: dict[str, Any]) -> str:
+    """Train the run a spec describes into ``spec["out"]`` (``env_id``, ``method``, ``seed``, ``action_mode``,
+    ``model``, ``mode``, ``steps``, ``tasks_per_step``, ``group_size``; ``env_kwargs``, ``partners`` and ``progress``
+    optional), or reuse it when it is complete; returns the folder. An unfinished run starts again (same seed, same
+    result). A top-level function of JSON-able input, so a process pool or Ray can call it (``execute``)."""
+    from baselines.train import TrainConfig, train  # lazy: torch, loaded by the runs that train
+
+    run = Path(spec["out"])
+    with writing(run, wait=True):       # another suite training this run now (a shared baseline): wait, then reuse it
+        if complete_run(run, spec["steps"]):
+            return str(run)
+        for old in run.iterdir():       # an unfinished run: emptied (the folder itself is what is held)
+            shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
+        progress = bool(spec.get("progress"))
+        cfg = TrainConfig(env=spec["env_id"], env_kwargs=dict(spec.get("env_kwargs") or {}),
+                          action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],
+                          credit=spec["method"], steps=spec["steps"], tasks_per_step=spec["tasks_per_step"],
+                          group_size=spec["group_size"], seed=spec["seed"], partners=spec.get("partners", ""),
+                          out=str(run), save_every=spec["steps"], keep_checkpoints=1, tensorboard=False,
+                          progress=progress)
+        if progress:
+            print(f"train {spec['method']} on {spec['env_id']}, seed {spec['seed']}: {spec['steps']} steps",
+                  file=sys.stderr)
+        train(cfg)
+    return str(run)
+
+
+def run_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """Train one run (or reuse a complete one: :func:`train_run`) and return its raw score: ``{"raw", "curve",
+    "tokens", ...}``.
+
+    A top-level function of JSON-able input and output, so a process pool or Ray can call it anywhere."""
+    import torch  # lazy: seconds to load; the process that trains loads it, the suite's parent need not
+
+    from baselines.train.config import read_run_config  # lazy: torch, as above
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    run = Path(train_run(spec))
+    metrics = run / "metrics.jsonl"
+    rows = [_json_object(metrics, run, i, line) for i, line in enumerate(metrics.read_text().splitlines(), 1)
+            if line.strip()]
+    team_keys = sorted({k for r in rows for k in r if k.startswith("reward/team/")})
+    curve = [sum(float(r.get(k, 0.0)) for k in team_keys) / max(1, len(team_keys)) for r in rows]
+    tokens = {"main": sum(int(r.get("tokens/main", 0)) for r in rows),
+              "branches": sum(int(r.get("tokens/branches", 0)) for r in rows)}
+    free = {k: [float(r[k]) for r in rows if k in r] for k in sorted({k for r in rows for k in r
+                                                                        if k.startswith("free_riding/")})}
+    extra: dict[str, Any] = {}
+    if spec["play"] == "self":
+        tail = curve[-max(1, math.ceil(len(curve) * spec["last_fraction"])):]
+        raw = sum(tail) / len(tail)
+    elif spec.get("evaluate", "sampled") == "sampled":
+        raw = _versus_score(spec, run)
+    else:
+        raw, extra = _exact_score(spec, run)
+    if spec["env_id"] == "free_riding-v0" and spec["env_kwargs"].get("idle_seats", 1) > 0:
+        extra["idle_drift"] = _idle_drift(spec, run)
+    return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw), **extra,
+            "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
+            "config_hash": read_run_config(run).resolved.config_hash or "",
+            "wall_s": time.perf_counter() - t0}
+
+
+def _idle_drift(spec: dict[str, Any], run: Path) -> float:
+    """free_riding-v0: how far the final policy of the idle seats has drifted, ``KL(p || uniform) = log 3 - H(p)``
+    in nats, averaged over the idle seats; ``p`` is the seat's exact move distribution on its observation (the same
+    in every episode, see the env's manual). 0 = no drift; log 3 = 1.0986 = a deterministic idle seat."""
+    env = marl_llm_envs.make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
+    player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
+    decide = exact.policy_decider(player.policies)
+    env.reset(seed=0)
+    drifts = []
+    while not env.unwrapped.done:
+        agent = env.agent_selection
+        legal = np.flatnonzero(np.asarray(env.action_mask(agent)) > 0)          # any action mode (text: no mask key)
+        if env.roles[agent] != "decider":
+            p = decide(env, agent)[legal]
+            p = p / p.sum()
+            drifts.append(float(math.log(len(legal)) + np.sum(p * np.log(np.maximum(p, 1e-300)))))
+        env.step(int(legal[0]) if env.action_mode == "discrete" else env.legal_actions(agent)[0])
+    return float(sum(drifts) / len(drifts))
+
+
+def _versus_score(spec: dict[str, Any], run: Path) -> float:
+    """The final policy against the opponent in each seat on the evaluation seeds: the mean payoff."""
+    kwargs = {**spec["env_kwargs"], "action_mode": spec["action_mode"]}
+    env = marl_llm_envs.make(spec["env_id"], **kwargs)
+    roles = sorted(set(env.roles.values()))
+    player = load_player(f"checkpoint:{run}", spec["env_id"], roles, spec["action_mode"])
+    seeds = list(range(spec["eval_start"], spec["eval_start"] + spec["eval_count"]))
+    total = 0.0
+    envs: dict = {}         # the seats' engines share their envs
+    for seat in env.possible_agents:
+        opponent = opponent_policy(spec["env_id"], spec["opponent"], seed=0)
+        policies = {env.roles[a]: (player.policies[env.roles[a]] if a == seat else opponent)
+                    for a in env.possible_agents}
+        engine = RolloutEngine(policies, show_progress=False, env_pool=envs)
+        eps = engine.run(spec["env_id"], num_tasks=len(seeds), seed=spec["eval_start"], seeds=seeds,
+                         env_kwargs=kwargs, run_id=f"versus|{seat}")
+        total += sum(float(e.rewards[seat]) for e in eps) / len(eps)
+    return total / len(env.possible_agents)
+
+
+def _exact_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, float]]:
+    """The final policy's exact score (:mod:`leaderboard.exact`), with both exact figures: its payoff against the
+    reference averaged over the seats (``versus``) and its ``exploitability`` (chips per hand)."""
+    env = marl_llm_envs.make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
+    player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
+    table = exact.strategy_of(spec["env_id"], exact.policy_decider(player.policies), spec["env_kwargs"])
+    both = {"versus": exact.versus(spec["env_id"], table),
+            "exploitability": exact.exploitability(spec["env_id"], table)}
+    return exact.raw_score(spec["env_id"], table, spec["evaluate"]), both
+
+
+def execute(specs: Sequence[dict[str, Any]], jobs: int = 1, ray: str | None = None,
+            progress: bool = False, fn: Callable[[dict[str, Any]], Any] = run_one) -> list[Any]:
+    """``fn`` (default :func:`run_one`) of every spec, results in the order of ``specs``: here (``jobs=1``), in
+    ``jobs`` processes, or over Ray (``ray="auto"``: the running cluster, as ``ray.init(address="auto")``; an
+    address; ``"local"``: a private local instance). The results do not depend on how they were run. ``fn`` is a
+    module-level function of a JSON-able spec (a process pool and Ray import it by name); with ``progress``, a line
+    per finished spec names its ``method``, ``setting`` and ``seed``. One call of :meth:`Workers.map` on workers
+    started for it and stopped after it."""
+    with Workers(jobs, ray) as workers:
+        return workers.map(fn, specs, progress)

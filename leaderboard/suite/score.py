@@ -1,0 +1,124 @@
+"""The suite's scores: each run's raw score normalised against its setting's anchors, a family's score of a seed
+(the mean over its settings), the aggregate (the mean over families), each with its Student-t interval over training
+seeds (:func:`leaderboard.stats.mean_ci`), and the leaderboard entry of a method (see :mod:`leaderboard.suite`,
+Normalization and Statistics)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from baselines.outputs import replace_text
+from leaderboard.evaluate import git_sha, package_versions
+from leaderboard.protocol import ProtocolError, canonical_sha256
+from leaderboard.stats import mean_ci
+from leaderboard.store import ENTRY_SCHEMA, ENTRY_VERSION, write_entry
+from leaderboard.suite.spec import Suite, anchor_value, cached_anchors
+
+__all__ = ["SIDE_FIGURES", "add_suite_entry", "entry", "score"]
+
+
+def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | None = None) -> dict[str, Any]:
+    """Normalized scores and CIs from :func:`leaderboard.suite.runs.run_one`'s results::
+
+        {"anchors": {setting: {"zero", "one"}},
+         "methods": {method: {"settings": {setting: {"seeds": [...], "ci": (m, lo, hi), "knob"}},
+                              "families": {family: {"seeds": [...], "ci": (m, lo, hi)}},
+                              "aggregate": {"seeds": [...], "ci": (m, lo, hi)}, "tokens": {...}}}}
+    """
+    known = cached_anchors(cache, suite) if cache is not None else {}
+    anchors = {s.name: known.get(s.name) or {"zero": anchor_value(suite, s, "zero"),
+                                             "one": anchor_value(suite, s, "one")}
+               for s in suite.settings if any(r["setting"] == s.name for r in results)}
+    if cache is not None:
+        Path(cache).parent.mkdir(parents=True, exist_ok=True)
+        replace_text(cache, json.dumps({"suite_sha256": suite.sha256, "anchors": {**known, **anchors}}, indent=1))
+    for name, a in anchors.items():
+        if not a["one"] > a["zero"]:
+            raise ProtocolError(f"{suite.key}: setting {name}: the 'one' anchor ({a['one']:.4f}) must score above the "
+                                f"'zero' anchor ({a['zero']:.4f}) in {suite.action_mode} mode")
+    by: dict[str, dict[str, dict[int, float]]] = {}
+    tokens: dict[str, dict[str, int]] = {}
+    side: dict[str, dict[str, dict[str, dict[int, float]]]] = {}       # method -> figure -> setting -> seed -> value
+    for r in results:
+        for fig in SIDE_FIGURES:
+            if fig in r:
+                side.setdefault(r["method"], {}).setdefault(fig, {}).setdefault(r["setting"], {})[r["seed"]] = \
+                    float(r[fig])
+    for r in results:
+        a = anchors[r["setting"]]
+        by.setdefault(r["method"], {}).setdefault(r["setting"], {})[r["seed"]] = \
+            (r["raw"] - a["zero"]) / (a["one"] - a["zero"])
+        t = tokens.setdefault(r["method"], {"main": 0, "branches": 0})
+        for k in t:
+            t[k] += int(r["tokens"].get(k, 0))
+    methods = {}
+    for m, settings in by.items():
+        seeds = sorted({sd for v in settings.values() for sd in v})
+        out_s, out_f = {}, {}
+        for fam in suite.families:
+            present = [s for s in fam.settings if s.name in settings]
+            for s in present:
+                vals = [settings[s.name][sd] for sd in seeds]
+                out_s[s.name] = {"family": fam.name, "knob": s.knob, "seeds": vals, "ci": mean_ci(vals)}
+            if present:
+                per_seed = [sum(settings[s.name][sd] for s in present) / len(present) for sd in seeds]
+                out_f[fam.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in present]}
+        agg = [sum(f["seeds"][i] for f in out_f.values()) / len(out_f) for i in range(len(seeds))]
+        methods[m] = {"seeds": seeds, "settings": out_s, "families": out_f,
+                      "aggregate": {"seeds": agg, "ci": mean_ci(agg)}, "tokens": tokens[m],
+                      "side": {fig: {name: {"seeds": [v[sd] for sd in sorted(v)], "ci": mean_ci([v[sd] for sd in
+                                                                                                sorted(v)])}
+                                     for name, v in per.items()} for fig, per in side.get(m, {}).items()}}
+    return {"suite": suite.key, "anchors": anchors, "methods": methods}
+
+
+# figures a run may report besides its score (``run_one``), shown per setting beside the scores: what they measure
+SIDE_FIGURES = {
+    "exploitability": "exploitability of the final policy (chips per hand; 0 = an equilibrium; exact)",
+    "idle_drift": "idle seats' drift, KL(p || uniform) of their final move distribution (nats; 0 = none, "
+                  "log 3 = 1.099 = deterministic)",
+}
+
+
+def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[dict[str, Any]],
+          note: str = "") -> dict[str, Any]:
+    """A store entry for ``method`` (schema ``marl_llm_entry``): per family, per seed, the setting scores (the board
+    shows an IQM aggregate and a column per family), and the provenance of every run (its config hash, learning curve
+    and raw score). Computed by the suite from the runs, not from a replayed submission."""
+    v = scored["methods"][method]
+    mine = [r for r in results if r["method"] == method]
+    scores = {}
+    for fam, f in v["families"].items():
+        scores[fam] = [[v["settings"][s]["seeds"][i] for s in f["settings"]] for i in range(len(v["seeds"]))]
+    runs = [{k: r[k] for k in ("setting", "seed", "raw", "config_hash", "tokens", "free_riding")} |
+            {"learning_curve": r["curve"]} for r in mine]
+    digest = canonical_sha256({"suite": suite.sha256, "method": method, "runs": runs})
+    players = {s: [{"model_id": suite.train["model"], "setting": s}] for s in v["settings"]}
+    manifest = {"schema": "marl_llm_suite_result", "method": method, "note": note, "track": "credit",
+                "suite": {"id": suite.id, "version": suite.version, "sha256": suite.sha256},
+                "players": players, "tokens": {"train_main": v["tokens"]["main"],
+                                               "train_branches": v["tokens"]["branches"]},
+                "runs": runs, "anchors": scored["anchors"], "packages": package_versions(), "git_sha": git_sha(),
+                "results_sha256": digest}
+    return {"schema": ENTRY_SCHEMA, "schema_version": ENTRY_VERSION, "id": f"{suite.key}/{method}--{digest[:12]}",
+            "label": f"{method}#{digest[:6]}", "method": method, "track": "credit", "protocol": suite.key,
+            "submitted": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "self_reported": True, "seeds": "public",      # scored by whoever ran the suite, not replayed
+            "manifest": manifest,
+            "results": {"episodes": 0, "replayed": 0, "scores": scores,
+                        "task_means": {f: x["ci"][0] for f, x in v["families"].items()}, "games": {},
+                        "families": {f: {"ci": list(x["ci"]), "settings": x["settings"]}
+                                     for f, x in v["families"].items()},
+                        "aggregate": list(v["aggregate"]["ci"]),
+                        "settings": {s: {"ci": list(x["ci"]), "seeds": x["seeds"], "knob": x["knob"]}
+                                     for s, x in v["settings"].items()}}}
+
+
+def add_suite_entry(e: dict[str, Any], store: str | Path) -> None:
+    """Add a suite entry to the store (its index and ``<suite>/<method>--<hash>.json``,
+    :func:`leaderboard.store.write_entry`); a duplicate is an error."""
+    sha = e["manifest"]["results_sha256"]
+    write_entry(e, store, episodes_sha256=sha, content_sha256=sha)
