@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ def cache_dir() -> Path:
 
 
 def _resolve_dtype(device: str, dtype: Any):
-    import torch
+    import torch  # lazy: torch, seconds to import
 
     if dtype is None:
         return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
@@ -79,8 +80,8 @@ def _byte_alphabet() -> list[str]:
 def build_tiny_tokenizer():
     """A pure byte-level tokenizer (ids 0-5 special, then one token per byte value), as a
     ``PreTrainedTokenizerFast`` with pad/bos/eos tokens and a chat template. Any text round-trips exactly."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # lazy: a transformers dependency, seconds
+    from transformers import PreTrainedTokenizerFast  # lazy: transformers, seconds to import
 
     vocab = {tok: i for i, tok in enumerate(_TINY_SPECIALS)}
     for ch in _byte_alphabet():
@@ -97,8 +98,8 @@ def build_tiny_tokenizer():
 
 
 def _load_tiny(device: str, dtype: Any):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import torch  # lazy: torch, seconds to import
+    from transformers import LlamaConfig, LlamaForCausalLM  # lazy: transformers, seconds to import
 
     tok = build_tiny_tokenizer()
     config = LlamaConfig(
@@ -126,7 +127,7 @@ def smollm2_gguf_path() -> Path:
 
 
 def _load_smollm2(device: str, dtype: Any):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: transformers, seconds to import
 
     torch_dtype = _resolve_dtype(device, dtype)
     target = cache_dir() / "smollm2-135m"
@@ -149,8 +150,6 @@ def _load_smollm2(device: str, dtype: Any):
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
         if target.exists():  # another process finished first
-            import shutil
-
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             os.replace(tmp, target)
@@ -170,7 +169,7 @@ def load_model(name: str, device: str = "cpu", dtype: Any = None):
     elif name in ("smollm2-135m", "smollm2"):
         model, tok = _load_smollm2(device, dtype)
     else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: transformers, seconds to import
 
         try:
             tok = AutoTokenizer.from_pretrained(name)

@@ -37,7 +37,7 @@ class Progress:
             tty = bool(getattr(self.file, "isatty", lambda: False)())
         if tty:
             try:
-                from tqdm.auto import tqdm
+                from tqdm.auto import tqdm  # lazy: optional; only a terminal shows a bar
             except ImportError:          # progress bars are optional
                 tqdm = None
             if tqdm is not None:

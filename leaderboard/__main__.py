@@ -18,17 +18,22 @@ from pathlib import Path
 from typing import Sequence
 
 from baselines.credit import list_credits
-from leaderboard.benchmark import BASELINES
+from baselines.outputs import folder_problem
+from baselines.train.config import read_run_config
+from leaderboard.benchmark import BASELINES, benchmark_credit
+from leaderboard.evaluate import evaluate
+from leaderboard.private import evaluate_private
 from leaderboard.protocol import ProtocolError, list_protocols, load_protocol
-from leaderboard.store import DEFAULT_STORE
-from leaderboard.validate import Limits, SubmissionError
+from leaderboard.render import render, show
+from leaderboard.reproduce import reproduce
+from leaderboard.store import DEFAULT_STORE, submit
+from leaderboard.suite import list_suites, load_suite
+from leaderboard.validate import Limits, SubmissionError, validate
 
 _STORE_HELP = f"the entry store (default: {DEFAULT_STORE})"
 
 
 def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, list[str]]:
-    from baselines.train.config import read_run_config
-
     env_ids = sorted({t.env_id for t in protocol.tasks})
     out: dict[str, list[str]] = {}
     default = None
@@ -253,8 +258,6 @@ def _benchmark_flags(p: argparse.ArgumentParser) -> None:
 
 # ---------------------------------------------------------------------- the commands
 def _evaluate(args: argparse.Namespace) -> None:
-    from leaderboard.evaluate import evaluate
-
     protocol = load_protocol(args.protocol)
     players = _players(protocol, args.player, args.runs)
     m = evaluate(protocol, players, args.out, args.method, greedy=args.greedy, progress=not args.no_progress,
@@ -264,8 +267,6 @@ def _evaluate(args: argparse.Namespace) -> None:
 
 
 def _evaluate_private(args: argparse.Namespace) -> None:
-    from leaderboard.private import evaluate_private
-
     protocol = load_protocol(args.protocol)
     players = _players(protocol, args.player, args.runs)
     v, entry = evaluate_private(protocol, players, args.out, args.method, count=args.count,
@@ -288,10 +289,10 @@ def _store_to_submit(args: argparse.Namespace) -> str | None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    from leaderboard.validate import validate
-
-    v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=_limits(args),
-                 reproduce=args.reproduce, reproduce_sample=_reproduce_sample(args))
+    reproduce_sample = _reproduce_sample(args)
+    v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=_limits(args))
+    if args.reproduce:
+        reproduce(v, sample=reproduce_sample)
     print(f"valid: {v.episodes} episodes, {v.replayed} replayed, {v.rederived} opponent moves "
           f"re-derived, protocol {v.protocol.key}")
     if v.reproduced is None:
@@ -311,8 +312,6 @@ def _reproduce_sample(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> None:
-    from leaderboard.store import submit
-
     entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=_limits(args),
                    reproduce=args.reproduce, reproduce_sample=_reproduce_sample(args))
     print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))
@@ -339,21 +338,15 @@ def _store_to_read(store: str) -> str:
 
 
 def _show(args: argparse.Namespace) -> None:
-    from leaderboard.render import show
-
     print(show(_store_to_read(args.store), wide=args.wide))
 
 
 def _render(args: argparse.Namespace) -> None:
-    from leaderboard.render import render
-
     md, page = render(_store_to_read(args.store), args.out)
     print(f"wrote {md} and {page}")
 
 
 def _benchmark_credit(args: argparse.Namespace) -> None:
-    from leaderboard.benchmark import benchmark_credit
-
     result = benchmark_credit(args.method, args.tier, args.quick,
                               [b.strip() for b in args.baselines.split(",") if b.strip()], args.out, args.model,
                               progress=not args.no_progress, submit_to=_store_to_submit(args),
@@ -373,8 +366,6 @@ def _protocols(args: argparse.Namespace) -> None:
         p = load_protocol(name)
         print(f"{p.key:18s} {p.track:6s} {p.tier or '':5s} {len(p.tasks)} tasks, {p.seed_count} seeds: "
               f"{', '.join(t.name for t in p.tasks)}")
-    from leaderboard.suite import list_suites, load_suite      # the credit-assignment suites
-
     for name in list_suites():
         su = load_suite(name)
         print(f"{su.key:18s} {su.track:6s} {su.tier:5s} suite, {len(su.settings)} settings: "
@@ -389,8 +380,6 @@ _VERDICTS = ("validate", "submit", "evaluate-private")       # commands whose re
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; 0 on success, 1 for a rejected submission or protocol, 2 for any other bad input."""
     args = build_parser().parse_args(argv)
-    from baselines.outputs import folder_problem
-
     for flag in ("out", "store"):        # the folders a command writes (or reads: a store), checked before any work
         problem = folder_problem(getattr(args, flag)) if getattr(args, flag, None) else None
         if problem is not None:

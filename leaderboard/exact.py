@@ -32,6 +32,15 @@ from typing import Any
 
 import numpy as np
 
+from baselines.policies.base import VectorInputs, request_for
+from marl_llm_envs import make
+from marl_llm_envs.envs.kuhn_poker import BET, CALL, CHECK, FOLD
+from marl_llm_envs.envs.leduc_holdem import legal_moves
+from marl_llm_envs.reference.cfr import Tree, expected_value
+from marl_llm_envs.reference.cfr import exploitability as nash_conv_half
+from marl_llm_envs.reference.kuhn import KuhnGame, kuhn_infoset, kuhn_nash_strategy
+from marl_llm_envs.reference.leduc import LeducGame, infoset_key, load_strategy
+
 __all__ = ["EXACT_GAMES", "exploitability", "policy_decider", "random_strategy", "raw_score", "reference_name",
            "reference_strategy", "strategy_of", "versus"]
 
@@ -49,9 +58,6 @@ class _Game:
 
 
 def _kuhn() -> _Game:
-    from marl_llm_envs.envs.kuhn_poker import BET, CALL, CHECK, FOLD
-    from marl_llm_envs.reference.kuhn import KuhnGame, kuhn_infoset, kuhn_nash_strategy
-
     def onto(env, agent, p):          # tree actions: pass (check or fold), bet (bet or call)
         return [float(p[CHECK] + p[FOLD]), float(p[BET] + p[CALL])]
 
@@ -59,14 +65,10 @@ def _kuhn() -> _Game:
 
 
 def _leduc() -> _Game:
-    from marl_llm_envs.reference.leduc import LeducGame, infoset_key, load_strategy
-
     def infoset(env, agent):
         return infoset_key(*env.unwrapped.info_state(agent))
 
     def onto(env, agent, p):          # tree actions: the env's legal discrete indices
-        from marl_llm_envs.envs.leduc_holdem import legal_moves
-
         return [float(p[a]) for a in legal_moves(env.unwrapped.info_state(agent)[2][-1])]
 
     def table(tree):
@@ -98,8 +100,6 @@ def reference_name(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str
 
 @functools.lru_cache(maxsize=None)
 def _tree(env_id: str):
-    from marl_llm_envs.reference.cfr import Tree
-
     return Tree(EXACT_GAMES[env_id]().game())
 
 
@@ -108,8 +108,6 @@ def strategy_of(env_id: str, decide: Decide, env_kwargs: dict[str, Any] | None =
     """The behaviour strategy of ``decide`` over the whole game tree: ``{infoset: probabilities over the tree's
     actions}``, read from the env as the module docstring says. Raises if ``max_seeds`` deals do not reach every
     information set, or if ``decide`` gives no probability to the legal moves somewhere."""
-    from marl_llm_envs import make
-
     g = _game(env_id, env_kwargs)
     tree = _tree(env_id)
     missing = set(tree.infosets)
@@ -167,8 +165,6 @@ def _flat(env_id: str, table: dict[str, list[float]]) -> np.ndarray:
 def versus(env_id: str, strategy: dict[str, list[float]], reference: dict[str, list[float]] | None = None) -> float:
     """The strategy's exact expected payoff against ``reference`` (default: the equilibrium), the mean of its two
     seats: ``(u_0(pi_0, sigma_1) - u_0(sigma_0, pi_1)) / 2``."""
-    from marl_llm_envs.reference.cfr import expected_value
-
     tree = _tree(env_id)
     ref = reference_strategy(env_id) if reference is None else reference
     seat = {key: tree.iset_player[i] for key, i in tree.infosets.items()}
@@ -179,8 +175,6 @@ def versus(env_id: str, strategy: dict[str, list[float]], reference: dict[str, l
 
 def exploitability(env_id: str, strategy: dict[str, list[float]]) -> float:
     """Half the NashConv of the strategy (both seats' parts), chips per hand; 0 exactly at an equilibrium."""
-    from marl_llm_envs.reference.cfr import exploitability as nash_conv_half
-
     return nash_conv_half(_tree(env_id), _flat(env_id, strategy))
 
 
@@ -199,9 +193,7 @@ def policy_decider(policies: dict[str, Any]) -> Decide:
     :class:`baselines.policies.mlp.MLPPolicy`) on what the acting agent observes, or a choice-mode LLM through the
     policy protocol (``generate`` on the agent's text and legal moves; the Generation's choice probabilities, i.e.
     ``softmax(score / T)``, the distribution it samples from; at ``temperature=0`` the argmax it plays)."""
-    import torch
-
-    from baselines.policies.base import VectorInputs
+    import torch  # lazy: seconds to load; a policy that gives its distribution has loaded it already
 
     def decide(env, agent: str) -> np.ndarray:
         role = env.roles[agent]
@@ -223,8 +215,6 @@ def policy_decider(policies: dict[str, Any]) -> Decide:
 def _choice_distribution(policy, env, agent: str, role: str) -> np.ndarray:
     """A choice-mode policy's distribution over the env's discrete actions: one ``generate`` call on the agent's
     prompt and legal moves (``legal_actions`` lists the legal indices in order), read from the Generation."""
-    from baselines.policies.base import request_for
-
     request = request_for(env, agent, ("text", "legal_actions"))
     legal = request.legal_actions
     g = policy.generate([request], seed=0)[0]

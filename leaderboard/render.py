@@ -310,10 +310,10 @@ def figure_png(fig) -> str:
 
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend with the page's style (10 pt text, no top or right spine)."""
-    import matplotlib
+    import matplotlib  # lazy: an optional extra (marl-llm-envs[leaderboard]), loaded only to draw
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: after use("Agg"), which must come first
 
     plt.rcParams.update({"font.size": 10, "axes.spines.top": False, "axes.spines.right": False})
     return plt

@@ -117,10 +117,12 @@ def _runnable(spec: str) -> bool:
     return False
 
 
-def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, audit_seed: int | None = None,
+def reproduce(v: Validated, sample: int = 200, retrain: int = 1, audit_seed: int | None = None,
               workdir: str | Path | None = None) -> dict[str, Any]:
-    """Re-run the players of the validated submission ``v`` (see the module docstring); returns what was re-run:
-    ``{"episodes": n, "retrained": ["env|run<r>", ...], "players": ["env|run<r>", ...]}``."""
+    """Re-run the players of ``v``, a submission :func:`leaderboard.validate.validate` passed (see the module
+    docstring): ``sample`` episodes re-played, ``retrain`` credit runs re-trained in ``workdir`` (default: a
+    temporary folder). Records what was re-run in ``v.reproduced`` (so the entry is no longer self-reported) and
+    returns it: ``{"episodes": n, "retrained": ["env|run<r>", ...], "players": ["env|run<r>", ...]}``."""
     if sample < 1:
         raise ValueError(f"reproduce sample: at least 1 episode, got {sample}")
     rng = random.Random(audit_seed) if audit_seed is not None else random.SystemRandom()
@@ -152,7 +154,7 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
         played = 0
         envs: dict = {}     # shared by the cells, as evaluate shares them
         for task, seat, r in todo:
-            cell = cells[(task.name, seat, r)]
+            cell = v.cells[(task.name, seat, r)]
             seeds = sorted(cell) if not proto.seeded_moves or budget >= len(cell) else \
                 sorted(rng.sample(sorted(cell), budget))
             again = play_cell(proto, task, seat, r, loaded[(task.env_id, r)], seeds=seeds, env_pool=envs)
@@ -170,5 +172,6 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
                         f"{(claimed.transcript['actions'] + [None])[step]!r} (the moves are not the claimed "
                         f"player's)")
                 played += 1
-    return {"episodes": played, "retrained": [f"{env_id}|run{r}" for env_id, r in retrained],
-            "players": [f"{env_id}|run{r}" for env_id, r in sorted(loaded)]}
+    v.reproduced = {"episodes": played, "retrained": [f"{env_id}|run{r}" for env_id, r in retrained],
+                    "players": [f"{env_id}|run{r}" for env_id, r in sorted(loaded)]}
+    return v.reproduced

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.outputs import read_json_object, replace_text
+from leaderboard.reproduce import reproduce as reproduce_player
 from leaderboard.validate import Limits, SubmissionError, Validated, validate
 
 ENTRY_SCHEMA = "marl_llm_entry"
@@ -104,10 +105,12 @@ def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None,
            seeds: str = "public") -> dict[str, Any]:
     """Validate the submission in ``folder`` and add it to ``store``; returns the entry. A failed validation or a
     duplicate raises :class:`SubmissionError` and writes nothing. Every episode is replayed (an env replay is cheap),
-    unless ``sample`` (>= 1) asks for that many random ones. ``reproduce``: re-run the player first
-    (:mod:`leaderboard.reproduce`); otherwise the entry is marked self-reported."""
-    validated = validate(folder, protocol=protocol, sample=sample, limits=limits, reproduce=reproduce,
-                         reproduce_sample=reproduce_sample)
+    unless ``sample`` (>= 1) asks for that many random ones. ``reproduce``: then re-run the player on
+    ``reproduce_sample`` episodes (:func:`leaderboard.reproduce.reproduce`); otherwise the entry is marked
+    self-reported."""
+    validated = validate(folder, protocol=protocol, sample=sample, limits=limits)
+    if reproduce:
+        reproduce_player(validated, sample=reproduce_sample)
     return add_entry(validated, store, seeds)
 
 
@@ -119,7 +122,7 @@ def add_entry(validated: Validated, store: str | Path = DEFAULT_STORE, seeds: st
 
 
 def write_entry(entry: dict[str, Any], store: str | Path, episodes_sha256: str, content_sha256: str) -> str:
-    """Write ``entry`` (a submission's, or a suite's: :func:`leaderboard.suite.add_entry`) into ``store`` as
+    """Write ``entry`` (a submission's, or a suite's: :func:`leaderboard.suite.add_suite_entry`) into ``store`` as
     ``<protocol>/<method>--<first 12 hex of content_sha256>.json`` and list it in the index, atomically and under the
     store's lock; returns that path. Episodes already in the store (by either hash) or an existing file are refused
     with a :class:`SubmissionError`, and nothing is written."""

@@ -22,8 +22,9 @@ field; nothing is computed from a submission that fails):
    a live agent's step must be a legal move of the env's type (an allowed ``int`` in discrete mode, a string in text
    mode), ``None`` only a dead agent's step; with the protocol's ``seeded_moves`` each move of the protocol's
    opponent is re-derived from the seed and must be identical; the replayed rewards and team rewards must equal the
-   recorded ones and the episode must be over. ``reproduce=True`` then re-plays the submitter's own moves with the
-   claimed player (:mod:`leaderboard.reproduce`); without it they are self-reported.
+   recorded ones and the episode must be over. :func:`leaderboard.reproduce.reproduce` (``--reproduce``, run by the
+   CLI and :func:`leaderboard.store.submit` after this) then re-plays the submitter's own moves with the claimed
+   player; without it they are self-reported.
 5. Statistics, from the episodes only (the manifest has none): per task and run, the per-seed scores (team reward
    for self play; the payoff averaged over both seats for versus play), normalized with the protocol's anchors, and
    for versus tasks the win / draw / loss counts against the opponent (for Bradley-Terry), one game per seed: the
@@ -81,6 +82,8 @@ class Validated:
     rederived: int = 0                              # moves of the protocol's opponents re-derived and matched
     reproduced: dict[str, Any] | None = None        # what --reproduce re-ran (None: the player's moves are
     #                                                 self-reported)
+    cells: dict = field(default_factory=dict, repr=False)   # (task, seat, run) -> seed -> (line, episode): the
+    #                                                         checked episodes, which reproduce re-plays
 
     @property
     def self_reported(self) -> bool:
@@ -237,16 +240,13 @@ def _check_manifest(m: Any) -> None:
 
 # ---------------------------------------------------------------------- validate
 def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, full: bool = False,
-             sample: int | None = None, audit_seed: int | None = None, limits: Limits = Limits(),
-             reproduce: bool = False, reproduce_sample: int = 200, retrain: int = 1,
-             workdir: str | Path | None = None) -> Validated:
+             sample: int | None = None, audit_seed: int | None = None, limits: Limits = Limits()) -> Validated:
     """Check the submission in ``folder`` (see the module docstring) and return its statistics.
 
     ``protocol``: the protocol (or its name or path); default: the registered one the manifest names.
     Every episode is replayed, unless ``sample`` (>= 1) asks for that many random ones (``audit_seed`` fixes the
-    draw; ``full=True`` replays all in any case). ``reproduce``: also re-play ``reproduce_sample`` episodes with the
-    claimed player (and, for the credit track, re-train ``retrain`` of the runs in ``workdir`` first), see
-    :func:`leaderboard.reproduce.reproduce`; a player that cannot run here is a :class:`SubmissionError`."""
+    draw; ``full=True`` replays all in any case). The player's own moves are self-reported until
+    :func:`leaderboard.reproduce.reproduce` re-plays them."""
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
         raise ValueError(f"sample: replay at least 1 episode (got {sample!r}); leave it out to replay every episode")
     folder = Path(folder)
@@ -260,12 +260,7 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
     replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
     scores, raw, games = _statistics(cells, proto)
     v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
-                  content_sha256(episodes, manifest), rederived)
-    if reproduce:
-        from leaderboard.reproduce import reproduce as reproduce_
-
-        v.reproduced = reproduce_(v, cells, sample=reproduce_sample, retrain=retrain, audit_seed=audit_seed,
-                                  workdir=workdir)
+                  content_sha256(episodes, manifest), rederived, cells=cells)
     return v
 
 

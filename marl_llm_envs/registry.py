@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pettingzoo
+
 from marl_llm_envs.core import TextEnv, _unlog, short_repr
+from marl_llm_envs.envs.textarena_bridge import PREFIX, UNMEASURED_ANCHORS, TextArenaEnv, _check_id
 
 FAMILIES = ("zero_sum", "cooperative", "orchestration")
 _ANCHORS_FILE = Path(__file__).with_name("data") / "anchors.json"
@@ -102,12 +105,10 @@ def register(env_class: type[TextEnv], parallel_class: type | None = None, env_i
     new = EnvSpec.describe(env_id, env_class(**kwargs), parallel_class, kwargs)
     _REGISTRY[env_id] = new
     try:
-        import pettingzoo
-
         pettingzoo.register("aec", f"marl_llm/{env_id}", entry_point=functools.partial(make, env_id))
         if parallel_class is not None:
             pettingzoo.register("parallel", f"marl_llm/{env_id}", entry_point=functools.partial(make_parallel, env_id))
-    except (AttributeError, ImportError):  # pettingzoo < 1.27 has no registry; ours still works
+    except AttributeError:  # pettingzoo < 1.27 has no registry; ours still works
         pass
     return new
 
@@ -175,8 +176,6 @@ def make_parallel(env_id: str, **kwargs: Any):
 @functools.cache
 def _textarena_spec(env_id: str) -> EnvSpec:
     """The spec of ``"textarena/<TextArena id>"``, built on the fly (cached); TextArena is imported only here."""
-    from marl_llm_envs.envs.textarena_bridge import PREFIX, UNMEASURED_ANCHORS, TextArenaEnv, _check_id
-
     if not env_id.startswith(PREFIX):
         raise KeyError(f"{env_id!r} is not a TextArena id (they start with {PREFIX!r})")
     ta_id = env_id[len(PREFIX):]

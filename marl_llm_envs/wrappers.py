@@ -2,7 +2,6 @@
 marl_llm_envs env, with the other seats played by given policies.
 
     from marl_llm_envs.wrappers import SingleAgentEnv
-    from marl_llm_envs.scripted import random_legal
     env = SingleAgentEnv("kuhn_poker-v0", agent="random", others=random_legal)
 
 * The env runs in discrete mode. The learner observes the numeric ``observation`` vector
@@ -28,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from marl_llm_envs.registry import make
+from marl_llm_envs.scripted import random_legal
 
 PolicyFn = Callable[[Any, str, np.random.Generator], Any]
 
@@ -47,8 +47,6 @@ class SingleAgentEnv(gym.Env):
         if agent != "random" and agent not in seats:
             raise ValueError(f"agent={agent!r} is not a seat of {env.env_id}; seats: {seats} or 'random'")
         if others is None:
-            from marl_llm_envs.scripted import random_legal
-
             others = random_legal
         if isinstance(others, dict):
             missing = [s for s in seats if s not in others and s != agent]

@@ -16,6 +16,7 @@ from leaderboard.__main__ import main
 from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, config_sha256, play_cell
 from leaderboard.protocol import PROTOCOL_DIR, load_protocol
 from leaderboard.store import DEFAULT_STORE, load_entries, submit
+from leaderboard.reproduce import reproduce
 from leaderboard.validate import SubmissionError, validate
 
 KUHN = "kuhn_poker-v0"
@@ -112,7 +113,8 @@ def test_an_honest_policy2_submission_validates_with_every_opponent_move_rederiv
     v = validate(honest, protocol=protocol_path)
     assert v.replayed == v.episodes == 2 * 2 * 8 and v.rederived > 2 * 2 * 8
     assert v.self_reported
-    r = validate(honest, protocol=protocol_path, reproduce=True, reproduce_sample=4)
+    r = validate(honest, protocol=protocol_path)
+    reproduce(r, sample=4)
     assert not r.self_reported and r.reproduced["episodes"] >= 4
 
 
@@ -352,8 +354,8 @@ def credit_submission(tmp_path_factory, credit_protocol, credit_runs) -> Path:
 
 
 def test_a_genuine_mlp_credit_run_passes_reproduce_with_a_retrained_run(credit_submission, credit_protocol, tmp_path):
-    v = validate(credit_submission, protocol=credit_protocol, reproduce=True, retrain=1, audit_seed=0,
-                 workdir=tmp_path)
+    v = validate(credit_submission, protocol=credit_protocol, audit_seed=0)
+    reproduce(v, retrain=1, audit_seed=0, workdir=tmp_path)
     assert len(v.reproduced["retrained"]) == 1 and v.reproduced["episodes"] > 0 and not v.self_reported
 
 
@@ -449,7 +451,8 @@ def test_reproduce_on_a_version1_credit_protocol_replays_whole_cells(credit_prot
     out = tmp_path / "sub"
     assert main(["evaluate", "--protocol", str(v1), "--runs", *map(str, credit_runs), "--method", "rae",
                  "--out", str(out), "--no-progress"]) == 0
-    v = validate(out, protocol=v1, reproduce=True, reproduce_sample=1, retrain=0)
+    v = validate(out, protocol=v1)
+    reproduce(v, sample=1, retrain=0)
     assert v.rederived == 0 and v.reproduced["episodes"] == v.episodes      # every cell re-played whole
 
 
@@ -460,7 +463,8 @@ def test_reproduce_replays_a_local_hf_model(protocol_path, tmp_path):
     small = tmp_path / "test-policy.json"
     small.write_text(json.dumps(raw))
     out = _evaluate(small, tmp_path / "tiny", "hf:tiny", "tiny")
-    v = validate(out, protocol=small, reproduce=True)
+    v = validate(out, protocol=small)
+    reproduce(v)
     assert v.reproduced["episodes"] == 4 and not v.self_reported
 
 

@@ -101,6 +101,9 @@ Command line: ``python -m baselines.credit --episodes episodes.jsonl --method cc
 statistics and the method's diagnostics for a file written by ``python -m baselines.rollout``.
 """
 
+import inspect
+import textwrap
+
 from baselines.credit.base import CreditMethod, TokenAdvantages, TurnAdvantages, list_credits, make_credit, register
 from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas, mappo, ippo, shuffled  # noqa: F401,E402
 
@@ -108,9 +111,6 @@ from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas, m
 def _quote_example(doc: str | None) -> str | None:
     """The package docstring with ``{dr_mas}`` replaced by the source of :class:`~baselines.credit.dr_mas.DrMAS`
     (indented as the literal block); where no source is installed, a pointer to the file."""
-    import inspect
-    import textwrap
-
     if doc is None:                 # python -OO drops docstrings
         return None
     try:

@@ -16,6 +16,8 @@ import numpy as np
 
 from baselines.episode import Branch, Episode
 from baselines.rollout import BranchSpec
+from marl_llm_envs import spec
+from marl_llm_envs.core import TextEnv
 
 __all__ = ["CreditMethod", "TokenAdvantages", "TurnAdvantages", "list_credits", "make_credit", "register"]
 
@@ -264,16 +266,11 @@ def normalize_many(rows: Sequence[Sequence[float]], std: str | None = "populatio
 
 def roles_of(env_id: str) -> list[str]:
     """The roles of an env id, from its spec (sorted)."""
-    from marl_llm_envs import spec
-
     return sorted(set(spec(env_id).roles.values()))
 
 
 def can_ablate(env_id: str) -> bool:
     """Whether the env has a documented null action (``ablate``); TextArena games do not."""
-    from marl_llm_envs import spec
-    from marl_llm_envs.core import TextEnv
-
     return spec(env_id).env_class.ablate is TextEnv.ablate
 
 

@@ -52,6 +52,8 @@ import torch
 
 from baselines.credit.base import CreditMethod, check_batch, check_positive, describe, fill, finite, register
 from baselines.episode import Episode
+from baselines.policies.mlp import MLP
+from marl_llm_envs import make
 
 __all__ = ["MAPPO", "MLPCritic", "gae"]
 
@@ -86,8 +88,6 @@ class MLPCritic:
 
     def net(self, key: str, in_size: int) -> torch.nn.Module:
         if key not in self.nets:
-            from baselines.policies.mlp import MLP
-
             with torch.random.fork_rng(devices=[]):     # the global torch RNG is left as it was
                 torch.manual_seed(self.seed + zlib.crc32(key.encode()))
                 self.nets[key] = MLP(in_size, 1, self.hidden) if self.hidden else torch.nn.Linear(in_size, 1)
@@ -186,8 +186,6 @@ class HiddenStates:
 
 @lru_cache(maxsize=64)
 def _seats(env_id: str, kwargs_json: str) -> tuple[str, ...]:
-    from marl_llm_envs import make
-
     return tuple(make(env_id, **json.loads(kwargs_json)).possible_agents)
 
 

@@ -93,6 +93,7 @@ from typing import Any
 
 import torch
 
+from baselines.models import load_model
 from baselines.policies.base import Choice, Generation, Policy, Request, set_decoding
 from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
 from baselines.policies.prompts import LABEL_CHARS, chat_prompt_ids, choice_labels, label_menu
@@ -212,8 +213,6 @@ class TransformersPolicy(Policy):
     @classmethod
     def from_name(cls, name: str, device: str = "cpu", dtype: Any = None, **kw) -> TransformersPolicy:
         """Load a model with :func:`baselines.models.load_model` and wrap it."""
-        from baselines.models import load_model
-
         model, tokenizer = load_model(name, device=device, dtype=dtype)
         kw.setdefault("name", f"hf:{name}:{kw.get('mode', 'generate')}")
         return cls(model, tokenizer, **kw)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from baselines.policies.decoding import Prefill, draw_tokens, process_logits, uniform_seed
+from baselines.policies.sampling import Prefill, cache_kw, draw_tokens, process_logits, uniform_seed
 
 __all__ = ["StaticDecoder"]
 
@@ -30,9 +30,7 @@ class StaticDecoder:
 
     def __init__(self, model, pre: Prefill, row_keys, seed: int, temperature: float, top_p: float,
                  max_new_tokens: int, pad_id: int) -> None:
-        from transformers import StaticCache
-
-        from baselines.policies.decoding import cache_kw
+        from transformers import StaticCache  # lazy: transformers takes seconds to import; only this path needs it
 
         self.model, self.temperature, self.top_p, self.pad_id = model, temperature, top_p, pad_id
         B, W = pre.mask.shape

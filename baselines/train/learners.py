@@ -28,7 +28,12 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import nn
 
+from baselines.models import load_model
 from baselines.policies.base import Choice, Generation, Policy, Request
+from baselines.policies.hf import TransformersPolicy, sequence_logprobs
+from baselines.policies.mlp import MLPPolicy
+from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
+from marl_llm_envs.reference import reference_policies
 
 __all__ = ["Learner", "Sample", "build_team"]
 
@@ -260,8 +265,6 @@ class LLMLearner(Learner):
             return self._score(samples, self.reference)[0]
 
     def _score(self, samples, model, switch: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
-        from baselines.policies.hf import sequence_logprobs
-
         t = self.temperature if self.temperature > 0 else 1.0
         out: list[torch.Tensor | None] = [None] * len(samples)
         ent: list[torch.Tensor | None] = [None] * len(samples)
@@ -336,8 +339,6 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
         trainable = [r for r in group_roles if r not in frozen]
         label = f"{name}[{','.join(group_roles)}]"
         if name == "mlp":
-            from baselines.policies.mlp import MLPPolicy
-
             if cfg.adapters != "none":
                 raise ValueError("--adapters (LoRA) is for LLMs; an MLP trains its full weights")
             policy = MLPPolicy.for_env(env, group_roles, seed=cfg.seed + n, temperature=cfg.temperature)
@@ -359,15 +360,11 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
 
 def _partner_policies(cfg, partners: dict[str, str]) -> dict[str, Policy]:
     """Role -> the scripted policy of ``--partners`` (``random``, or the env's first ``reference`` bot)."""
-    from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
-
     policies: dict[str, Policy] = {}
     for role, kind in partners.items():
         if kind == "random":
             policies[role] = RandomPolicy(seed=cfg.seed)
         else:
-            from marl_llm_envs.reference import reference_policies
-
             bots = reference_policies(cfg.env)
             if not bots:
                 raise ValueError(f"{cfg.env} has no reference bot for --partners {role}=reference")
@@ -377,9 +374,6 @@ def _partner_policies(cfg, partners: dict[str, str]) -> dict[str, Policy]:
 
 
 def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: str) -> LLMLearner:
-    from baselines.models import load_model
-    from baselines.policies.hf import TransformersPolicy
-
     model, tok = load_model(name, device=cfg.device)
     model.requires_grad_(True)
     settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
@@ -389,7 +383,7 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
         return LLMLearner(model, tok, {r: policy for r in roles}, trainable, label, name, "none", cfg.temperature,
                           hf_policy=policy)
     try:
-        from peft import LoraConfig, get_peft_model
+        from peft import LoraConfig, get_peft_model  # lazy: an optional package, only --adapters lora needs it
     except ImportError:
         raise ImportError("--adapters needs peft: pip install peft") from None
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", lora_dropout=0.0,

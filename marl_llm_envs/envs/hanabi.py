@@ -132,6 +132,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from marl_llm_envs.core import TextEnv, check_int
 
@@ -641,8 +642,6 @@ class raw_env(TextEnv):
     @property
     def state_space(self):
         """The space of :meth:`state`."""
-        from gymnasium import spaces
-
         size = self.players * self.hand_size * self.colors * self.ranks + self.vector_size - self._off["short"]
         return spaces.Box(-1.0, 1.0, (size,), np.float32)
 

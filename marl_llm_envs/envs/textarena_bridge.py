@@ -109,7 +109,7 @@ def _textarena():
         return module
     saved, saved_np = random.getstate(), np.random.get_state()
     try:
-        import textarena
+        import textarena  # lazy: an optional package (the textarena extra)
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
     finally:

@@ -5,6 +5,7 @@ returning an action in the env's action mode. A reference policy uses only what 
 observation and the public history), never hidden state, unless its docstring says it is privileged.
 """
 
+import importlib
 from typing import Any, Callable
 
 # env id prefix -> (name, "module:function") of its reference policies; imported on first use
@@ -29,8 +30,6 @@ _REFERENCES: dict[str, list[tuple[str, str]]] = {
 def reference_policies(env_id: str) -> dict[str, Callable[[Any, str, Any], Any]]:
     """The reference policies of an env id, by name (``{}`` when it has none), e.g.
     ``reference_policies("kuhn_poker-v0") == {"kuhn_nash": kuhn_nash}``."""
-    import importlib
-
     base = env_id.split("-v")[0]
     out = {}
     for name, target in _REFERENCES.get(base, []):

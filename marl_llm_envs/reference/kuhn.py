@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from marl_llm_envs.envs.kuhn_poker import ACTIONS, CALL, CHECK, FOLD
+from marl_llm_envs.envs.kuhn_poker import BET as ENV_BET
+from marl_llm_envs.envs.kuhn_poker import CALL as ENV_CALL
 from marl_llm_envs.reference.cfr import CHANCE, TERMINAL
 
 CARDS = "JQK"
@@ -91,9 +94,6 @@ def kuhn_nash_strategy(alpha: float = 0.0) -> dict[str, list[float]]:
 
 def kuhn_infoset(env, agent: str) -> str:
     """``agent``'s info set in the current hand of a ``kuhn_poker-v0`` env (own card and the hand's betting)."""
-    from marl_llm_envs.envs.kuhn_poker import BET as ENV_BET
-    from marl_llm_envs.envs.kuhn_poker import CALL as ENV_CALL
-
     card, moves = env.unwrapped.info_state(agent)
     history = "".join(BET if move in (ENV_BET, ENV_CALL) else PASS for move in moves)
     return f"{CARDS[card]}:{history}"
@@ -102,9 +102,6 @@ def kuhn_infoset(env, agent: str) -> str:
 def kuhn_nash(env, agent: str, rng: np.random.Generator, alpha: float = 0.0) -> Any:
     """Play the alpha-equilibrium in ``kuhn_poker-v0`` (any ``rounds``; the first player alternates): an index in
     discrete mode, ``"[check]"`` / ``"[bet]"`` / ``"[call]"`` / ``"[fold]"`` in text mode."""
-    from marl_llm_envs.envs.kuhn_poker import ACTIONS, CALL, CHECK, FOLD
-    from marl_llm_envs.envs.kuhn_poker import BET as ENV_BET
-
     base = env.unwrapped
     if base.done or agent != base.agent_selection:
         raise ValueError(f"kuhn_nash: it is not {agent}'s turn")

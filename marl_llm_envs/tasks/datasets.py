@@ -13,6 +13,7 @@ import numpy as np
 
 from marl_llm_envs.tasks import math_check
 from marl_llm_envs.tasks.base import Task, TaskSource, _check_fraction, _check_split, _task_id, split_of
+from marl_llm_envs.tasks.composite import PART_NAMES, check_formula
 from marl_llm_envs.tasks.verify import _THOUSANDS_RE, _normalise_text, _parse_number, answer_key, extract_boxed
 from marl_llm_envs.text import printable as to_printable_ascii
 
@@ -79,7 +80,7 @@ def _read_jsonl(path: str) -> list[tuple[int, dict]]:
 
 def _read_parquet(path: str) -> list[tuple[int, dict]]:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: an optional package (the datasets extra)
     except ImportError as exc:
         raise ImportError(
             "Reading parquet task files needs 'pyarrow': `pip install pyarrow`."
@@ -214,8 +215,6 @@ class DatasetTasks(TaskSource):
 
     @staticmethod
     def _read_parts(rec: dict, where: str) -> tuple[tuple[tuple[str, str], ...], str]:
-        from marl_llm_envs.tasks.composite import PART_NAMES, check_formula
-
         raw = rec["parts"]
         if not isinstance(raw, (list, tuple)) or not 1 <= len(raw) <= len(PART_NAMES):
             raise ValueError(f"{where}: 'parts' must be a list of 1..{len(PART_NAMES)} objects")

@@ -14,10 +14,13 @@ with ``math_verify``'s own timeout, as before: bounded in the main thread only.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
+import logging
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -58,7 +61,7 @@ def compare(gold: str, response: str, timeout: int | None = None) -> bool:
     """The check itself (run in the worker): ``math_verify``'s ``parse`` of each side (wrapped in ``$...$`` unless it
     already has ``$`` or ``\\boxed``), then ``verify``; ``False`` on any failure. ``timeout``: ``math_verify``'s own
     (``SIGALRM``, main thread only; ``None`` in the worker, whose limit is the caller's)."""
-    from math_verify import parse, verify
+    from math_verify import parse, verify  # lazy: an optional package (the datasets extra), slow to import
 
     if threading.current_thread() is not threading.main_thread():
         timeout = None
@@ -83,15 +86,11 @@ def compare(gold: str, response: str, timeout: int | None = None) -> bool:
 
 def _serve() -> None:
     """The worker's loop (``python math_check.py``): import ``math_verify``, say ``ready``, then answer each line."""
-    import logging
-
     logging.disable(logging.WARNING)    # math_verify logs each timeout it is told it has not got
     parent = os.getppid()
     _die_with_parent()
 
     def orphaned() -> None:             # a caller killed during a check would leave this computing for ever
-        import signal
-
         while os.getppid() == parent:
             time.sleep(1.0)
         os.kill(os.getpid(), signal.SIGTERM)
@@ -118,9 +117,6 @@ def _die_with_parent() -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
-        import signal
-
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
