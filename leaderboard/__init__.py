@@ -4,10 +4,10 @@ confidence intervals, and a rendered table.
     python -m leaderboard protocols                                    # what can be submitted to
     python -m leaderboard evaluate --protocol policy --player reference --method reference-bots --out sub/
     python -m leaderboard validate sub/ [--reproduce]                  # schema, replay of every episode, scores
-    python -m leaderboard submit sub/ [--reproduce]                    # one JSON entry in leaderboard/entries/
+    python -m leaderboard submit sub/ [--reproduce]                    # one JSON entry in board/entries/
     python -m leaderboard evaluate-private --protocol policy --player checkpoint:RUN --method NAME --out DIR
     python -m leaderboard show                                         # the ranked tables
-    python -m leaderboard render                                       # LEADERBOARD.md and index.html
+    python -m leaderboard render                                       # board/LEADERBOARD.md and index.html
     python -m leaderboard benchmark-credit broadcast --tier micro --quick
 
 Modules: :mod:`~leaderboard.protocol` (the protocol files and their checks), :mod:`~leaderboard.players` (random,

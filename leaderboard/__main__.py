@@ -5,7 +5,7 @@ and rank the entries.
     python -m leaderboard validate sub/ [--sample N] [--reproduce]
     python -m leaderboard submit sub/
     python -m leaderboard show [--wide]
-    python -m leaderboard render [--out leaderboard/]
+    python -m leaderboard render [--store board/entries] [--out board/]
     python -m leaderboard benchmark-credit broadcast --tier micro --quick
 """
 
@@ -30,7 +30,8 @@ from leaderboard.store import DEFAULT_STORE, submit
 from leaderboard.suite import list_suites, load_suite
 from leaderboard.validate import Limits, SubmissionError, validate
 
-_STORE_HELP = f"the entry store (default: {DEFAULT_STORE})"
+BOARD_DIR = DEFAULT_STORE.parent          # render writes LEADERBOARD.md and index.html here
+_STORE_HELP = f"the entry store (default: {DEFAULT_STORE}, in the current folder)"
 
 
 def _players(protocol, specs: Sequence[str], runs: Sequence[str]) -> dict[str, list[str]]:
@@ -96,7 +97,7 @@ examples:
   python -m leaderboard show                                               # the ranked tables
   python -m leaderboard evaluate --protocol policy --player reference --method reference-bots --out sub/
   python -m leaderboard validate sub/ && python -m leaderboard submit sub/
-  python -m leaderboard render                   # rewrite leaderboard/LEADERBOARD.md and index.html
+  python -m leaderboard render                   # rewrite board/LEADERBOARD.md and board/index.html
 """,
     "evaluate": """\
 examples:
@@ -129,7 +130,7 @@ examples:
 """,
     "render": """\
 examples:
-  python -m leaderboard render                     # into leaderboard/
+  python -m leaderboard render                     # from board/entries/ into board/
   python -m leaderboard render --store /tmp/my-store --out /tmp/site
 """,
     "protocols": """\
@@ -173,8 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "columns)")
     p = command("render", "write LEADERBOARD.md and index.html")
     p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
-    p.add_argument("--out", default=str(Path(__file__).parent), help="the folder to write into (default: the "
-                                                                      "leaderboard package folder)")
+    p.add_argument("--out", default=str(BOARD_DIR), help=f"the folder to write into (default: {BOARD_DIR}, in the "
+                                                         f"current folder, beside the store)")
     command("protocols", "list the protocols")
     _benchmark_flags(command("benchmark-credit", "train a credit method beside the built-in baselines under a "
                                                  "credit-track protocol, evaluate all, print the comparison"))

@@ -1,6 +1,7 @@
 """``python -m leaderboard submit DIR``: a validated submission becomes one JSON entry in the store.
 
-The store (default ``leaderboard/entries/``, git-friendly: a public entry is a pull request) holds one file per
+The store (default ``board/entries/`` in the current folder: the repository's board, outside the package;
+``--store`` names another; git-friendly: a public entry is a pull request) holds one file per
 entry, ``<protocol id>@<version>/<method>--<first 12 hex of the episodes' SHA-256>.json``, and ``index.json`` listing
 them. An entry is the submission's manifest plus what validation computed from the episodes (per-seed normalized
 scores per task and run, win/draw/loss counts for versus tasks), so the ranking can be recomputed without the
@@ -25,7 +26,7 @@ from leaderboard.validate import Limits, SubmissionError, Validated, validate
 
 ENTRY_SCHEMA = "marl_llm_entry"
 ENTRY_VERSION = 1
-DEFAULT_STORE = Path(__file__).with_name("entries")
+DEFAULT_STORE = Path("board") / "entries"        # relative to the current folder (the repository root); data, not code
 INDEX = "index.json"
 
 __all__ = ["DEFAULT_STORE", "add_entry", "entry_from", "load_entries", "read_index", "submit", "write_entry"]

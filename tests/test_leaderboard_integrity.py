@@ -15,7 +15,7 @@ from leaderboard import evaluate as evaluate_module
 from leaderboard.__main__ import main
 from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, config_sha256, play_cell
 from leaderboard.protocol import PROTOCOL_DIR, load_protocol
-from leaderboard.store import DEFAULT_STORE, load_entries, submit
+from leaderboard.store import load_entries, submit
 from leaderboard.reproduce import reproduce
 from leaderboard.validate import SubmissionError, validate
 
@@ -403,10 +403,11 @@ def test_forgery_credit_entry_with_no_training_and_a_copied_players_block_is_rej
 def test_the_stored_version1_entries_still_load_and_render(tmp_path):
     from leaderboard.render import render, show
 
-    entries = load_entries(DEFAULT_STORE)
+    stored = Path(__file__).resolve().parents[1] / "board" / "entries"      # the repository's entries
+    entries = load_entries(stored)
     assert {e["protocol"] for e in entries} >= {"policy@1", "credit-micro@1", "credit-micro-quick@1"}
-    assert "policy@1" in show(DEFAULT_STORE)
-    render(DEFAULT_STORE, tmp_path)
+    assert "policy@1" in show(stored)
+    render(stored, tmp_path)
     assert "policy@1" in (tmp_path / "LEADERBOARD.md").read_text()
 
 

@@ -171,6 +171,38 @@ def test_extra_columns_and_figures_hooks_add_to_every_surface(board, entries, mo
     assert "family: team size" not in render.show_text(found)            # narrow keeps 120 columns
 
 
+def test_the_board_is_read_from_board_entries_in_the_current_folder(tmp_path, monkeypatch, capsys):
+    """The entries, LEADERBOARD.md and index.html are data outside the package, in the repository's board/ folder;
+    show and render read board/entries relative to the current folder, and render writes board/ there."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    import leaderboard
+    from leaderboard.__main__ import main
+
+    stored = Path(__file__).resolve().parents[1] / "board" / "entries"
+    assert not (Path(leaderboard.__file__).parent / "entries").exists()
+    assert (stored.parent / "LEADERBOARD.md").is_file() and (stored.parent / "index.html").is_file()
+    index = json.loads((stored / "index.json").read_text())      # a copy of the policy@2 entries: quick to rank
+    index["entries"] = [r for r in index["entries"] if r["protocol"] == "policy@2"]
+    here = tmp_path / "board" / "entries"
+    for r in index["entries"]:
+        (here / r["file"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(stored / r["file"], here / r["file"])
+    (here / "index.json").write_text(json.dumps(index))
+    monkeypatch.chdir(tmp_path)
+    assert main(["show"]) == 0
+    assert "policy@2 (policy track)" in capsys.readouterr().out
+    assert main(["render"]) == 0
+    assert "## policy@2" in (tmp_path / "board" / "LEADERBOARD.md").read_text()
+    assert (tmp_path / "board" / "index.html").is_file()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")                   # no board/ here: an empty leaderboard
+    assert main(["show"]) == 0
+    assert "the leaderboard is empty" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("command", [["show"], ["render", "--out", "SITE"]])
 def test_show_and_render_refuse_a_store_folder_that_does_not_exist(tmp_path, capsys, command):
     """A misspelt --store showed an empty leaderboard, and render wrote that empty page over the real one."""

@@ -351,7 +351,8 @@ def test_a_suite_entry_added_twice_is_refused_and_the_store_keeps_one(tmp_path):
 
 def test_a_method_applicable_to_some_families_shows_n_a_in_the_others_on_the_board(tmp_path):
     """ccpo applies to the message-credit family only: its other family cells read 'n/a', never 'nan'."""
-    assert main(["render", "--store", str(SUITE_DIR.parents[1] / "entries"), "--out", str(tmp_path)]) == 0
+    assert main(["render", "--store", str(Path(__file__).resolve().parents[1] / "board" / "entries"), "--out",
+                 str(tmp_path)]) == 0
     md = (tmp_path / "LEADERBOARD.md").read_text()
     section = md[md.index("## credit-micro@3 (credit track)"):]
     section = section[:section.index("\n## ")] if "\n## " in section else section

@@ -357,7 +357,7 @@ def _scaling_figure(fam: Family, scored: dict[str, Any], palette, seeds: str):
 
 
 def write_figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None, palette=None,
-            figs: list | None = None) -> dict[str, str]:
+                  figs: list | None = None) -> dict[str, str]:
     """``{key: base64 PNG}`` of :func:`suite_figures` (``radar``, ``scaling-<family>``, ``cost``; ``figs`` when
     already drawn), written as ``<key>.png`` into ``out`` when given, with ``scaling.png``: every family's scaling
     panel side by side."""
@@ -383,7 +383,7 @@ def write_figures(suite: Suite, scored: dict[str, Any], out: str | Path | None =
 
 
 def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[str, str]] | None = None,
-         figs: list | None = None) -> str:
+               figs: list | None = None) -> str:
     """The suite's HTML page in the leaderboard page's style (:func:`leaderboard.render.page_head`): the title and
     the method under test, the facts (budget, seeds, runs, wall time) and notes (applicability), the verdict, what the
     numbers cover, a table per family (mean [95% CI] per method, the aggregate, training and counterfactual tokens),
