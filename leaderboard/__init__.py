@@ -14,6 +14,9 @@ Modules: :mod:`~leaderboard.protocol` (the protocol files and their checks), :mo
 reference bots, trainer checkpoints), :mod:`~leaderboard.evaluate`, :mod:`~leaderboard.validate`,
 :mod:`~leaderboard.reproduce` (re-run the claimed player), :mod:`~leaderboard.private` (private-seed mode),
 :mod:`~leaderboard.store` (submit), :mod:`~leaderboard.stats` (IQM, stratified bootstrap, probability of
-improvement, Bradley-Terry), :mod:`~leaderboard.board` (the ranked table), :mod:`~leaderboard.render`,
-:mod:`~leaderboard.benchmark` (benchmark-credit). See ``leaderboard/README.md``.
+improvement, Bradley-Terry, Student-t intervals), :mod:`~leaderboard.board` (the ranked table),
+:mod:`~leaderboard.render` (with :mod:`~leaderboard.figures` and :mod:`~leaderboard.escape`),
+:mod:`~leaderboard.benchmark` (benchmark-credit), :mod:`~leaderboard.suite` (the credit-assignment suite) and
+:mod:`~leaderboard.workers` (processes or Ray for independent runs). The data (entries, LEADERBOARD.md, index.html)
+lives outside the package, in the repository's ``board/``. See ``leaderboard/README.md``.
 """

@@ -15,8 +15,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from leaderboard.render import Figure, PageContext, Palette, context_html, cost_figure, figure_html, figure_png, \
-    finish_figure, hex_colour, html_text, label_axes, legend_below, mpl_text, page_head, pyplot, register
+from leaderboard.escape import html_text, mpl_text
+from leaderboard.figures import Figure, Palette, cost_figure, figure_png, finish_figure, hex_colour, label_axes, \
+    legend_below, pyplot
+from leaderboard.render import PageContext, context_html, figure_html, page_head, register
 from leaderboard.stats import format_ci, mean_ci, separated
 from leaderboard.suite.score import SIDE_FIGURES
 from leaderboard.suite.spec import Family, Setting, Suite, list_suites, load_suite
@@ -326,7 +328,7 @@ def board_figures(board, entries: list[dict], palette) -> list:
 
 
 def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
-    """The page's figures (:class:`leaderboard.render.Figure`, one colour per method from ``palette``): the radar of
+    """The page's figures (:class:`leaderboard.figures.Figure`, one colour per method from ``palette``): the radar of
     the family means (bsuite's summary), one scaling figure per family that sweeps a knob over several settings
     (mean with a 95% t band over seeds), and training tokens against the aggregate."""
     out = []
