@@ -236,7 +236,7 @@ def cost_figure(points: dict[str, tuple[int, Sequence[float]]], palette: Palette
     return Figure("cost", caption, png, colours)
 
 
-def _cost_figure(board: Board, palette: Palette) -> Figure | None:
+def _board_cost_figure(board: Board, palette: Palette) -> Figure | None:
     points = {r.short: (r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0), r.iqm)
               for r in board.rows}
     points = {name: p for name, p in points.items() if p[0] > 0}
@@ -252,7 +252,7 @@ def board_figures(board: Board, entries: list[dict], palette: Palette) -> list[F
     credit entries and the cost against score (the page adds the registered hooks' figures after them)."""
     out = [_score_figure(board, palette), _profile_figure(board, palette, board.seed)]
     out += _curve_figures(board, entries, palette, board.seed)
-    cost = _cost_figure(board, palette)
+    cost = _board_cost_figure(board, palette)
     if cost is not None:
         out.append(cost)
     return out

@@ -88,12 +88,12 @@ def boards(store, reps: int = 2000) -> list[tuple[Board, list[dict]]]:
     return out
 
 
-def _elo(v) -> str:
+def _format_elo(v) -> str:
     return "-" if v is None else f"{v[0]:.0f} [{v[1]:.0f}, {v[2]:.0f}]"
 
 
 def _opponents(board: Board) -> str:
-    return ", ".join(f"{p} {_elo(v)}" for p, v in sorted(board.opponents.items()))
+    return ", ".join(f"{p} {_format_elo(v)}" for p, v in sorted(board.opponents.items()))
 
 
 def _envs(board: Board) -> str:
@@ -112,7 +112,7 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
     cols += [("runs", lambda r: str(r.runs)),
              (f"IQM, {len(board.tasks)} tasks [95% CI]" if wide else "IQM [95% CI]", lambda r: format_ci(r.iqm))]
     if has_elo:
-        cols.append((f"Elo, {_envs(board)} [95% CI]" if wide else "Elo [95% CI]", lambda r: _elo(r.elo)))
+        cols.append((f"Elo, {_envs(board)} [95% CI]" if wide else "Elo [95% CI]", lambda r: _format_elo(r.elo)))
     cols.append((f"P(entry > {leader}) [95% CI]" if wide else "P(entry > leader)",
                  lambda r: "- (leader)" if r.poi_vs_best is None else format_ci(r.poi_vs_best, 2)))
     if wide:

@@ -80,7 +80,7 @@ Output (in the leaderboard page's style: :mod:`leaderboard.render`):
   that sweeps a knob (score against team size, delay, clue accuracy, idle seats: the mean with a 95% t band), and
   training tokens against the aggregate; one colour per method in every figure
   (:class:`leaderboard.figures.Palette`), legends below the axes. :func:`write_figures` writes them as PNG files.
-* :func:`board_columns` and :func:`board_figures`, registered with :func:`leaderboard.render.register` when this
+* :func:`board_columns` and :func:`board_radar`, registered with :func:`leaderboard.render.register` when this
   package is imported: on a suite's leaderboard board, the suite's aggregate beside the per-family columns, and the
   radar of the entries' family means.
 
@@ -100,7 +100,7 @@ from typing import Any, Sequence
 
 from leaderboard.figures import Palette
 from leaderboard.stats import mean_ci, separated
-from leaderboard.suite.report import TEXT_WIDTH, board_columns, board_figures, comparison_text, family_verdicts, \
+from leaderboard.suite.report import TEXT_WIDTH, board_columns, board_radar, comparison_text, family_verdicts, \
     page_context, score_tables, suite_coverage, suite_figures, suite_page, write_figures
 from leaderboard.suite.runs import applicable, complete_run, execute, plan, run_one, safe_name, train_run
 from leaderboard.suite.score import SIDE_FIGURES, add_suite_entry, entry, score
@@ -108,7 +108,7 @@ from leaderboard.suite.spec import EVALUATE, SUITE_DIR, SUITE_SCHEMA, Family, Se
     latest_suite, list_suites, load_suite, parse_suite
 
 __all__ = ["EVALUATE", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "TEXT_WIDTH", "Family", "Setting", "Suite",
-           "add_suite_entry", "anchor_value", "applicable", "benchmark_suite", "board_columns", "board_figures",
+           "add_suite_entry", "anchor_value", "applicable", "benchmark_suite", "board_columns", "board_radar",
            "comparison_text", "complete_run", "entry", "execute", "family_verdicts", "latest_suite", "list_suites",
            "load_suite", "mean_ci", "page_context", "parse_suite", "plan", "run_one", "safe_name", "score",
            "score_tables", "separated", "suite_coverage", "suite_figures", "suite_page", "train_run",

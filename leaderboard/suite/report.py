@@ -23,7 +23,7 @@ from leaderboard.stats import format_ci, mean_ci, separated
 from leaderboard.suite.score import SIDE_FIGURES
 from leaderboard.suite.spec import Family, Setting, Suite, list_suites, load_suite
 
-__all__ = ["TEXT_WIDTH", "board_columns", "board_figures", "comparison_text", "family_verdicts", "page_context",
+__all__ = ["TEXT_WIDTH", "board_columns", "board_radar", "comparison_text", "family_verdicts", "page_context",
            "score_tables", "suite_coverage", "suite_figures", "suite_page", "write_figures"]
 
 # ---------------------------------------------------------------------- what a reader sees: words and tables
@@ -311,7 +311,7 @@ def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: 
                            f"the table.", png, colours)
 
 
-def board_figures(board, entries: list[dict], palette) -> list:
+def board_radar(board, entries: list[dict], palette) -> list:
     """:data:`leaderboard.render.EXTRA_FIGURES` hook: on a suite's leaderboard board, the radar of every entry's
     family means (from its stored results), in the page's colours."""
     if board.protocol not in list_suites():
@@ -482,4 +482,4 @@ def page_context(suite: Suite, scored: dict[str, Any], method: str, runs: int | 
                        facts=facts, notes=notes)
 
 
-register(columns=board_columns, figures=board_figures)
+register(columns=board_columns, figures=board_radar)
