@@ -26,6 +26,7 @@ the team reward of a self-play episode, or the payoff averaged over both seats o
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -246,3 +247,158 @@ def bradley_terry_bootstrap(strata: Mapping[str, Sequence[tuple[str, str, float,
 def ranks(intervals: Sequence[tuple[float, float]]) -> list[int]:
     """Rank of each ``(low, high)`` interval: 1 + the number of intervals lying entirely above it."""
     return [1 + sum(1 for lo2, _ in intervals if lo2 > hi) for _, hi in intervals]
+
+
+# ---- Paired comparisons and the family-mean aggregate (issue 40) ----------------------------------------------------
+#
+# Entries of one protocol share their training seeds (and the task streams those seeds draw), so two entries are
+# compared seed by seed: the paired differences ``d_i = a_i - b_i`` over the n shared seeds, their mean with a Student-t
+# interval, and a two-sided paired permutation (sign-flip) test of "the differences are symmetric about 0"
+# (Fisher 1935; Good, "Permutation Tests", 2005, ch. 3): p = the share of the 2^n sign patterns ``s`` with
+# ``|sum s_i d_i| >= |sum d_i|`` (enumerated for n <= 16, else a seeded Monte Carlo estimate (1 + hits) / (1 + reps)).
+# With 5 seeds the smallest p it can give is 2/32 = 0.0625: five seeds cannot separate two methods at 5%.
+# A command that prints m comparisons corrects their p-values together with Holm's step-down method (Holm 1979).
+#
+# The aggregate of an entry is the mean of its task (family) scores, never a trimmed mean across tasks: a task's score
+# is the mean over runs (training seeds) of its cell means. Its CI comes from a bootstrap stratified by task: each
+# task's runs are redrawn with replacement on their own generator (seeded by the task's name, so a task's draws do
+# not depend on which other tasks are in the mean); a task's units (the settings of a suite family, which are fixed)
+# are never redrawn, unless ``resample_units`` says they are random draws themselves (evaluation seeds).
+
+EXACT_SIGN_FLIP_MAX = 16
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired comparison's numbers: ``a - b`` over ``n`` shared units (training seeds)."""
+
+    n: int
+    mean: float          # the mean paired difference
+    low: float           # its Student-t interval (``confidence``)
+    high: float
+    p: float             # two-sided sign-flip p-value
+    exact: bool          # True: all 2^n sign patterns enumerated; False: seeded Monte Carlo
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the Student-t interval of the mean (``scipy.stats.t``); one value or no spread: a point."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
+        raise ValueError("an interval of no values")
+    m = float(x.mean())
+    sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    if sd == 0.0:
+        return m, m, m
+    half = float(_scipy_stats.t.ppf((1 + confidence) / 2, x.size - 1) * sd / np.sqrt(x.size))
+    return m, m - half, m + half
+
+
+def sign_flip_test(diffs: Sequence[float], mc_reps: int = 20_000, seed: int = 0) -> tuple[float, bool]:
+    """``(p, exact)``: the two-sided paired permutation test of ``diffs`` (see above). Exact for n <= 16."""
+    d = np.asarray(diffs, dtype=np.float64).ravel()
+    if d.size == 0 or not np.all(np.isfinite(d)):
+        raise ValueError(f"a sign-flip test needs finite paired differences, got {d.tolist()}")
+    observed = abs(float(d.sum()))
+    if observed == 0.0:
+        return 1.0, True
+    tol = 1e-12 * max(1.0, float(np.abs(d).sum()))           # sums equal up to rounding count as "as extreme"
+    if d.size <= EXACT_SIGN_FLIP_MAX:
+        signs = ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1) * 2 - 1
+        return float(np.mean(np.abs(signs @ d) >= observed - tol)), True
+    if mc_reps < 1:
+        raise ValueError(f"mc_reps must be >= 1, got {mc_reps}")
+    rng = np.random.default_rng(seed)
+    hits, left = 0, mc_reps
+    while left:                                              # in chunks: memory stays ~ 1000 x n
+        k = min(left, 1000)
+        signs = rng.integers(0, 2, size=(k, d.size)) * 2 - 1
+        hits += int(np.sum(np.abs(signs @ d) >= observed - tol))
+        left -= k
+    return (1 + hits) / (1 + mc_reps), False
+
+
+def paired(a: Sequence[float], b: Sequence[float], confidence: float = 0.95, mc_reps: int = 20_000,
+           seed: int = 0) -> Paired:
+    """The paired comparison of ``a`` and ``b``, the same units (seeds) in the same order."""
+    x, y = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    if x.size != y.size or x.size == 0:
+        raise ValueError(f"a paired comparison needs the same, non-zero number of seeds on both sides; got {x.size} "
+                         f"and {y.size} (entries of one protocol share their seeds: is one of them incomplete?)")
+    d = x - y
+    mean, low, high = t_interval(d, confidence)
+    p, exact = sign_flip_test(d, mc_reps=mc_reps, seed=seed)
+    return Paired(int(d.size), mean, low, high, p, exact)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order: with the p-values sorted ascending
+    ``p_(1) <= ... <= p_(m)``, ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``. Rejecting where ``adj < alpha``
+    controls the family-wise error rate at ``alpha`` (Holm 1979)."""
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    if p.size and (np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p > 1)):
+        raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out.tolist()
+
+
+def seed_scores(task_runs: Sequence[Sequence[float]], units_are_seeds: bool = False) -> np.ndarray:
+    """One task's scores per paired unit: per run (training seed), the mean of its units (a suite family's score of a
+    seed: the mean over its settings). With one run whose units are evaluation seeds shared by every entry
+    (``units_are_seeds``), the units themselves."""
+    if not task_runs:
+        raise ValueError("a task with no runs")
+    if len(task_runs) == 1 and units_are_seeds:
+        return np.asarray(task_runs[0], dtype=np.float64)
+    return np.array([float(np.mean(r)) for r in task_runs])
+
+
+def aggregate_seed_scores(scores: Mapping[str, Sequence[Sequence[float]]], tasks: Sequence[str],
+                          units_are_seeds: bool = False) -> np.ndarray:
+    """Per paired unit (seed), the mean over ``tasks`` of its task scores (:func:`seed_scores`)."""
+    if not tasks:
+        raise ValueError("an aggregate over no tasks")
+    missing = [t for t in tasks if t not in scores]
+    if missing:
+        raise ValueError(f"no scores for {missing}: compare only over the tasks both entries cover")
+    cols = [seed_scores(scores[t], units_are_seeds) for t in tasks]
+    if len({c.size for c in cols}) != 1:
+        raise ValueError(f"the tasks have different seed counts ({[c.size for c in cols]}): an aggregate per seed "
+                         "needs the same seeds in every task")
+    return np.mean(cols, axis=0)
+
+
+def family_mean_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]], tasks: Sequence[str] | None = None,
+                          reps: int = 2000, seed: int = 0, confidence: float = 0.95,
+                          resample_units: bool = False) -> tuple[float, float, float]:
+    """``(point, low, high)``: the mean over ``tasks`` (default: all) of each task's mean over runs of its cell means,
+    with a percentile CI from a bootstrap of the runs stratified by task (see above). Units are redrawn only with
+    ``resample_units`` (evaluation seeds; never a suite's settings). Seeded and independent of the task order."""
+    tasks = list(scores) if tasks is None else list(tasks)
+    if not tasks:
+        raise ValueError("an aggregate over no tasks")
+    point = float(np.mean([np.mean([np.mean(r) for r in scores[t]]) for t in tasks]))
+    total = np.zeros(reps)
+    for t in tasks:
+        units = [np.asarray(r, dtype=np.float64) for r in scores[t]]
+        if not units or any(u.size == 0 for u in units):
+            raise ValueError(f"task {t!r} has a run with no scores")
+        rng = np.random.default_rng([seed, zlib.crc32(t.encode("utf-8"))])
+        n = len(units)
+        pick = rng.integers(n, size=(reps, n))               # the runs (training seeds) of each replicate
+        if resample_units:                                   # and, within each drawn run, its units
+            col = np.empty((reps, n))
+            for k in range(n):
+                rows = np.nonzero(pick == k)
+                idx = rng.integers(units[k].size, size=(rows[0].size, units[k].size))
+                col[rows] = units[k][idx].mean(axis=1)
+        else:
+            col = np.array([u.mean() for u in units])[pick]
+        total += col.mean(axis=1)
+    boot = total / len(tasks)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return point, float(low), float(high)
