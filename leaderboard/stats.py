@@ -281,7 +281,8 @@ class Paired:
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """``(mean, low, high)``: the Student-t interval of the mean (``scipy.stats.t``); one value or no spread: a point."""
+    """``(mean, low, high)``: the Student-t interval of the mean (``scipy.stats.t``); one value or no spread: a
+    point."""
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size == 0:
         raise ValueError("an interval of no values")
