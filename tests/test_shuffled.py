@@ -113,8 +113,8 @@ def _trainer_method(seed: int, tmp_path, options: dict | None = None):
     from baselines.train.loop import _prepare
 
     cfg = TrainConfig(env="think_solve-v0", model="mlp", action_mode="discrete", credit="shuffled",
-                      credit_options=options or {}, seed=seed, steps=1, out=str(tmp_path / f"run{seed}"), progress=False,
-                      tensorboard=False)
+                      credit_options=options or {}, seed=seed, steps=1, out=str(tmp_path / f"run{seed}"),
+                      progress=False, tensorboard=False)
     return _prepare(cfg).method
 
 
