@@ -58,7 +58,7 @@ def test_every_shipped_suite_loads_with_its_families_knobs_and_exact_settings():
     assert {s.name for s in quick.settings} < {s.name for s in full.settings}
     from leaderboard.suite import latest_suite
 
-    assert latest_suite("credit-micro") == "credit-micro@3" and latest_suite("credit-nano") is None
+    assert latest_suite("credit-micro") == "credit-micro@4" and latest_suite("credit-nano") is None
 
 
 @pytest.mark.parametrize("edit, field", [
