@@ -10,6 +10,9 @@ interval (the mean over its seeds with a Student-t CI).
 * :func:`comparison` builds one from the two sides' per-seed scores (paired by position: seed i of ``a`` with seed
   i of ``b``, as entries of one protocol share their seed list).
 * :func:`holm_family` corrects a list of comparisons together: the family of what one command prints.
+* :func:`suite_verdicts`: the credit suite's verdict from its scored methods (``score(...)["methods"]``): the method
+  under test against every other one on the aggregate and on each family both cover (optionally each setting), and
+  the control check (``broadcast`` against ``shuffled`` per family), all corrected together.
 * :func:`verdict` and :func:`sentence` turn a corrected record into words. ``a above b`` (or ``below``) only when the
   Holm-adjusted p is below ``alpha`` AND the interval of the difference excludes 0 on that side; otherwise
   ``a vs b ...: not separated``, never "no difference" (a test that does not reject says nothing of equality).
@@ -24,11 +27,14 @@ Every sentence carries its numbers, so a reader (and a test) can check it::
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from leaderboard.stats import holm, paired, t_interval
 
-__all__ = ["ALPHA", "Comparison", "comparison", "holm_family", "sentence", "verdict"]
+__all__ = ["ALPHA", "Comparison", "comparison", "holm_family", "sentence", "suite_comparisons", "suite_verdicts",
+           "verdict"]
 
 ALPHA = 0.05
 
@@ -102,3 +108,78 @@ def sentence(c: Comparison, alpha: float = ALPHA) -> str:
     if c.unpaired_a is not None and c.unpaired_b is not None:
         body += f"; unpaired: {c.a} {_ci(c.unpaired_a)}, {c.b} {_ci(c.unpaired_b)}"
     return f"{head}: {body}" if word != "not separated" else f"{head} ({body})"
+
+
+def _shared_families(a: Mapping[str, Any], b: Mapping[str, Any], families: Sequence[str]) -> list[str]:
+    return [f for f in families if f in a["families"] and f in b["families"]]
+
+
+def _check_paired(methods: Mapping[str, Mapping[str, Any]], a: str, b: str) -> None:
+    if list(methods[a]["seeds"]) != list(methods[b]["seeds"]):
+        raise ValueError(f"{a} and {b} were scored on different seeds ({methods[a]['seeds']} and "
+                         f"{methods[b]['seeds']}): a paired comparison needs the same seeds (train both on the suite's)")
+
+
+def suite_comparisons(methods: Mapping[str, Mapping[str, Any]], a: str, b: str, families: Sequence[str],
+                      settings: bool = False, seed: int = 0) -> list[Comparison]:
+    """Method ``a`` against ``b`` (uncorrected), from the suite's scored methods (per method: ``"seeds"``,
+    ``"families": {family: {"seeds": [per-seed score], "settings": [names]}}``, ``"settings": {name: {"seeds":
+    [...]}}``): on the mean of the families both cover (per seed), on each of them, and with ``settings`` on each
+    setting both have. ``families``: the suite's families in order. Seeds pair by position (the same seed list)."""
+    _check_paired(methods, a, b)
+    ma, mb = methods[a], methods[b]
+    shared = _shared_families(ma, mb, families)
+    if not shared:
+        return []
+    out = []
+    if len(shared) > 1:
+        xa = np.mean([ma["families"][f]["seeds"] for f in shared], axis=0)
+        xb = np.mean([mb["families"][f]["seeds"] for f in shared], axis=0)
+        both = set(ma["families"]) == set(mb["families"]) == set(shared)
+        where = f"the aggregate of {len(shared)} families" + ("" if both else f" both cover ({', '.join(shared)})")
+        out.append(comparison(a, b, where, xa, xb, seed=seed))
+    for f in shared:
+        out.append(comparison(a, b, f, ma["families"][f]["seeds"], mb["families"][f]["seeds"], seed=seed))
+        if settings:
+            for name in ma["families"][f]["settings"]:
+                if name in mb["settings"]:
+                    out.append(comparison(a, b, name, ma["settings"][name]["seeds"], mb["settings"][name]["seeds"],
+                                          seed=seed))
+    return out
+
+
+def suite_verdicts(methods: Mapping[str, Mapping[str, Any]], under_test: str | None, families: Sequence[str],
+                   settings: bool = False, alpha: float = ALPHA, seed: int = 0) -> list[str]:
+    """The suite's verdict in sentences: ``under_test`` (default: the first method) against every other method
+    (:func:`suite_comparisons`), then the control check, ``broadcast`` against ``shuffled`` on each family (a family
+    where they are not separated measured no credit at this budget). Every comparison printed is in one Holm family,
+    the control's included (counted once where the method under test is one of the two)."""
+    if not methods:
+        return ["no method was scored"]
+    mine = under_test if under_test in methods else next(iter(methods))
+    main = [c for other in methods if other != mine
+            for c in suite_comparisons(methods, mine, other, families, settings, seed)]
+    has_control = "broadcast" in methods and "shuffled" in methods
+    control = [] if not has_control or mine in ("broadcast", "shuffled") else \
+        [c for c in suite_comparisons(methods, "broadcast", "shuffled", families, seed=seed) if c.where in families]
+    corrected = holm_family(main + control)
+    out = [sentence(c, alpha) for c in corrected]
+    if len(methods) == 1:
+        out.insert(0, f"{mine} only: no other method to compare with (add --baselines)")
+    if not has_control:
+        out.append("control: not run (the suite's check needs both broadcast and shuffled among the methods)")
+        return out
+    flip = {"above": "below", "below": "above", "not separated": "not separated"}
+    words: dict[str, list[str]] = {"above": [], "below": [], "not separated": []}
+    for c in corrected:
+        if c.where in families and {c.a, c.b} == {"broadcast", "shuffled"}:
+            word = verdict(c, alpha)
+            words[word if c.a == "broadcast" else flip[word]].append(c.where)
+    n = sum(map(len, words.values()))
+    text = f"control: broadcast above shuffled on {len(words['above'])}/{n} families"
+    text += f" ({', '.join(words['above'])})" if words["above"] else ""
+    text += f"; shuffled above broadcast on {', '.join(words['below'])}" if words["below"] else ""
+    text += f"; not separated on {', '.join(words['not separated'])}" if words["not separated"] else ""
+    return out + [text + f" (the family lines above, Holm over their {len(corrected)} comparisons; shuffled keeps "
+                         "the advantages' distribution and drops their credit: a family where it is not separated "
+                         "from broadcast measures no credit at this budget)"]
