@@ -117,7 +117,8 @@ def _shared_families(a: Mapping[str, Any], b: Mapping[str, Any], families: Seque
 def _check_paired(methods: Mapping[str, Mapping[str, Any]], a: str, b: str) -> None:
     if list(methods[a]["seeds"]) != list(methods[b]["seeds"]):
         raise ValueError(f"{a} and {b} were scored on different seeds ({methods[a]['seeds']} and "
-                         f"{methods[b]['seeds']}): a paired comparison needs the same seeds (train both on the suite's)")
+                         f"{methods[b]['seeds']}): a paired comparison needs the same seeds (train both on the "
+                         "suite's)")
 
 
 def suite_comparisons(methods: Mapping[str, Mapping[str, Any]], a: str, b: str, families: Sequence[str],
