@@ -403,3 +403,62 @@ def family_mean_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]], tasks
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
     return point, float(low), float(high)
+
+
+# ---- Power from a pilot (issue 40) -----------------------------------------------------------------------------------
+#
+# How many seeds a claim needs is estimated from a pilot run on seeds of its own, never from the run it certifies
+# (a pilot that is also the certified run picks its seed count from the noise it then reports). A fresh run of n seeds
+# is simulated by drawing n paired differences with replacement from the pilot's; it "separates" when the verdict rule
+# holds: the sign-flip p is below alpha / m (Holm's threshold for the smallest of m p-values, so the estimate is
+# conservative for the others) and the t interval excludes 0 on the pilot's side.
+
+
+def paired_power(pilot_diffs: Sequence[float], n: int, comparisons: int = 1, alpha: float = 0.05,
+                 reps: int = 1000, seed: int = 0, mc_signs: int = 4000) -> float:
+    """The share of simulated ``n``-seed runs (drawn from the pilot's paired differences) that separate the two
+    methods in the pilot's direction under Holm over ``comparisons`` comparisons (see above). Exact sign-flip p for
+    n <= 16; beyond, one seeded set of ``mc_signs`` random sign patterns serves every replicate."""
+    d = np.asarray(pilot_diffs, dtype=np.float64).ravel()
+    if d.size < 2 or not np.all(np.isfinite(d)):
+        raise ValueError(f"a pilot needs at least two finite paired differences, got {d.tolist()}")
+    if n < 2 or comparisons < 1 or reps < 1:
+        raise ValueError(f"n >= 2, comparisons >= 1 and reps >= 1 required, got {n}, {comparisons}, {reps}")
+    direction = np.sign(d.mean())
+    if direction == 0:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    runs = d[rng.integers(d.size, size=(reps, n))]                       # reps x n simulated paired differences
+    if n <= EXACT_SIGN_FLIP_MAX:
+        signs = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+    else:
+        signs = rng.integers(0, 2, size=(mc_signs, n)) * 2 - 1
+    observed = np.abs(runs.sum(axis=1))
+    tol = 1e-12 * np.maximum(1.0, np.abs(runs).sum(axis=1))
+    hits = np.zeros(reps)
+    for start in range(0, reps, 64):                                     # memory: 2^16 x 64 at most
+        block = slice(start, start + 64)
+        hits[block] = (np.abs(signs @ runs[block].T) >= observed[block] - tol[block]).sum(axis=0)
+    p = hits / signs.shape[0] if n <= EXACT_SIGN_FLIP_MAX else (1 + hits) / (1 + signs.shape[0])
+    p[observed == 0] = 1.0
+    mean, sd = runs.mean(axis=1), runs.std(axis=1, ddof=1)
+    half = _scipy_stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+    excludes = direction * mean - half > 0
+    return float(np.mean((p < alpha / comparisons) & excludes))
+
+
+def seeds_needed(pilot: Mapping[int, float], certified_seeds: Sequence[int], comparisons: int = 1,
+                 power: float = 0.8, max_seeds: int = 32, alpha: float = 0.05, reps: int = 1000,
+                 seed: int = 0) -> int | None:
+    """The fewest seeds (2 .. ``max_seeds``) whose :func:`paired_power` reaches ``power``, from a pilot given as
+    ``{training seed: paired difference}``; ``None`` if none does. The pilot's seeds must not be among the
+    ``certified_seeds`` (the protocol's run that the claim will quote)."""
+    reused = sorted(set(pilot) & set(certified_seeds))
+    if reused:
+        raise ValueError(f"the pilot reuses the certified run's seeds {reused}: run the pilot on other seeds (a power "
+                         "estimate from the certified run picks its seed count from the noise it then reports)")
+    diffs = [pilot[k] for k in sorted(pilot)]
+    for n in range(2, max_seeds + 1):
+        if paired_power(diffs, n, comparisons, alpha, reps, seed) >= power:
+            return n
+    return None

@@ -134,3 +134,30 @@ def test_the_aggregate_ci_does_not_depend_on_the_family_order():
     a, b = family_mean_bootstrap(scores, reps=300), family_mean_bootstrap(flipped, reps=300)
     assert a == pytest.approx(b, abs=1e-12)
     assert a[1] <= a[0] <= a[2]
+
+
+def test_power_of_a_constant_pilot_is_the_hand_computed_step():
+    from leaderboard.stats import paired_power, seeds_needed
+
+    # every pilot difference is +0.1, so every simulated run is n copies of +0.1: the t interval is the point 0.1
+    # (excludes 0) and the exact sign-flip p is 2 / 2^n. One comparison at 5%: n = 5 gives 2/32 = 0.0625 (fails),
+    # n = 6 gives 2/64 = 0.031 (passes). Ten comparisons (Holm's first threshold 0.005): 2/256 = 0.0078 fails at
+    # n = 8, 2/512 = 0.0039 passes at n = 9.
+    pilot = {200 + i: 0.1 for i in range(5)}
+    assert paired_power(list(pilot.values()), 5) == 0.0 and paired_power(list(pilot.values()), 6) == 1.0
+    assert seeds_needed(pilot, certified_seeds=range(10)) == 6
+    assert seeds_needed(pilot, certified_seeds=range(10), comparisons=10) == 9
+
+
+def test_power_of_a_pilot_centred_on_zero_stays_near_alpha():
+    from leaderboard.stats import paired_power
+
+    assert paired_power([0.2, -0.2, 0.1, -0.1], 10) < 0.1
+    assert paired_power([0.3, -0.2, 0.25, -0.1, 0.4], 20, reps=300) > paired_power([0.3, -0.2, 0.25, -0.1, 0.4], 6)
+
+
+def test_the_pilot_must_not_be_the_certified_run():
+    from leaderboard.stats import seeds_needed
+
+    with pytest.raises(ValueError, match=r"reuses the certified run's seeds \[3, 4\]"):
+        seeds_needed({3: 0.1, 4: 0.2, 50: 0.1}, certified_seeds=[0, 1, 2, 3, 4])
