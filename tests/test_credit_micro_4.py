@@ -1,4 +1,4 @@
-"""credit-micro@4, the protocol for claims (issue 40): version 3's families and settings, at least ten training seeds
+"""credit-micro@4, the protocol for claims (issue 40): version 3's families and settings, sixteen training seeds
 per setting, seeds (so model inits and task streams) independent across settings, the team umbrella scored on its
 noise-free decisive reward, and the anchors the env manuals prove given as numbers."""
 
@@ -27,9 +27,9 @@ def test_version_4_keeps_version_3s_families_and_settings():
         {k: V3["train"][k] for k in V3["train"] if k != "seeds"}                    # the same budget per run
 
 
-def test_every_setting_has_ten_seeds_of_its_own():
+def test_every_setting_has_sixteen_seeds_of_its_own():
     lists = [s["train"]["seeds"] for s in _settings(V4)]
-    assert all(len(seeds) >= 10 and len(set(seeds)) == len(seeds) for seeds in lists)
+    assert all(len(seeds) == 16 and len(set(seeds)) == len(seeds) for seeds in lists)
     every = [x for seeds in lists for x in seeds]
     assert len(set(every)) == len(every)                     # no two settings share a seed: independent streams
     assert all(0 <= x < SEED_LIMIT for x in every)
