@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from leaderboard.stats import aggregate_seed_scores, bradley_terry_bootstrap, family_mean_bootstrap, \
-    probability_of_improvement_ci, ranks
+    probability_of_improvement_ci, ranks, seed_scores, t_interval
 from leaderboard.verdicts import Comparison, comparison, holm_family, sentence
 
 ANCHOR_ELO = 1000.0
@@ -204,6 +204,15 @@ def _separated(a: tuple[float, float, float] | None, b: tuple[float, float, floa
     return a is not None and b is not None and a[1] > b[2]
 
 
+def _p(v: tuple[float, float, float]) -> str:
+    return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
+
+
+def _task_ci(board: Board, row: Row, task: str) -> tuple[float, float, float]:
+    """A row's score on one task, the mean over its seeds with a Student-t interval."""
+    return t_interval(seed_scores(row.scores[task], units_are_seeds=not board.suite))
+
+
 def _shared(a: Row, b: Row, board: Board) -> list[str]:
     """The tasks both rows cover, in the board's order."""
     return [t for t in board.tasks if t in a.scores and t in b.scores]
@@ -267,8 +276,9 @@ def verdicts(board: Board, under_test: str | None = None) -> list[str]:
     if under_test is None and len(board.rows) == 1:
         out.insert(0, f"{board.rows[0].short} is the only entry ranked on the aggregate: nothing to compare")
     if board.partial:
-        out.append("partial coverage, not in the aggregate ranking: " +
-                   "; ".join(f"{r.short} ({', '.join(r.covers)})" for r in board.partial))
+        out.append("partial coverage, not in the aggregate ranking (mean [95% t CI] over seeds per family): " +
+                   "; ".join(f"{r.short} (" + ", ".join(f"{t} {_p(_task_ci(board, r, t))}" for t in r.covers) + ")"
+                             for r in board.partial))
     rated = [r for r in board.rows if r.elo is not None]
     if len(rated) > 1:
         best = max(rated, key=lambda r: r.elo[0])
