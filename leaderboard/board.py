@@ -241,17 +241,26 @@ def paired_comparison(board: Board, a: str, b: str) -> Comparison:
     return comparison(ra.short, rb.short, _where(board, shared), xa, xb, seed=board.seed)
 
 
-def comparisons(board: Board, under_test: str | None = None) -> list[Comparison]:
-    """The comparisons :func:`verdicts` states, Holm-corrected together. With ``under_test``: that entry against every
-    other one. Without: the leader against every other ranked entry on the aggregate, then each partial-coverage
-    entry against the leader on the tasks both cover."""
+def _pairs(board: Board, under_test: str | None) -> list[tuple[Row, Row]]:
+    """Who :func:`verdicts` compares: with ``under_test``, that entry against every other one sharing a task;
+    without, the leader against every other ranked entry, then each partial-coverage entry against the leader."""
     if under_test is not None:
         mine = board.row(under_test)
-        pairs = [(mine, r) for r in board.rows + board.partial if r is not mine and _shared(mine, r, board)]
-    else:
-        leader = board.row(board.leader)
-        pairs = [(leader, r) for r in board.rows if r is not leader]
-        pairs += [(r, leader) for r in board.partial if _shared(r, leader, board)]
+        return [(mine, r) for r in board.rows + board.partial if r is not mine and _shared(mine, r, board)]
+    leader = board.row(board.leader)
+    return [(leader, r) for r in board.rows if r is not leader] + \
+        [(r, leader) for r in board.partial if _shared(r, leader, board)]
+
+
+def _seed_counts(board: Board, a: Row, b: Row) -> tuple[int, int]:
+    shared = _shared(a, b, board)
+    return tuple(len(seed_scores(r.scores[shared[0]], units_are_seeds=not board.suite)) for r in (a, b))
+
+
+def comparisons(board: Board, under_test: str | None = None) -> list[Comparison]:
+    """The comparisons :func:`verdicts` states (:func:`_pairs` with the same seed count on both sides), Holm-corrected
+    together."""
+    pairs = [(a, b) for a, b in _pairs(board, under_test) if len(set(_seed_counts(board, a, b))) == 1]
     return holm_family([paired_comparison(board, a.label, b.label) for a, b in pairs])
 
 
@@ -273,6 +282,11 @@ def verdicts(board: Board, under_test: str | None = None) -> list[str]:
     """The board's verdict in sentences, one per paired comparison (:func:`comparisons`, Holm over all of them), then
     the entries outside the aggregate ranking, then which entries the Elo separates from its top entry."""
     out = [sentence(c) for c in comparisons(board, under_test)]
+    for a, b in _pairs(board, under_test):
+        na, nb = _seed_counts(board, a, b)
+        if na != nb:
+            out.append(f"{a.short} vs {b.short}: not compared ({na} and {nb} seeds: a paired comparison needs the "
+                       "same seeds on both sides)")
     if under_test is None and len(board.rows) == 1:
         out.insert(0, f"{board.rows[0].short} is the only entry ranked on the aggregate: nothing to compare")
     if board.partial:

@@ -161,3 +161,13 @@ def test_the_ranked_aggregate_is_the_family_mean_with_a_seed_only_interval():
     point, low, high = board.rows[0].aggregate
     assert point == pytest.approx((0.5 + 0.2) / 2) and high - low == pytest.approx(0.0, abs=1e-12)
     assert verdicts(board)[0].startswith("m is the only entry ranked on the aggregate")
+
+
+def test_entries_with_different_seed_counts_are_said_not_compared_and_leave_the_holm_family():
+    rng = np.random.default_rng(2)
+    entries = [_suite_entry("a", _scores(np.zeros(6), 0.7, 0.05, rng), 1),
+               _suite_entry("b", _scores(np.zeros(6), 0.5, 0.05, rng), 2),
+               _suite_entry("c", _scores(np.zeros(4), 0.4, 0.05, rng), 3)]
+    lines = verdicts(build_board(entries, reps=100))
+    assert "a vs c: not compared (6 and 4 seeds: a paired comparison needs the same seeds on both sides)" in lines
+    assert _check_sentence_against_its_numbers(lines[0])["m"] == 1
