@@ -1,57 +1,99 @@
-"""Power analysis for the credit suite (issue 16): how many training seeds separate two methods in each family?
+"""Power analysis for the credit suite: how many training seeds does a claim need, estimated from a pilot run that is
+not the run the claim will quote (issue 40)?
 
-    python benchmarks/suite_power.py OUT/credit-micro@2/results.json [--a broadcast --b shuffled] [--max-seeds 20]
+    python benchmarks/suite_power.py PILOT/results.json --certified credit-micro@4 [--a broadcast --b shuffled]
+        [--comparisons 90] [--power 0.8] [--max-seeds 32]
 
-Reads the per-seed family scores of a pilot run of ``benchmark-credit`` (``results.json``) and, per family, takes the
-pilot's mean difference ``d = mean_a - mean_b`` and standard deviations ``s_a, s_b`` (``ddof=1``) as the effect and
-its noise. The suite calls two methods separated when their 95% Student-t intervals do not overlap:
-``d > t_{0.975, n-1} (s_a + s_b) / sqrt(n)`` with ``n`` seeds each (``scipy.stats.t``). The script prints, per family,
-``d``, ``s_a``, ``s_b``, Cohen's ``d / s_pooled`` and the smallest ``n`` that meets the rule at the pilot's values
-(the expected-case requirement: with the true values equal to the pilot's, half of all repetitions would do worse);
-``--margin 1.5`` asks for that with the noise 1.5 times larger, a safety factor for a pilot of a few seeds.
+Reads the per-seed family scores of a pilot run of ``benchmark-credit`` (``results.json``) and, per family and on
+the aggregate of the families both methods cover, the paired differences ``a - b`` seed by seed. For each it prints
+the pilot's mean difference and the fewest seeds at which a fresh run separates the two methods with probability
+``--power`` under the suite's verdict rule (:func:`leaderboard.stats.seeds_needed`: the exact sign-flip p below
+Holm's first threshold ``0.05 / comparisons`` and the Student-t interval of the differences excluding 0; fresh runs
+simulated by redrawing the pilot's differences). ``--comparisons``: how many comparisons the verdict that will quote
+the claim corrects together (the suite's verdict of one method against 12 others prints about 90).
+
+The pilot must not be the certified run: ``--certified`` names the suite whose run the claim will quote, and a pilot
+that shares a training seed with it is refused (a power estimate from the certified run picks its seed count from the
+noise it then reports). A 5-seed pilot whose differences all share one sign gives optimistic counts (every redrawn
+run shares it too): read them as floors.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
+
+from leaderboard.stats import seeds_needed
 
 
-def seeds_needed(d: float, s_a: float, s_b: float, max_seeds: int = 50) -> int | None:
-    """Smallest ``n >= 2`` with ``d > t_{0.975, n-1} (s_a + s_b) / sqrt(n)``; ``None`` if none up to ``max_seeds``."""
-    for n in range(2, max_seeds + 1):
-        if d > stats.t.ppf(0.975, n - 1) * (s_a + s_b) / math.sqrt(n):
-            return n
-    return None
+def certified_seeds(suite_file: str | Path) -> list[int]:
+    """Every training seed a suite's run uses: its ``train.seeds`` and each setting's own ``train.seeds``."""
+    raw = json.loads(Path(suite_file).read_text(encoding="utf-8"))
+    seeds = set(raw["train"]["seeds"])
+    for fam in raw["families"]:
+        for s in fam["settings"]:
+            seeds.update(s.get("train", {}).get("seeds", []))
+    return sorted(seeds)
 
 
-def main() -> None:
+def power_rows(methods: Mapping[str, Mapping[str, Any]], a: str, b: str, certified: Sequence[int],
+               comparisons: int = 1, power: float = 0.8, max_seeds: int = 32,
+               reps: int = 500) -> list[tuple[str, float, int, int | None]]:
+    """``(where, pilot mean difference, pilot seeds, seeds needed or None)`` for the aggregate of the families both
+    methods cover, then each of them."""
+    ma, mb = methods[a], methods[b]
+    if list(ma["seeds"]) != list(mb["seeds"]):
+        raise ValueError(f"{a} and {b} were scored on different seeds ({ma['seeds']}, {mb['seeds']}): not paired")
+    shared = [f for f in ma["families"] if f in mb["families"]]
+    if not shared:
+        raise ValueError(f"{a} and {b} share no family")
+    diffs = {f: np.asarray(ma["families"][f]["seeds"]) - np.asarray(mb["families"][f]["seeds"]) for f in shared}
+    wheres = ([("aggregate", np.mean([diffs[f] for f in shared], axis=0))] if len(shared) > 1 else []) + \
+        [(f, diffs[f]) for f in shared]
+    rows = []
+    for where, d in wheres:
+        pilot = dict(zip(ma["seeds"], d.tolist()))
+        rows.append((where, float(d.mean()), len(d),
+                     seeds_needed(pilot, certified, comparisons, power, max_seeds, reps=reps)))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("results")
+    p.add_argument("results", help="a pilot run's results.json (benchmark-credit's)")
+    p.add_argument("--certified", required=True,
+                   help="the suite whose run the claim will quote (a key such as credit-micro@4, or a path)")
     p.add_argument("--a", default="broadcast")
     p.add_argument("--b", default="shuffled")
-    p.add_argument("--margin", type=float, default=1.0)
-    p.add_argument("--max-seeds", type=int, default=50)
-    args = p.parse_args()
-    scored = json.load(open(args.results))["scored"]["methods"]
-    a, b = scored[args.a]["families"], scored[args.b]["families"]
-    print(f"| family | {args.a} mean | {args.b} mean | d | s_{args.a} | s_{args.b} | Cohen's d | pilot seeds | "
-          f"seeds needed (margin {args.margin}) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for fam in a:
-        if fam not in b:
-            continue
-        xa, xb = np.array(a[fam]["seeds"]), np.array(b[fam]["seeds"])
-        d = float(xa.mean() - xb.mean())
-        sa, sb = float(xa.std(ddof=1)), float(xb.std(ddof=1))
-        pooled = math.sqrt((sa ** 2 + sb ** 2) / 2) or float("nan")
-        n = seeds_needed(d, args.margin * sa, args.margin * sb, args.max_seeds)
-        print(f"| {fam} | {xa.mean():.3f} | {xb.mean():.3f} | {d:.3f} | {sa:.3f} | {sb:.3f} | {d / pooled:.2f} | "
-              f"{len(xa)} | {n if n is not None else f'> {args.max_seeds}'} |")
+    p.add_argument("--comparisons", type=int, default=1, help="comparisons the quoting verdict corrects together")
+    p.add_argument("--power", type=float, default=0.8)
+    p.add_argument("--max-seeds", type=int, default=32)
+    args = p.parse_args(argv)
+    from leaderboard.suite import SUITE_DIR
+
+    path = Path(args.certified)
+    if not path.is_file():
+        path = SUITE_DIR / f"{args.certified}.json"
+    if not path.is_file():
+        sys.exit(f"--certified {args.certified}: no such suite file")
+    scored = json.loads(Path(args.results).read_text(encoding="utf-8"))["scored"]["methods"]
+    for m in (args.a, args.b):
+        if m not in scored:
+            sys.exit(f"{args.results} has no method {m!r}; it has {sorted(scored)}")
+    try:
+        rows = power_rows(scored, args.a, args.b, certified_seeds(path), args.comparisons, args.power, args.max_seeds)
+    except ValueError as e:
+        sys.exit(str(e))
+    print(f"| where | {args.a} - {args.b}, pilot mean | pilot seeds | seeds needed ({args.power:.0%} power, Holm "
+          f"over {args.comparisons}) |")
+    print("|---|---|---|---|")
+    for where, d, n, need in rows:
+        print(f"| {where} | {d:+.3f} | {n} | {need if need is not None else f'> {args.max_seeds}'} |")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,28 @@
 """The ranked table of one protocol, computed from the store's entries (never from submitted numbers).
 
-For every entry: the IQM of its normalized scores over runs x tasks with a seeded stratified-bootstrap 95% CI, the
-rank (1 + the number of entries whose CI lies entirely above), the probability that it improves on the leader (the
-entry with the highest IQM), ``P(entry > leader)`` with a seeded bootstrap 95% CI, each task's mean normalized
-score, and, where the protocol has versus tasks, a Bradley-Terry rating on the Elo scale with a bootstrap 95% CI,
-fitted on every entry's games against the protocol's opponents (which are players too; ``random`` is fixed at 1000,
-or, where no task plays random, the first opponent by name). One game is one seed, both seats (duplicate play).
-Each env weighs the same in that fit: one entry's games in an env get the weight ``total games of the entry /
-(envs x games in that env)``.
+For every entry: its aggregate, the mean of its task scores (a suite's tasks are its families; a task's score is the
+mean over runs of its cell means; never a trimmed mean across tasks, which trims whole families differently for each
+entry), with a seeded 95% bootstrap CI that redraws the runs (training seeds) stratified by task and never a suite's
+fixed settings (:func:`leaderboard.stats.family_mean_bootstrap`; a policy-track entry's units, its evaluation seeds,
+are random draws and are redrawn too); the rank (1 + the number of ranked entries whose CI lies entirely above), the
+probability that it improves on the leader (the ranked entry with the highest aggregate), ``P(entry > leader)`` with
+a seeded bootstrap 95% CI, each task's mean normalized score, and, where the protocol has versus tasks, a
+Bradley-Terry rating on the Elo scale with a bootstrap 95% CI, fitted on every entry's games against the protocol's
+opponents (which are players too; ``random`` is fixed at 1000, or, where no task plays random, the first opponent by
+name). One game is one seed, both seats (duplicate play). Each env weighs the same in that fit: one entry's games in
+an env get the weight ``total games of the entry / (envs x games in that env)``.
+
+Coverage. The aggregate ranking holds the entries that cover the board's ranked tasks (the largest set of tasks some
+entry covers; ties: the set most entries cover). An entry that covers fewer (a method that applies to one family) is
+listed per task in :attr:`Board.partial`, never ranked on the aggregate, and compared only over the tasks both sides
+cover.
 
 Every statistic is seeded (``seed``, default 0) and independent of the order the entries come in: the same entries
 give the same numbers in the stored board, a fresh ``benchmark-credit`` and the page.
 
-:func:`verdicts` turns these numbers into sentences ("dr_mas above none: IQM CIs separated", "broadcast vs loo: no
-difference at 95% (P(loo > broadcast) = 0.46 [0.31, 0.60])"), each saying what its statistic covers.
+:func:`verdicts` and :func:`compare` state paired comparisons (:mod:`leaderboard.verdicts`): entries share their
+seeds, so each sentence is one paired comparison with its difference, interval, sign-flip p and Holm-adjusted p over
+the comparisons the call prints, generated from that comparison alone, never from the ranks.
 """
 
 from __future__ import annotations
@@ -21,12 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderboard.stats import bradley_terry_bootstrap, format_ci, probability_of_improvement_ci, ranks, separated, \
-    stratified_bootstrap
+from leaderboard.stats import aggregate_seed_scores, bradley_terry_bootstrap, family_mean_bootstrap, format_ci, \
+    probability_of_improvement_ci, ranks, seed_scores, separated, mean_ci
+from leaderboard.verdicts import Comparison, comparison, holm_family, sentence
 
 ANCHOR_ELO = 1000.0
 
-__all__ = ["Board", "Row", "build_board", "compare", "verdicts"]
+__all__ = ["Board", "Row", "build_board", "compare", "comparisons", "verdicts"]
 
 
 @dataclass
@@ -34,8 +44,8 @@ class Row:
     label: str
     method: str
     model: str
-    iqm: tuple[float, float, float]
-    rank: int = 0
+    aggregate: tuple[float, float, float]   # mean of the covered task scores [seed-bootstrap 95% CI]
+    rank: int = 0                           # 0: not ranked (partial coverage)
     poi_vs_best: tuple[float, float, float] | None = None     # P(this entry > the leader) [95% CI]; None: leader
     tasks: dict[str, float] = field(default_factory=dict)
     elo: tuple[float, float, float] | None = None
@@ -47,37 +57,50 @@ class Row:
     #                                  field counts as self-reported)
     scores: dict = field(default_factory=dict, repr=False)    # the entry's per-unit scores, for comparisons
     short: str = ""                                           # the method name, or the label where it repeats
+    covers: list[str] = field(default_factory=list)           # the tasks the entry has scores for
+
+    @property
+    def iqm(self) -> tuple[float, float, float]:
+        """The aggregate under the name :mod:`leaderboard.render` still reads (no longer an IQM: see the module
+        docstring); remove once the page reads :attr:`aggregate`."""
+        return self.aggregate
 
 
 @dataclass
 class Board:
     protocol: str
     track: str
-    tasks: list[str]
-    rows: list[Row]
+    tasks: list[str]                 # every task some entry covers
+    rows: list[Row]                  # the aggregate ranking: entries that cover every ranked task
     opponents: dict[str, tuple[float, float, float]] = field(default_factory=dict)   # bots' Elo
     elo_anchor: str = ""                                                              # the player fixed at 1000
-    leader: str = ""                                                                  # label of the top IQM
+    leader: str = ""                                                                  # label of the top aggregate
     elo_envs: list[str] = field(default_factory=list)                                 # envs whose games Elo fits
     seed: int = 0
-    suite: bool = False              # credit-suite entries: the "tasks" are families, a unit is one training seed
+    suite: bool = False              # credit-suite entries: the "tasks" are families, a unit is one setting
+    ranked_tasks: list[str] = field(default_factory=list)   # the tasks the aggregate ranking is over
+    partial: list[Row] = field(default_factory=list)        # entries covering fewer tasks: per task only, unranked
 
     def row(self, label: str) -> Row:
-        for r in self.rows:
+        for r in self.rows + self.partial:
             if r.label == label or r.short == label:
                 return r
-        raise KeyError(f"no entry {label!r} on {self.protocol}; entries: {[r.short for r in self.rows]}")
+        raise KeyError(f"no entry {label!r} on {self.protocol}; entries: "
+                       f"{[r.short for r in self.rows + self.partial]}")
 
     def iqm_covers(self) -> str:
-        """What the IQM of a row averages over, in words."""
+        """What the aggregate of a ranked row averages over, in words (the name the page still calls)."""
         runs = sorted({r.runs for r in self.rows})
         n = str(runs[0]) if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
+        k = len(self.ranked_tasks)
         if self.suite:
-            return (f"all {len(self.tasks)} families x {n} training seed{'s' if n != '1' else ''} (a family's score "
-                    f"of a seed: the mean over its settings)")
+            return (f"the mean of {k} family scores (a family's score: the mean over {n} training seed"
+                    f"{'s' if n != '1' else ''} of the mean over its settings; CI: bootstrap over training seeds, "
+                    f"stratified by family, settings fixed)")
         units = sorted({len(u) for r in self.rows for t in r.scores.values() for u in t})
         seeds = "" if not units else f", {units[0]}" + (f"-{units[-1]}" if len(units) > 1 else "") + " eval seeds each"
-        return f"all {len(self.tasks)} tasks x {n} run{'s' if n != '1' else ''}{seeds}"
+        return (f"the mean of {k} task scores ({n} run{'s' if n != '1' else ''}{seeds}; CI: bootstrap over runs and "
+                f"eval seeds, stratified by task)")
 
     def elo_covers(self) -> str:
         """What the Elo of a row is fitted on, in words ('' when the board has no versus games)."""
@@ -92,6 +115,13 @@ def _model(manifest: dict[str, Any]) -> str:
     return ", ".join(ids)
 
 
+def _ranked_tasks(coverage: list[frozenset[str]]) -> frozenset[str]:
+    """The task set the aggregate ranking is over: the largest set some entry covers; among equally large ones, the
+    set most entries cover, then the first in sorted order."""
+    candidates = sorted(set(coverage), key=sorted)
+    return max(candidates, key=lambda tasks: (len(tasks), sum(tasks <= c for c in coverage)))
+
+
 def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) -> Board | None:
     """The table of ``entries`` (all of one protocol); ``None`` when there are none."""
     if not entries:
@@ -101,27 +131,36 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
         raise ValueError(f"entries of several protocols: {sorted(protocols)}")
     entries = sorted(entries, key=lambda e: (e["submitted"], e["id"]))      # order-free: same input, same board
     tasks = list(dict.fromkeys(t for e in entries for t in e["results"]["scores"]))   # suite entries may lack some
-    rows = []
+    suite = all("families" in e["results"] for e in entries)
+    ranked = _ranked_tasks([frozenset(e["results"]["scores"]) for e in entries])
+    ranked_tasks = [t for t in tasks if t in ranked]
+    rows, partial = [], []
     for e in entries:
         scores = e["results"]["scores"]
-        rows.append(Row(label=e["label"], method=e["method"], model=_model(e["manifest"]),
-                        iqm=stratified_bootstrap(scores, reps=reps, seed=seed),
-                        tasks=dict(e["results"]["task_means"]), runs=len(next(iter(scores.values()))),
-                        tokens=dict(e["manifest"]["tokens"]), submitted=e["submitted"], entry_id=e["id"],
-                        self_reported=bool(e.get("self_reported", True)), scores=scores))
-    methods = [r.method for r in rows]
-    for row in rows:
+        full = ranked <= set(scores)
+        covers = [t for t in tasks if t in scores]
+        row = Row(label=e["label"], method=e["method"], model=_model(e["manifest"]),
+                  aggregate=family_mean_bootstrap(scores, ranked_tasks if full else covers, reps=reps, seed=seed,
+                                                  resample_units=not suite),
+                  tasks=dict(e["results"]["task_means"]), runs=len(next(iter(scores.values()))),
+                  tokens=dict(e["manifest"]["tokens"]), submitted=e["submitted"], entry_id=e["id"],
+                  self_reported=bool(e.get("self_reported", True)), scores=scores, covers=covers)
+        (rows if full else partial).append(row)
+    methods = [r.method for r in rows + partial]
+    for row in rows + partial:
         row.short = row.method if methods.count(row.method) == 1 else row.label
-    for row, r in zip(rows, ranks([row.iqm[1:] for row in rows])):
+    for row, r in zip(rows, ranks([row.aggregate[1:] for row in rows])):
         row.rank = r
-    best = max(range(len(rows)), key=lambda i: (rows[i].iqm[0], rows[i].iqm[1]))
+    best = max(range(len(rows)), key=lambda i: (rows[i].aggregate[0], rows[i].aggregate[1]))
     for i, row in enumerate(rows):
         if i != best:
-            row.poi_vs_best = probability_of_improvement_ci(row.scores, rows[best].scores, seed=seed)
+            row.poi_vs_best = probability_of_improvement_ci({t: row.scores[t] for t in ranked_tasks},
+                                                            {t: rows[best].scores[t] for t in ranked_tasks}, seed=seed)
     board = Board(entries[0]["protocol"], entries[0]["track"], tasks, rows, leader=rows[best].label, seed=seed,
-                  suite=all("families" in e["results"] for e in entries))
+                  suite=suite, ranked_tasks=ranked_tasks, partial=partial)
     _elo(board, entries, seed)
-    board.rows.sort(key=lambda r: (r.rank, -r.iqm[0], r.submitted))
+    board.rows.sort(key=lambda r: (r.rank, -r.aggregate[0], r.submitted))
+    board.partial.sort(key=lambda r: (r.short, r.submitted))
     return board
 
 
@@ -149,37 +188,78 @@ def _elo(board: Board, entries: list[dict[str, Any]], seed: int) -> None:
     if not strata:
         return
     players = {p for rows in strata.values() for r in rows for p in r[:2]}
-    labels = {row.label for row in board.rows}
+    labels = {row.label for row in board.rows + board.partial}
     anchor = "random" if "random" in players else min(players - labels)
     fit = bradley_terry_bootstrap(strata, weights, anchor=anchor, anchor_elo=ANCHOR_ELO, prior=1.0, reps=200,
                                   seed=seed)
     board.elo_anchor = anchor
     board.elo_envs = sorted(envs)
-    for row in board.rows:
+    for row in board.rows + board.partial:
         row.elo = fit.get(row.label)
     board.opponents = {p: v for p, v in fit.items() if p not in labels}
 
 
-def compare(board: Board, a: str, b: str) -> str:
-    """One sentence comparing entries ``a`` and ``b`` (labels or short names) on the IQM and, where the board has
-    one, the Elo: which is above and by which statistic, or that they do not differ at 95%. ``P(a > b)`` is quoted
-    with its 95% CI and its direction spelled out."""
+def _task_ci(board: Board, row: Row, task: str) -> tuple[float, float, float]:
+    """A row's score on one task, the mean over its seeds with a Student-t interval."""
+    return mean_ci(seed_scores(row.scores[task], units_are_seeds=not board.suite))
+
+
+def _shared(a: Row, b: Row, board: Board) -> list[str]:
+    """The tasks both rows cover, in the board's order."""
+    return [t for t in board.tasks if t in a.scores and t in b.scores]
+
+
+def _where(board: Board, shared: list[str]) -> str:
+    """Where a comparison over ``shared`` is made, in words."""
+    if len(shared) == 1:
+        return shared[0]
+    noun = "families" if board.suite else "tasks"
+    if shared == board.ranked_tasks:
+        return f"the aggregate of {len(shared)} {noun}"
+    return f"the aggregate of the {len(shared)} {noun} both cover ({', '.join(shared)})"
+
+
+def paired_comparison(board: Board, a: str, b: str) -> Comparison:
+    """Entries ``a`` and ``b`` (labels or short names) compared seed by seed on the mean of the tasks both cover
+    (uncorrected: :func:`leaderboard.verdicts.holm_family` corrects the comparisons a command prints together)."""
     ra, rb = board.row(a), board.row(b)
-    poi = probability_of_improvement_ci(ra.scores, rb.scores, seed=board.seed)
-    if separated(ra.iqm, rb.iqm) or separated(rb.iqm, ra.iqm):
-        hi, lo = (ra, rb) if separated(ra.iqm, rb.iqm) else (rb, ra)
-        p = poi if hi is ra else (1 - poi[0], 1 - poi[2], 1 - poi[1])
-        text = f"{hi.short} above {lo.short}: IQM CIs separated (P({hi.short} > {lo.short}) = {format_ci(p, 2)})"
-    elif poi[1] > 0.5:
-        text = f"{ra.short} above {rb.short}: P({ra.short} > {rb.short}) = {format_ci(poi, 2)}, CI above 0.5 " \
-               "(IQM CIs overlap)"
-    elif poi[2] < 0.5:
-        p = (1 - poi[0], 1 - poi[2], 1 - poi[1])
-        text = f"{rb.short} above {ra.short}: P({rb.short} > {ra.short}) = {format_ci(p, 2)}, CI above 0.5 " \
-               "(IQM CIs overlap)"
-    else:
-        text = f"{ra.short} vs {rb.short}: no difference at 95% (P({rb.short} > {ra.short}) = " \
-               f"{format_ci((1 - poi[0], 1 - poi[2], 1 - poi[1]), 2)})"
+    shared = _shared(ra, rb, board)
+    if not shared:
+        raise ValueError(f"{ra.short} and {rb.short} share no task: there is nothing to compare")
+    units_are_seeds = not board.suite           # a policy-track entry's units are evaluation seeds shared by all
+    xa = aggregate_seed_scores(ra.scores, shared, units_are_seeds)
+    xb = aggregate_seed_scores(rb.scores, shared, units_are_seeds)
+    return comparison(ra.short, rb.short, _where(board, shared), xa, xb, seed=board.seed)
+
+
+def _pairs(board: Board, under_test: str | None) -> list[tuple[Row, Row]]:
+    """Who :func:`verdicts` compares: with ``under_test``, that entry against every other one sharing a task;
+    without, the leader against every other ranked entry, then each partial-coverage entry against the leader."""
+    if under_test is not None:
+        mine = board.row(under_test)
+        return [(mine, r) for r in board.rows + board.partial if r is not mine and _shared(mine, r, board)]
+    leader = board.row(board.leader)
+    return [(leader, r) for r in board.rows if r is not leader] + \
+        [(r, leader) for r in board.partial if _shared(r, leader, board)]
+
+
+def _seed_counts(board: Board, a: Row, b: Row) -> tuple[int, int]:
+    shared = _shared(a, b, board)
+    return tuple(len(seed_scores(r.scores[shared[0]], units_are_seeds=not board.suite)) for r in (a, b))
+
+
+def comparisons(board: Board, under_test: str | None = None) -> list[Comparison]:
+    """The comparisons :func:`verdicts` states (:func:`_pairs` with the same seed count on both sides), Holm-corrected
+    together."""
+    pairs = [(a, b) for a, b in _pairs(board, under_test) if len(set(_seed_counts(board, a, b))) == 1]
+    return holm_family([paired_comparison(board, a.label, b.label) for a, b in pairs])
+
+
+def compare(board: Board, a: str, b: str) -> str:
+    """One sentence: entries ``a`` and ``b`` compared seed by seed (one comparison, so Holm over 1), and, where the
+    board has one, whether their Elo CIs are separated."""
+    ra, rb = board.row(a), board.row(b)
+    text = sentence(holm_family([paired_comparison(board, a, b)])[0])
     if ra.elo is not None and rb.elo is not None:
         if separated(ra.elo, rb.elo) or separated(rb.elo, ra.elo):
             hi, lo = (ra, rb) if separated(ra.elo, rb.elo) else (rb, ra)
@@ -190,32 +270,20 @@ def compare(board: Board, a: str, b: str) -> str:
 
 
 def verdicts(board: Board, under_test: str | None = None) -> list[str]:
-    """The board's verdict in sentences. With ``under_test`` (a label or short name): that entry against every other
-    one (:func:`compare`). Without: which entries the IQM separates (ranks), the leader's closest challenger by
-    ``P(entry > leader)``, and which the Elo separates from its top entry, each saying what it covers."""
-    if under_test is not None:
-        mine = board.row(under_test)
-        return [compare(board, mine.label, r.label) for r in board.rows if r is not mine]
-    leader = board.row(board.leader)
-    out = []
-    top = [r for r in board.rows if r.rank == 1]
-    below = [r for r in board.rows if r.rank > 1]
-    if len(board.rows) == 1:
-        out.append(f"IQM ({board.iqm_covers()}): one entry, nothing to compare")
-    elif not below:
-        out.append(f"IQM ({board.iqm_covers()}): no entry is separated at 95%: every CI overlaps "
-                   f"{leader.short}'s, so all share rank 1")
-    else:
-        names = ", ".join(f"{r.short} (rank {r.rank})" for r in below)
-        out.append(f"IQM ({board.iqm_covers()}): {', '.join(r.short for r in top)} above {names}: CIs separated")
-    others = [r for r in board.rows if r.poi_vs_best is not None]
-    if others:
-        near = max(others, key=lambda r: r.poi_vs_best[0])
-        lo, hi = near.poi_vs_best[1:]
-        verdict = ("CI holds 0.5: not separated" if lo <= 0.5 <= hi else
-                   f"CI below 0.5: {leader.short} better" if hi < 0.5 else f"CI above 0.5: {near.short} better")
-        out.append(f"closest to the leader {leader.short}: P({near.short} > {leader.short}) = "
-                   f"{format_ci(near.poi_vs_best, 2)} ({verdict})")
+    """The board's verdict in sentences, one per paired comparison (:func:`comparisons`, Holm over all of them), then
+    the entries outside the aggregate ranking, then which entries the Elo separates from its top entry."""
+    out = [sentence(c) for c in comparisons(board, under_test)]
+    for a, b in _pairs(board, under_test):
+        na, nb = _seed_counts(board, a, b)
+        if na != nb:
+            out.append(f"{a.short} vs {b.short}: not compared ({na} and {nb} seeds: a paired comparison needs the "
+                       "same seeds on both sides)")
+    if under_test is None and len(board.rows) == 1:
+        out.insert(0, f"{board.rows[0].short} is the only entry ranked on the aggregate: nothing to compare")
+    if board.partial:
+        out.append("partial coverage, not in the aggregate ranking (mean [95% t CI] over seeds per family): " +
+                   "; ".join(f"{r.short} (" + ", ".join(f"{t} {format_ci(_task_ci(board, r, t))}" for t in r.covers) + ")"
+                             for r in board.partial))
     rated = [r for r in board.rows if r.elo is not None]
     if len(rated) > 1:
         best = max(rated, key=lambda r: r.elo[0])

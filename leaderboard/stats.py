@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -37,7 +38,8 @@ from scipy import stats as _scipy_stats
 
 __all__ = ["bootstrap_cells", "bradley_terry", "bradley_terry_bootstrap", "cell_matrix", "format_ci", "iqm",
            "mean_ci", "probability_of_improvement", "probability_of_improvement_ci", "ranks", "separated",
-           "stratified_bootstrap"]
+           "stratified_bootstrap", "sign_flip_test", "paired", "holm", "seed_scores", "aggregate_seed_scores",
+           "family_mean_bootstrap", "paired_power", "seeds_needed"]
 
 ELO = 400.0 / np.log(10.0)
 
@@ -105,7 +107,9 @@ def stratified_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]],
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """``(mean, low, high)``: the Student-t interval of the mean (``scipy.stats.t``); one value, or values with no
     spread: ``(x, x, x)``."""
-    x = np.asarray(values, dtype=np.float64)
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
+        raise ValueError("an interval of no values")
     m = float(x.mean())
     if x.size < 2 or float(x.std(ddof=1)) == 0.0:
         return m, m, m
@@ -276,3 +280,204 @@ def bradley_terry_bootstrap(strata: Mapping[str, Sequence[tuple[str, str, float,
 def ranks(intervals: Sequence[tuple[float, float]]) -> list[int]:
     """Rank of each ``(low, high)`` interval: 1 + the number of intervals lying entirely above it."""
     return [1 + sum(1 for lo2, _ in intervals if lo2 > hi) for _, hi in intervals]
+
+
+# ---- Paired comparisons and the family-mean aggregate (issue 40) ----------------------------------------------------
+#
+# Entries of one protocol share their training seeds (and the task streams those seeds draw), so two entries are
+# compared seed by seed: the paired differences ``d_i = a_i - b_i`` over the n shared seeds, their mean with a Student-t
+# interval, and a two-sided paired permutation (sign-flip) test of "the differences are symmetric about 0"
+# (Fisher 1935; Good, "Permutation Tests", 2005, ch. 3): p = the share of the 2^n sign patterns ``s`` with
+# ``|sum s_i d_i| >= |sum d_i|`` (enumerated for n <= 16, else a seeded Monte Carlo estimate (1 + hits) / (1 + reps)).
+# With 5 seeds the smallest p it can give is 2/32 = 0.0625: five seeds cannot separate two methods at 5%.
+# A command that prints m comparisons corrects their p-values together with Holm's step-down method (Holm 1979).
+#
+# The aggregate of an entry is the mean of its task (family) scores, never a trimmed mean across tasks: a task's score
+# is the mean over runs (training seeds) of its cell means. Its CI comes from a bootstrap stratified by task: each
+# task's runs are redrawn with replacement on their own generator (seeded by the task's name, so a task's draws do
+# not depend on which other tasks are in the mean); a task's units (the settings of a suite family, which are fixed)
+# are never redrawn, unless ``resample_units`` says they are random draws themselves (evaluation seeds).
+
+EXACT_SIGN_FLIP_MAX = 16
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired comparison's numbers: ``a - b`` over ``n`` shared units (training seeds)."""
+
+    n: int
+    mean: float          # the mean paired difference
+    low: float           # its Student-t interval (``confidence``)
+    high: float
+    p: float             # two-sided sign-flip p-value
+    exact: bool          # True: all 2^n sign patterns enumerated; False: seeded Monte Carlo
+
+
+def sign_flip_test(diffs: Sequence[float], mc_reps: int = 20_000, seed: int = 0) -> tuple[float, bool]:
+    """``(p, exact)``: the two-sided paired permutation test of ``diffs`` (see above). Exact for n <= 16."""
+    d = np.asarray(diffs, dtype=np.float64).ravel()
+    if d.size == 0 or not np.all(np.isfinite(d)):
+        raise ValueError(f"a sign-flip test needs finite paired differences, got {d.tolist()}")
+    observed = abs(float(d.sum()))
+    if observed == 0.0:
+        return 1.0, True
+    tol = 1e-12 * max(1.0, float(np.abs(d).sum()))           # sums equal up to rounding count as "as extreme"
+    if d.size <= EXACT_SIGN_FLIP_MAX:
+        signs = ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1) * 2 - 1
+        return float(np.mean(np.abs(signs @ d) >= observed - tol)), True
+    if mc_reps < 1:
+        raise ValueError(f"mc_reps must be >= 1, got {mc_reps}")
+    rng = np.random.default_rng(seed)
+    hits, left = 0, mc_reps
+    while left:                                              # in chunks: memory stays ~ 1000 x n
+        k = min(left, 1000)
+        signs = rng.integers(0, 2, size=(k, d.size)) * 2 - 1
+        hits += int(np.sum(np.abs(signs @ d) >= observed - tol))
+        left -= k
+    return (1 + hits) / (1 + mc_reps), False
+
+
+def paired(a: Sequence[float], b: Sequence[float], confidence: float = 0.95, mc_reps: int = 20_000,
+           seed: int = 0) -> Paired:
+    """The paired comparison of ``a`` and ``b``, the same units (seeds) in the same order."""
+    x, y = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    if x.size != y.size or x.size == 0:
+        raise ValueError(f"a paired comparison needs the same, non-zero number of seeds on both sides; got {x.size} "
+                         f"and {y.size} (entries of one protocol share their seeds: is one of them incomplete?)")
+    d = x - y
+    mean, low, high = mean_ci(d, confidence)
+    p, exact = sign_flip_test(d, mc_reps=mc_reps, seed=seed)
+    return Paired(int(d.size), mean, low, high, p, exact)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order: with the p-values sorted ascending
+    ``p_(1) <= ... <= p_(m)``, ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``. Rejecting where ``adj < alpha``
+    controls the family-wise error rate at ``alpha`` (Holm 1979)."""
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    if p.size and (np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p > 1)):
+        raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out.tolist()
+
+
+def seed_scores(task_runs: Sequence[Sequence[float]], units_are_seeds: bool = False) -> np.ndarray:
+    """One task's scores per paired unit: per run (training seed), the mean of its units (a suite family's score of a
+    seed: the mean over its settings). With one run whose units are evaluation seeds shared by every entry
+    (``units_are_seeds``), the units themselves."""
+    if not task_runs:
+        raise ValueError("a task with no runs")
+    if len(task_runs) == 1 and units_are_seeds:
+        return np.asarray(task_runs[0], dtype=np.float64)
+    return np.array([float(np.mean(r)) for r in task_runs])
+
+
+def aggregate_seed_scores(scores: Mapping[str, Sequence[Sequence[float]]], tasks: Sequence[str],
+                          units_are_seeds: bool = False) -> np.ndarray:
+    """Per paired unit (seed), the mean over ``tasks`` of its task scores (:func:`seed_scores`)."""
+    if not tasks:
+        raise ValueError("an aggregate over no tasks")
+    missing = [t for t in tasks if t not in scores]
+    if missing:
+        raise ValueError(f"no scores for {missing}: compare only over the tasks both entries cover")
+    cols = [seed_scores(scores[t], units_are_seeds) for t in tasks]
+    if len({c.size for c in cols}) != 1:
+        raise ValueError(f"the tasks have different seed counts ({[c.size for c in cols]}): an aggregate per seed "
+                         "needs the same seeds in every task")
+    return np.mean(cols, axis=0)
+
+
+def family_mean_bootstrap(scores: Mapping[str, Sequence[Sequence[float]]], tasks: Sequence[str] | None = None,
+                          reps: int = 2000, seed: int = 0, confidence: float = 0.95,
+                          resample_units: bool = False) -> tuple[float, float, float]:
+    """``(point, low, high)``: the mean over ``tasks`` (default: all) of each task's mean over runs of its cell means,
+    with a percentile CI from a bootstrap of the runs stratified by task (see above). Units are redrawn only with
+    ``resample_units`` (evaluation seeds; never a suite's settings). Seeded and independent of the task order."""
+    tasks = list(scores) if tasks is None else list(tasks)
+    if not tasks:
+        raise ValueError("an aggregate over no tasks")
+    point = float(np.mean([np.mean([np.mean(r) for r in scores[t]]) for t in tasks]))
+    total = np.zeros(reps)
+    for t in tasks:
+        units = [np.asarray(r, dtype=np.float64) for r in scores[t]]
+        if not units or any(u.size == 0 for u in units):
+            raise ValueError(f"task {t!r} has a run with no scores")
+        rng = np.random.default_rng([seed, zlib.crc32(t.encode("utf-8"))])
+        n = len(units)
+        pick = rng.integers(n, size=(reps, n))               # the runs (training seeds) of each replicate
+        if resample_units:                                   # and, within each drawn run, its units
+            col = np.empty((reps, n))
+            for k in range(n):
+                rows = np.nonzero(pick == k)
+                idx = rng.integers(units[k].size, size=(rows[0].size, units[k].size))
+                col[rows] = units[k][idx].mean(axis=1)
+        else:
+            col = np.array([u.mean() for u in units])[pick]
+        total += col.mean(axis=1)
+    boot = total / len(tasks)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return point, float(low), float(high)
+
+
+# ---- Power from a pilot (issue 40) -----------------------------------------------------------------------------------
+#
+# How many seeds a claim needs is estimated from a pilot run on seeds of its own, never from the run it certifies
+# (a pilot that is also the certified run picks its seed count from the noise it then reports). A fresh run of n seeds
+# is simulated by drawing n paired differences with replacement from the pilot's; it "separates" when the verdict rule
+# holds: the sign-flip p is below alpha / m (Holm's threshold for the smallest of m p-values, so the estimate is
+# conservative for the others) and the t interval excludes 0 on the pilot's side.
+
+
+def paired_power(pilot_diffs: Sequence[float], n: int, comparisons: int = 1, alpha: float = 0.05,
+                 reps: int = 1000, seed: int = 0, mc_signs: int = 4000) -> float:
+    """The share of simulated ``n``-seed runs (drawn from the pilot's paired differences) that separate the two
+    methods in the pilot's direction under Holm over ``comparisons`` comparisons (see above). Exact sign-flip p for
+    n <= 16; beyond, one seeded set of ``mc_signs`` random sign patterns serves every replicate."""
+    d = np.asarray(pilot_diffs, dtype=np.float64).ravel()
+    if d.size < 2 or not np.all(np.isfinite(d)):
+        raise ValueError(f"a pilot needs at least two finite paired differences, got {d.tolist()}")
+    if n < 2 or comparisons < 1 or reps < 1:
+        raise ValueError(f"n >= 2, comparisons >= 1 and reps >= 1 required, got {n}, {comparisons}, {reps}")
+    direction = np.sign(d.mean())
+    if direction == 0:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    runs = d[rng.integers(d.size, size=(reps, n))]                       # reps x n simulated paired differences
+    if n <= EXACT_SIGN_FLIP_MAX:
+        signs = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+    else:
+        signs = rng.integers(0, 2, size=(mc_signs, n)) * 2 - 1
+    observed = np.abs(runs.sum(axis=1))
+    tol = 1e-12 * np.maximum(1.0, np.abs(runs).sum(axis=1))
+    hits = np.zeros(reps)
+    for start in range(0, reps, 64):                                     # memory: 2^16 x 64 at most
+        block = slice(start, start + 64)
+        hits[block] = (np.abs(signs @ runs[block].T) >= observed[block] - tol[block]).sum(axis=0)
+    p = hits / signs.shape[0] if n <= EXACT_SIGN_FLIP_MAX else (1 + hits) / (1 + signs.shape[0])
+    p[observed == 0] = 1.0
+    mean, sd = runs.mean(axis=1), runs.std(axis=1, ddof=1)
+    half = _scipy_stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+    excludes = direction * mean - half > 0
+    return float(np.mean((p < alpha / comparisons) & excludes))
+
+
+def seeds_needed(pilot: Mapping[int, float], certified_seeds: Sequence[int], comparisons: int = 1,
+                 power: float = 0.8, max_seeds: int = 32, alpha: float = 0.05, reps: int = 1000,
+                 seed: int = 0) -> int | None:
+    """The fewest seeds (2 .. ``max_seeds``) whose :func:`paired_power` reaches ``power``, from a pilot given as
+    ``{training seed: paired difference}``; ``None`` if none does. The pilot's seeds must not be among the
+    ``certified_seeds`` (the protocol's run that the claim will quote)."""
+    reused = sorted(set(pilot) & set(certified_seeds))
+    if reused:
+        raise ValueError(f"the pilot reuses the certified run's seeds {reused}: run the pilot on other seeds (a power "
+                         "estimate from the certified run picks its seed count from the noise it then reports)")
+    diffs = [pilot[k] for k in sorted(pilot)]
+    for n in range(2, max_seeds + 1):
+        if paired_power(diffs, n, comparisons, alpha, reps, seed) >= power:
+            return n
+    return None

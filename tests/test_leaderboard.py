@@ -444,7 +444,7 @@ def test_benchmark_credit_trains_evaluates_and_ranks_beside_the_baselines(credit
     assert captured.err.count(": done, 1 steps in ") == 4                  # 2 methods x 2 training seeds
     assert "| rank | entry |" in text and "baselines.credit.rae_RAE#" in text and "none#" in text
     assert "ccpo_v1: not applicable here" in text
-    assert "baselines.credit.rae_RAE vs none: " in text                   # the verdict of the method under test
+    assert "baselines.credit.rae_RAE vs none on " in text                 # the verdict of the method under test
     assert (out / "test-credit@1" / "comparison.md").read_text() in text
     comparison = (out / "test-credit@1" / "index.html").read_text()
     assert "<table class='board'" in comparison

@@ -45,30 +45,32 @@ def board(entries):
     return build_board(entries, reps=300)
 
 
-def test_verdict_separates_a_clear_winner_and_spells_out_p_improvement_with_its_direction(board):
+def test_verdict_states_the_leader_against_each_entry_paired_with_holm_over_what_it_prints(board):
     lines = verdicts(board)
-    assert re.fullmatch(r"IQM \(all 2 tasks x 4 runs, 20 eval seeds each\): strong above (twin|other) \(rank 2\), "
-                        r"(twin|other) \(rank 2\): CIs separated", lines[0]), lines[0]
-    closest = lines[1]
-    assert re.fullmatch(r"closest to the leader strong: P\((twin|other) > strong\) = 0\.00 \[0\.00, 0\.00\] "
-                        r"\(CI below 0\.5: strong better\)", closest), closest
+    # 4 runs: the smallest sign-flip p is 2/16, so even a 0.6 lead is "not separated" (never "no difference")
+    for line in lines[:2]:
+        assert re.fullmatch(r"strong vs (twin|other) on the aggregate of 2 tasks: not separated \(paired difference "
+                            r"\+0\.\d{3} \[\+0\.\d{3}, \+0\.\d{3}\] \(95% t\) over 4 seeds, exact sign-flip "
+                            r"p = 0\.1250, Holm-adjusted p = 0\.2500 \(Holm over 2 comparisons, family-wise 5%\); "
+                            r"unpaired: .*\)", line), line
     assert lines[2].startswith("Elo (kuhn_poker-v0 games only, against kuhn_nash; kuhn_nash fixed at 1000): "
                                "strong above")
 
 
-def test_compare_says_no_difference_at_95_percent_when_the_ci_holds_one_half(board):
+def test_compare_says_not_separated_when_the_interval_holds_zero(board):
     text = compare(board, "twin", "other")
-    assert text.startswith("twin vs other: no difference at 95% (P(other > twin) = 0.")
-    p, low, high = map(float, re.search(r"= ([\d.]+) \[([\d.]+), ([\d.]+)\]", text).groups())
-    assert low <= 0.5 <= high and low <= p <= high
-    assert compare(board, "strong", "twin").startswith("strong above twin: IQM CIs separated (P(strong > twin) = "
-                                                       "1.00 [1.00, 1.00])")
-    assert compare(board, "twin", "strong").startswith("strong above twin")          # the direction, either way
+    assert text.startswith("twin vs other on the aggregate of 2 tasks: not separated (paired difference ")
+    d, low, high = map(float, re.search(r"difference ([-+][\d.]+) \[([-+][\d.]+), ([-+][\d.]+)\]", text).groups())
+    assert low <= 0 <= high and low <= d <= high and "Holm over 1 comparison," in text
+    assert "no difference" not in text
+    assert compare(board, "twin", "strong").startswith("twin vs strong on the aggregate of 2 tasks: not separated "
+                                                       "(paired difference -0.6")
 
 
 def test_each_statistic_says_what_it_covers_next_to_the_number(board, entries):
     text = show_text([(board, entries)])
-    assert "IQM: normalized score (random = 0, reference = 1) over all 2 tasks x 4 runs, 20 eval seeds each." in text
+    assert ("IQM: normalized score (random = 0, reference = 1) over the mean of 2 task scores (4 runs, 20 eval seeds "
+            "each; CI: bootstrap over runs and eval seeds, stratified by task).") in " ".join(text.split())
     assert "Elo: Bradley-Terry over kuhn_poker-v0 games only, against kuhn_nash" in text
     md = markdown([(board, entries)])
     assert "IQM, 2 tasks [95% CI]" in md and "Elo, kuhn_poker [95% CI]" in md and "P(entry > strong) [95% CI]" in md
@@ -135,7 +137,7 @@ def test_comparison_page_carries_the_context_and_marks_the_method_under_test(boa
     assert "<meta name='viewport' content='width=device-width, initial-scale=1'>" in html
     assert "<div class='scroll'><table class='board'" in html
     md = comparison_markdown(board, context)
-    assert "- twin vs other: no difference at 95%" in md and "- strong above twin: IQM CIs separated" in md
+    assert "- twin vs other on the aggregate of 2 tasks: not separated" in md and "- twin vs strong on" in md
     assert "**twin#bbbbbb**" in md                                               # the row under test in bold
 
 

@@ -105,3 +105,25 @@ def test_drawing_from_others_is_minus_broadcast_over_g_minus_1_on_average_and_an
     assert make_credit("shuffled").draw == "any"          # the suite's control carries no credit in expectation
     with pytest.raises(ValueError, match="draw="):
         make_credit("shuffled", draw="all")
+
+
+def _trainer_method(seed: int, tmp_path, options: dict | None = None):
+    """The credit method the trainer builds for a run with training seed ``seed`` (before any rollout)."""
+    from baselines.train import TrainConfig
+    from baselines.train.loop import _prepare
+
+    cfg = TrainConfig(env="think_solve-v0", model="mlp", action_mode="discrete", credit="shuffled",
+                      credit_options=options or {}, seed=seed, steps=1, out=str(tmp_path / f"run{seed}"),
+                      progress=False, tensorboard=False)
+    return _prepare(cfg).method
+
+
+def test_the_trainer_seeds_shuffled_with_the_training_seed(tmp_path):
+    # before: every run used the option's seed 0, and the group keys ("step-k", g) repeat across runs, so every
+    # training seed of a suite drew the same shuffle pattern
+    batch = [think_solve(g, float(s % 2), sample=s) for g in range(3) for s in range(4)]
+    one, again, two = (_trainer_method(s, tmp_path) for s in (1, 1, 2))
+    assert (one.seed, two.seed) == (1, 2)
+    assert one.advantages(batch) == again.advantages(batch)               # one training seed reproduces
+    assert one.advantages(batch) != two.advantages(batch)                 # two training seeds draw differently
+    assert _trainer_method(2, tmp_path, {"seed": 5}).seed == 5                  # an explicit option still wins

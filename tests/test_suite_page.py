@@ -150,7 +150,7 @@ def test_render_shows_suite_entries_with_the_suite_aggregate_and_a_column_per_fa
     broadcast = next(line for line in md.splitlines() if line.startswith("| ") and "broadcast#" in line)
     agg = scored["methods"]["broadcast"]["aggregate"]["ci"]
     assert f"| {agg[0]:.3f} [{agg[1]:.3f}, {agg[2]:.3f}] |" in broadcast              # the numbers benchmark printed
-    assert f"## {SUITE} (credit track)" in md and "broadcast above" in md               # a verdict for the board
+    assert f"## {SUITE} (credit track)" in md and "(Holm over 2 comparisons" in md    # a verdict for the board
     site = (tmp_path / "site" / "index.html").read_text()
     assert "suite aggregate [95% t CI]</th>" in site
     # the suite's radar joins the board's figures, each method in the colour it has in the IQM figure

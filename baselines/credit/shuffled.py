@@ -26,7 +26,10 @@ Determinism. The draws of one call come from a NumPy ``default_rng`` seeded with
 group key)``: ``seed`` the method's option, ``calls`` how many (non-empty) batches it has scored before (kept in
 :meth:`state_dict`, so a resumed run draws what the uninterrupted one would), the group key
 :attr:`~baselines.episode.Episode.group_key`. The same batch after the same history gets the same advantages, in any
-process; the order of the groups in the batch does not matter.
+process; the order of the groups in the batch does not matter. The trainer passes its training seed as ``seed``
+(unless ``--credit-options`` sets one), so the training seeds of a suite draw independently of one another: with the
+option's default 0 for every run, every seed drew the same pattern (the group keys ``("step-k", g)`` repeat across
+runs).
 
 ``std`` and ``eps`` are broadcast's; ``seed`` shifts every draw.
 """

@@ -14,6 +14,7 @@ policy that seeds its sampling per decision (the MLP) the N-process run plays th
 from __future__ import annotations
 
 import gc
+import inspect
 import json
 import math
 import os
@@ -436,7 +437,7 @@ def _prepare(cfg: TrainConfig) -> _Run:
         env = make(cfg.env, **env_kwargs)
     except TypeError as e:           # an unknown kwarg: say which flag it came from
         raise ValueError(f"--env-kwargs: {e}") from None
-    method = make_credit(cfg.credit, **cfg.credit_options)
+    method = make_credit(cfg.credit, **_credit_options(cfg))
     branches = method.branches(cfg.env)
     for b in branches:
         b.agents(env)
@@ -450,6 +451,18 @@ def _prepare(cfg: TrainConfig) -> _Run:
     out = Path(cfg.out)
     return _Run(env, env_kwargs, action_mode, family, sorted(set(env.roles.values())), method, branches, out,
                 _resume_point(cfg, out))
+
+
+def _credit_options(cfg: TrainConfig) -> dict[str, Any]:
+    """``--credit-options``, plus ``seed = --seed`` for a method that has a ``seed`` option the user left unset
+    (shuffled's draws, MAPPO's critic initialization): two training seeds then draw independently, and one training
+    seed reproduces its run exactly (issue 40: every seed shared shuffled's option seed 0, so one draw pattern)."""
+    options = dict(cfg.credit_options)
+    if "seed" not in options:
+        probe = make_credit(cfg.credit, **options)
+        if "seed" in inspect.signature(type(probe).__init__).parameters:
+            options["seed"] = cfg.seed
+    return options
 
 
 def _resume_point(cfg: TrainConfig, out: Path) -> Path | None:
