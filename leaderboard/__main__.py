@@ -389,7 +389,7 @@ _VERDICTS = ("validate", "submit", "evaluate-private")       # commands whose re
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; 0 on success, 1 for a rejected submission or protocol, 2 for any other bad input."""
     args = build_parser().parse_args(argv)
-    from baselines.outputs import folder_problem
+    from baselines.outputs import escape_controls, folder_problem
 
     for flag in ("out", "store"):        # the folders a command writes (or reads: a store), checked before any work
         problem = folder_problem(getattr(args, flag)) if getattr(args, flag, None) else None
@@ -398,11 +398,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         _COMMANDS[args.command](args)
-    except (SubmissionError, ProtocolError) as e:
-        print(f"rejected: {e}" if args.command in _VERDICTS else f"error: {e}", file=sys.stderr)
+    except (SubmissionError, ProtocolError) as e:        # (escaped: a message may quote a submitted file)
+        print(f"rejected: {escape_controls(e)}" if args.command in _VERDICTS else f"error: {escape_controls(e)}",
+              file=sys.stderr)
         return 1
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {escape_controls(e)}", file=sys.stderr)
         return 2
     return 0
 

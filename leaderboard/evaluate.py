@@ -39,6 +39,7 @@ SUBMISSION_SCHEMA = "marl_llm_submission"
 SUBMISSION_VERSION = 1
 SUBMISSION_FILE = "submission.json"
 EPISODES_FILE = "episodes.jsonl"
+MAX_METRICS_BYTES = 64 << 20     # a run's metrics.jsonl (one short row per step)
 
 __all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "cell_policies", "check_run", "config_sha256", "evaluate", "file_sha256",
            "opponent_for", "parse_run_label", "play_cell", "run_label"]
@@ -126,14 +127,21 @@ def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: 
 def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str, int], dict[str, list[float]]]:
     """A trainer run's generated tokens (main episodes and counterfactual branches) and its learning curve (the team
     rewards per step, at most ``max_points`` evenly spaced steps), from its metrics.jsonl."""
+    from baselines.outputs import loads_bounded, read_capped
+
     tokens = {"main": 0, "branches": 0}
     rows = []
-    if run_dir is not None and (run_dir / "metrics.jsonl").is_file():
-        for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+    path = None if run_dir is None else run_dir / "metrics.jsonl"
+    if path is not None and path.is_file():
+        for i, line in enumerate(read_capped(path, MAX_METRICS_BYTES, "metrics.jsonl").splitlines(), 1):
             if line.strip():
-                m = json.loads(line)
-                tokens["main"] += int(m.get("tokens/main", 0))
-                tokens["branches"] += int(m.get("tokens/branches", 0))
+                m = loads_bounded(line, f"{path}:{i}")
+                if not isinstance(m, dict) or any(isinstance(m.get(k, 0), bool) or not isinstance(m.get(k, 0), int)
+                                                  for k in ("tokens/main", "tokens/branches", "step")):
+                    raise ValueError(f"{path}:{i}: not a metrics row of the trainer (an object with integer "
+                                     f"tokens/main, tokens/branches and step)")
+                tokens["main"] += m.get("tokens/main", 0)
+                tokens["branches"] += m.get("tokens/branches", 0)
                 rows.append(m)
     keep = rows[::max(1, -(-len(rows) // max_points))]
     curve: dict[str, list[float]] = {"step": [int(m.get("step", i)) for i, m in enumerate(keep)]}

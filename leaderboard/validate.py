@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 
 from baselines.episode import json_safe
+from baselines.outputs import escape_controls, json_shape_problem, read_capped
+from marl_llm_envs.text import short_repr
 
 from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_run,
                                   config_sha256, file_sha256, parse_run_label, run_label)
@@ -55,7 +57,12 @@ TOL = 1e-9
 
 
 class SubmissionError(ValueError):
-    """A submission that fails validation; the message says what and where."""
+    """A submission that fails validation; the message says what and where. It quotes the submission's text with
+    every control character escaped (:func:`~baselines.outputs.escape_controls`): a move made of terminal escape
+    sequences is shown as ``\\x1b[2J``, never sent to the maintainer's terminal."""
+
+    def __init__(self, message: object) -> None:
+        super().__init__(escape_controls(message))
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,9 @@ def _loads(text: str, where: str) -> Any:
             out_of_range.append(digits)
         return value
 
+    problem = json_shape_problem(text)
+    if problem is not None:
+        raise SubmissionError(f"{where}: {problem}")
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_int=parse_int, parse_float=parse_float)
     except json.JSONDecodeError as e:
@@ -251,7 +261,7 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
         raise ValueError(f"sample: replay at least 1 episode (got {sample!r}); leave it out to replay every episode")
     folder = Path(folder)
     _check_files(folder, limits)
-    manifest = _read_manifest(folder / SUBMISSION_FILE)
+    manifest = _read_manifest(folder / SUBMISSION_FILE, limits)
     proto = _protocol_of(manifest, protocol)
     _check_envs(manifest, proto)
     episodes = _read_sealed_episodes(folder / EPISODES_FILE, manifest["episodes"], limits)
@@ -289,12 +299,14 @@ def _check_files(folder: Path, limits: Limits) -> None:
             raise SubmissionError(f"{name}: {size} bytes, over the limit of {limit} bytes")
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
+def _read_manifest(path: Path, limits: Limits) -> dict[str, Any]:
     """``submission.json``, strict JSON of the schema."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, limits.submission_bytes, SUBMISSION_FILE).decode("utf-8")
     except UnicodeDecodeError:
         raise SubmissionError(f"{SUBMISSION_FILE}: not UTF-8 text") from None
+    except ValueError as e:
+        raise SubmissionError(str(e)) from None
     manifest = _loads(text, SUBMISSION_FILE)
     _check_manifest(manifest)
     return manifest
@@ -338,10 +350,6 @@ def _check_tokens(episodes: list, manifest: dict, proto: Protocol) -> None:
             value = getattr(e, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_INT:
                 raise SubmissionError(f"{EPISODES_FILE}:{line}.{name}: {value!r} is not a non-negative integer")
-        own = sum(len(t.completion_ids) for t in e.turns)
-        if e.tokens_generated != own:
-            raise SubmissionError(f"{EPISODES_FILE}:{line}.tokens_generated: {e.tokens_generated}, but its turns "
-                                  f"hold {own} completion tokens")
         main += e.tokens_generated
         branches += e.branch_tokens_generated
     tokens = manifest["tokens"]
@@ -432,10 +440,10 @@ def _read_episodes(path: Path, limits: Limits) -> list:
 
     episodes = []
     with open(path, "rb") as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in enumerate(iter(lambda: f.readline(limits.line_bytes + 1), b""), 1):
             where = f"{EPISODES_FILE}:{lineno}"
-            if len(line) > limits.line_bytes:
-                raise SubmissionError(f"{where}: a line of {len(line)} bytes, over the limit of {limits.line_bytes}")
+            if len(line) > limits.line_bytes:       # read no further than one byte past the limit
+                raise SubmissionError(f"{where}: a line of more than {limits.line_bytes} bytes, over the limit")
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError:
@@ -452,10 +460,32 @@ def _read_episodes(path: Path, limits: Limits) -> list:
             if not isinstance(d, dict):
                 raise SubmissionError(f"{where}: an episode is a JSON object")
             try:
-                episodes.append((lineno, Episode.from_json(d)))
+                episode = Episode.from_json(d)
             except (TypeError, ValueError, KeyError, AttributeError) as e:
-                raise SubmissionError(f"{where}: not an episode ({e})") from None
+                raise SubmissionError(f"{where}: not an episode ({short_repr(str(e), 300)})") from None
+            del d
+            episodes.append((lineno, _kept(episode, where)))
     return episodes
+
+
+def _kept(e, where: str):
+    """What validation keeps of an episode: its own token count checked here (its turns' completion tokens), then
+    everything but the moves, rewards, labels and counts dropped (prompts, log-probabilities, texts, branches; the
+    final infos reduced to their hash, checked against the replay), so the memory held for a whole submission is a
+    fraction of its file, whatever the free-form fields carry."""
+    own = sum(len(t.completion_ids) for t in e.turns)
+    if isinstance(e.tokens_generated, bool) or not isinstance(e.tokens_generated, int) or \
+            not 0 <= e.tokens_generated < MAX_INT:
+        raise SubmissionError(f"{where}.tokens_generated: {e.tokens_generated!r} is not a non-negative integer")
+    if e.tokens_generated != own:
+        raise SubmissionError(f"{where}.tokens_generated: {e.tokens_generated}, but its turns hold {own} completion "
+                              f"tokens")
+    e.final_infos = {"sha256": canonical_sha256(e.final_infos)}
+    e.branches = []
+    for t in e.turns:
+        t.prompt_ids, t.completion_ids, t.logprobs, t.legal_actions = [], [], [], []
+        t.text, t.extra, t.state, t.choice, t.obs_digest = "", {}, None, None, ""
+    return e
 
 
 def _finite(values, where: str) -> None:
@@ -641,6 +671,10 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
         if set(replayed) != set(e.team_rewards) or any(abs(v - e.team_rewards[k]) > TOL for k, v in replayed.items()):
             raise SubmissionError(f"{where}: replay gives the team rewards {replayed}, the episode records "
                                   f"{e.team_rewards}")
+        infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
+        if canonical_sha256(infos) != e.final_infos.get("sha256"):     # (_kept reduced them to their hash)
+            raise SubmissionError(f"{where}.final_infos: not the infos the replayed episode ends with "
+                                  f"({short_repr(infos, 160)})")
     return len(chosen), rederived
 
 
@@ -677,13 +711,13 @@ def _replay(e, where: str, seat: str, opponent, envs: dict) -> tuple[dict[str, f
         elif discrete:
             if isinstance(action, bool) or not isinstance(action, int):
                 raise SubmissionError(f"{w}: {agent}'s move must be an action index (int) in discrete mode, got "
-                                      f"{str(action)[:60]}")
+                                      f"{short_repr(action, 60)}")
             legal = [int(x) for x in np.flatnonzero(env.action_mask(agent))]
             if action not in legal:
                 raise SubmissionError(f"{w}: {agent}'s move {action} is not legal now; legal indices: {legal}")
         elif not isinstance(action, str):
             raise SubmissionError(f"{w}: {agent}'s move must be text (a string) in text mode, got "
-                                  f"{str(action)[:60]}")
+                                  f"{short_repr(action, 60)}")
         if opponent is not None and not dead and agent != seat:
             legal_text = tuple(env.legal_actions(agent))
             request = request_for(env, agent, opponent.observes, key=(int(tr["seed"]), 0, step))
