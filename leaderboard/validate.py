@@ -46,8 +46,8 @@ from baselines.episode import json_safe
 from baselines.outputs import escape_controls, json_shape_problem, read_capped
 from marl_llm_envs.text import short_repr
 
-from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_run,
-                                  config_sha256, file_sha256, parse_run_label, run_label)
+from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_method,
+                                  check_run, config_sha256, file_sha256, parse_run_label, run_label)
 from leaderboard.protocol import Protocol, ProtocolError, Task, canonical_sha256, load_protocol, registered_protocol
 
 __all__ = ["Limits", "SubmissionError", "Validated", "validate"]
@@ -411,6 +411,12 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
                     check_run(proto, provenance, env_id, r, f"{SUBMISSION_FILE}.players.{env_id}[{r}]")
                 except ValueError as e:
                     raise SubmissionError(str(e)) from None
+    if proto.track == "credit":
+        try:
+            check_method(manifest["method"], [p for env_id in proto.env_ids for p in manifest["players"][env_id]],
+                         f"{SUBMISSION_FILE}.players")
+        except ValueError as e:
+            raise SubmissionError(str(e).replace(f"{SUBMISSION_FILE}.players.method", f"{SUBMISSION_FILE}.method"))
     if config_sha256(named["sha256"], manifest["players"]) != manifest["config_sha256"]:
         raise SubmissionError(f"{SUBMISSION_FILE}.config_sha256 does not match the protocol and players listed")
     return proto
