@@ -7,24 +7,31 @@ the submitter's own moves came from the player the manifest names. ``reproduce``
 * Players whose code or weights are here are re-loaded from their spec: ``random`` and ``reference[:NAME]`` (the
   code of this package), ``checkpoint:PATH`` where ``PATH`` exists on this machine, ``hf:MODEL`` for a model
   :func:`baselines.models.load_model` finds locally. The re-loaded player must have the manifest's weights hash.
-* Credit track, MLP model (the micro tier): ``retrain`` of the runs (default 1, drawn at random) are trained again
+* Credit track, MLP model (the micro tier): every run (or ``retrain`` of them, drawn at random) is trained again
   from the run's ``train_config`` in the manifest, with :func:`baselines.train.train` (deterministic on CPU: see
-  ``tests/test_checkpoint_safety.py``), and the new weights must hash to the run's ``weights_sha256``. Only the
-  built-in credit methods are re-trained: a ``package.module:Class`` method would import code named by the
-  submission.
-* Then ``sample`` episodes of the re-loaded players are played again exactly as :func:`leaderboard.evaluate.evaluate`
-  plays them (:func:`leaderboard.evaluate.play_cell`) and every move must be identical. With ``seeded_moves`` any
-  subset of a cell's seeds plays the same episodes, so a sample is cheap; without it (version-1 protocols) a whole
-  cell is re-played, because the moves depend on how the requests were batched.
+  ``tests/test_checkpoint_safety.py``; a micro run takes seconds), and the new weights must hash to the run's
+  ``weights_sha256``. Only the built-in credit methods are re-trained: a ``package.module:Class`` method would import
+  code named by the submission.
+* Then the episodes of the re-loaded players are played again exactly as :func:`leaderboard.evaluate.evaluate`
+  plays them (:func:`leaderboard.evaluate.play_cell`) and every move must be identical: every episode of a cheap
+  player (scripted bots, MLPs), and of the others a uniform draw sized by the detection goal (a forged 1% of the
+  episodes caught with probability >= 0.99: :func:`detection_sample`, 459 episodes). With ``seeded_moves`` any
+  subset of a cell's seeds plays the same episodes; without it (version-1 protocols) whole cells are re-played,
+  because the moves depend on how the requests were batched.
+* The validator chooses: every draw (runs to re-train, episodes to re-play) comes from an audit seed drawn from
+  the OS's randomness when ``validate`` runs (:func:`draw_audit_seed`), after the submission was made; it is
+  printed and stored with the result, and ``--audit-seed`` repeats the same draws.
 
-A player that cannot be re-run here (an ``hf:`` model that is not present, a checkpoint path that is not on this
-machine and no run to re-train) is a :class:`~leaderboard.validate.SubmissionError` under ``--reproduce``; without
+A run that cannot be re-run here (an ``hf:`` model that is not present, a checkpoint path that is not on this
+machine and no re-training) is a :class:`~leaderboard.validate.SubmissionError` under ``--reproduce``; without
 ``--reproduce`` the entry is stored as *self-reported* (``entry["self_reported"]``).
 """
 
 from __future__ import annotations
 
+import math
 import random
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,7 +39,11 @@ from typing import Any
 from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, play_cell, run_label
 from leaderboard.validate import SubmissionError, Validated
 
-__all__ = ["reproduce"]
+__all__ = ["DETECT_FRACTION", "DETECT_PROBABILITY", "detection_probability", "detection_sample", "draw_audit_seed",
+           "reproduce"]
+
+DETECT_FRACTION = 0.01          # the detection goal: a forged 1% of the episodes ...
+DETECT_PROBABILITY = 0.99       # ... is caught with probability >= 0.99
 
 
 def _greedy(provenance: dict[str, Any]) -> bool:
@@ -117,44 +128,81 @@ def _runnable(spec: str) -> bool:
     return False
 
 
-def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, audit_seed: int | None = None,
-              workdir: str | Path | None = None) -> dict[str, Any]:
+def _cheap(provenance: dict[str, Any]) -> bool:
+    """A player whose every episode is re-played (a scripted bot or an MLP: milliseconds per episode)."""
+    spec = provenance.get("spec", "")
+    return spec == "random" or spec.startswith("reference") or provenance.get("model_id") == "mlp"
+
+
+def draw_audit_seed() -> int:
+    """A seed for the validator's draws, from the OS's randomness (:mod:`secrets`): unknown to the submitter when
+    the runs and episodes were made. It is printed, so a maintainer can repeat the same draws (``--audit-seed``)."""
+    return secrets.randbits(63)
+
+
+def detection_sample(fraction: float = DETECT_FRACTION, probability: float = DETECT_PROBABILITY) -> int:
+    """How many episodes, drawn uniformly, catch a forged ``fraction`` of them with at least ``probability``:
+    ``n = ceil(log(1 - probability) / log(1 - fraction))`` (459 for 1% and 0.99; drawing without replacement
+    catches it at least as often)."""
+    return math.ceil(math.log(1 - probability) / math.log(1 - fraction))
+
+
+def detection_probability(sampled: int, total: int, fraction: float = DETECT_FRACTION) -> float:
+    """The probability that ``sampled`` of ``total`` episodes, drawn uniformly, include a forged one when a
+    ``fraction`` of them is forged (1 when all are re-played)."""
+    return 1.0 if sampled >= total else 1.0 - (1.0 - fraction) ** sampled
+
+
+def reproduce(v: Validated, cells: dict, sample: int | None = None, retrain: int | None = None,
+              audit_seed: int | None = None, workdir: str | Path | None = None) -> dict[str, Any]:
     """Re-run the players of the validated submission ``v`` (see the module docstring); returns what was re-run:
-    ``{"episodes": n, "retrained": ["env|run<r>", ...], "players": ["env|run<r>", ...]}``."""
-    if sample < 1:
+    ``{"episodes": n, "of": total, "retrained": ["env|run<r>", ...], "players": ["env|run<r>", ...],
+    "audit_seed": seed, "detection": {"fraction": f, "probability": p}}``.
+
+    Every draw comes from ``audit_seed`` (default: :func:`draw_audit_seed`, validator-side randomness). Credit
+    track, MLP runs: ``retrain`` of them are trained again (default: every one); a run neither re-trained nor
+    present here is a :class:`SubmissionError`, never skipped. Episodes: every one of a cheap player (scripted,
+    MLP); of the others ``sample`` drawn uniformly (default: :func:`detection_sample`)."""
+    if sample is not None and sample < 1:
         raise ValueError(f"reproduce sample: at least 1 episode, got {sample}")
-    rng = random.Random(audit_seed) if audit_seed is not None else random.SystemRandom()
+    seed = draw_audit_seed() if audit_seed is None else int(audit_seed)
+    rng = random.Random(seed)
     proto, players = v.protocol, v.manifest["players"]
     runs = [(env_id, r) for env_id in sorted(players) for r in range(len(players[env_id]))]
     retrained: list[tuple[str, int]] = []
     specs: dict[tuple[str, int], str] = {}
     with tempfile.TemporaryDirectory(prefix="reproduce-", dir=workdir) as tmp:
         if proto.track == "credit":
-            for env_id, r in rng.sample(runs, min(retrain, len(runs))):
+            mlp = [key for key in runs if (players[key[0]][key[1]].get("train_config") or {}).get("model") == "mlp"]
+            chosen = mlp if retrain is None or retrain >= len(mlp) else rng.sample(mlp, retrain)
+            for env_id, r in sorted(chosen):
                 specs[(env_id, r)] = _retrain(v, env_id, r, Path(tmp))
                 retrained.append((env_id, r))
         for env_id, r in runs:
             spec = players[env_id][r]["spec"]
             if (env_id, r) in specs:
                 continue
-            if _runnable(spec):
-                specs[(env_id, r)] = spec
-            elif proto.track == "policy":
+            if not _runnable(spec):
                 raise SubmissionError(f"{SUBMISSION_FILE}.players.{env_id}[{r}].spec: {spec!r} cannot be re-run here "
-                                      f"(its weights are not on this machine)")
-        if not specs:
-            raise SubmissionError(f"{SUBMISSION_FILE}.players: no player can be re-run here")
+                                      f"(its weights are not on this machine); it was not re-trained, and every run "
+                                      f"is re-run, none skipped: ship the run's folder with the submission")
+            specs[(env_id, r)] = spec
         loaded = {key: _player(v, key[0], key[1], spec, key in retrained) for key, spec in specs.items()}
-        # the cells of the re-run players, and a sample of their seeds
+        # every episode of a cheap player; a uniform draw of the others' (whole cells without seeded moves)
         todo = [(task, seat, r) for task in proto.tasks for seat in task.seats()
                 for r in range(len(players[task.env_id])) if (task.env_id, r) in loaded]
-        budget = max(1, sample // len(todo))
+        costly = [((task.name, seat, r), s) for task, seat, r in todo if not _cheap(players[task.env_id][r])
+                  for s in sorted(cells[(task.name, seat, r)])]
+        want = detection_sample() if sample is None else sample
+        drawn = set(costly) if not proto.seeded_moves or want >= len(costly) else set(rng.sample(costly, want))
         played = 0
         envs: dict = {}     # shared by the cells, as evaluate shares them
         for task, seat, r in todo:
             cell = cells[(task.name, seat, r)]
-            seeds = sorted(cell) if not proto.seeded_moves or budget >= len(cell) else \
-                sorted(rng.sample(sorted(cell), budget))
+            seeds = sorted(cell) if _cheap(players[task.env_id][r]) or not proto.seeded_moves else \
+                [s for s in sorted(cell) if ((task.name, seat, r), s) in drawn]
+            if not seeds:
+                continue
             again = play_cell(proto, task, seat, r, loaded[(task.env_id, r)], seeds=seeds, env_pool=envs)
             for e in again:
                 line, claimed = cell[e.seed]
@@ -170,5 +218,8 @@ def reproduce(v: Validated, cells: dict, sample: int = 200, retrain: int = 1, au
                         f"{(claimed.transcript['actions'] + [None])[step]!r} (the moves are not the claimed "
                         f"player's)")
                 played += 1
-    return {"episodes": played, "retrained": [f"{env_id}|run{r}" for env_id, r in retrained],
-            "players": [f"{env_id}|run{r}" for env_id, r in sorted(loaded)]}
+    total = sum(len(cells[(t.name, seat, r)]) for t, seat, r in todo)
+    return {"episodes": played, "of": total, "retrained": [f"{env_id}|run{r}" for env_id, r in retrained],
+            "players": [f"{env_id}|run{r}" for env_id, r in sorted(loaded)], "audit_seed": seed,
+            "detection": {"fraction": DETECT_FRACTION,
+                          "probability": round(detection_probability(played, total), 4)}}

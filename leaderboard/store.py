@@ -84,6 +84,7 @@ def entry_from(v: Validated, seeds: str = "public") -> dict[str, Any]:
             "replayed": v.replayed,
             "rederived": v.rederived,
             "reproduced": v.reproduced,
+            "audit_seed": v.audit_seed,
             "anchors": {t.name: {"zero": t.zero, "one": t.one, "names": t.normalize} for t in v.protocol.tasks},
             "task_means": v.task_means(),
             "scores": v.scores,
@@ -100,14 +101,14 @@ def _inside(store: Path, rel: str) -> Path:
 
 
 def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None, sample: int | None = None,
-           limits: Limits = Limits(), reproduce: bool = False, reproduce_sample: int = 200,
-           seeds: str = "public") -> dict[str, Any]:
+           limits: Limits = Limits(), reproduce: bool = False, reproduce_sample: int | None = None,
+           seeds: str = "public", audit_seed: int | None = None, retrain: int | None = None) -> dict[str, Any]:
     """Validate the submission in ``folder`` and add it to ``store``; returns the entry. A failed validation or a
     duplicate raises :class:`SubmissionError` and writes nothing. Every episode is replayed (an env replay is cheap),
     unless ``sample`` (>= 1) asks for that many random ones. ``reproduce``: re-run the player first
     (:mod:`leaderboard.reproduce`); otherwise the entry is marked self-reported."""
     validated = validate(folder, protocol=protocol, sample=sample, limits=limits, reproduce=reproduce,
-                         reproduce_sample=reproduce_sample)
+                         reproduce_sample=reproduce_sample, audit_seed=audit_seed, retrain=retrain)
     return add_entry(validated, store, seeds)
 
 

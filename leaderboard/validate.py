@@ -88,6 +88,7 @@ class Validated:
     rederived: int = 0                              # moves of the protocol's opponents re-derived and matched
     reproduced: dict[str, Any] | None = None        # what --reproduce re-ran (None: the player's moves are
     #                                                 self-reported)
+    audit_seed: int | None = None                   # the seed of the validator's draws (replay and re-run samples)
 
     @property
     def self_reported(self) -> bool:
@@ -248,15 +249,17 @@ def _check_manifest(m: Any) -> None:
 # ---------------------------------------------------------------------- validate
 def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, full: bool = False,
              sample: int | None = None, audit_seed: int | None = None, limits: Limits = Limits(),
-             reproduce: bool = False, reproduce_sample: int = 200, retrain: int = 1,
+             reproduce: bool = False, reproduce_sample: int | None = None, retrain: int | None = None,
              workdir: str | Path | None = None) -> Validated:
     """Check the submission in ``folder`` (see the module docstring) and return its statistics.
 
     ``protocol``: the protocol (or its name or path); default: the registered one the manifest names.
-    Every episode is replayed, unless ``sample`` (>= 1) asks for that many random ones (``audit_seed`` fixes the
-    draw; ``full=True`` replays all in any case). ``reproduce``: also re-play ``reproduce_sample`` episodes with the
-    claimed player (and, for the credit track, re-train ``retrain`` of the runs in ``workdir`` first), see
-    :func:`leaderboard.reproduce.reproduce`; a player that cannot run here is a :class:`SubmissionError`."""
+    Every episode is replayed, unless ``sample`` (>= 1) asks for that many random ones (``full=True`` replays all
+    in any case). ``reproduce``: also re-play the claimed player's episodes (every one of a cheap player, else
+    ``reproduce_sample``, by default sized by the detection goal) and, for the credit track, re-train its runs
+    (``retrain`` of them; default every MLP run) in ``workdir`` first, see :func:`leaderboard.reproduce.reproduce`;
+    a run that cannot be re-run here is a :class:`SubmissionError`. Every draw comes from ``audit_seed``, by default
+    drawn now from the OS's randomness (``Validated.audit_seed`` says which, to repeat them)."""
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
         raise ValueError(f"sample: replay at least 1 episode (got {sample!r}); leave it out to replay every episode")
     folder = Path(folder)
@@ -267,10 +270,14 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
     episodes = _read_sealed_episodes(folder / EPISODES_FILE, manifest["episodes"], limits)
     cells = _check_episodes(episodes, manifest, proto)
     _check_tokens(episodes, manifest, proto)
+    if audit_seed is None:
+        from leaderboard.reproduce import draw_audit_seed
+
+        audit_seed = draw_audit_seed()
     replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
     scores, raw, games = _statistics(cells, proto)
     v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
-                  content_sha256(episodes, manifest), rederived)
+                  content_sha256(episodes, manifest), rederived, audit_seed=audit_seed)
     if reproduce:
         from leaderboard.reproduce import reproduce as reproduce_
 

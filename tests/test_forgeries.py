@@ -93,3 +93,119 @@ def test_the_methods_source_is_hashed_into_the_manifest_and_checked(credit_proto
 
 def test_an_honest_credit_submission_still_validates(credit_protocol, credit_submission):
     assert validate(credit_submission, protocol=credit_protocol).episodes > 0
+
+
+# ---------------------------------------------------------------------- the validator chooses what to re-run
+def _evaluate_runs(protocol, runs, out: Path) -> Path:
+    assert main(["evaluate", "--protocol", str(protocol), "--runs", *map(str, runs), "--method", "rae",
+                 "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_the_detection_goal_sets_the_sample():
+    from leaderboard.reproduce import detection_probability, detection_sample
+
+    assert detection_sample() == 459 == detection_sample(0.01, 0.99)
+    assert detection_probability(459, 18_000) >= 0.99 > detection_probability(458, 18_000)
+    assert detection_probability(10, 10) == 1.0
+
+
+def test_forgery_a_forged_run_whose_checkpoint_was_not_shipped_fails_reproduce(credit_protocol, credit_runs,
+                                                                              tmp_path):
+    """The runs' folders travel with the submission; the forged one 'did not travel'. --reproduce used to re-train
+    one random run and skip the runs it could not load: 1 forged run in 6 passed 5 times in 6."""
+    import shutil
+
+    runs = [tmp_path / "runs" / r.name for r in credit_runs]
+    for src, dst in zip(credit_runs, runs):
+        shutil.copytree(src, dst)
+    step = sorted((runs[1] / "checkpoints").glob("step-*"))[-1]        # run 1 carries run 0's weights
+    shutil.copy(sorted((runs[0] / "checkpoints").glob("step-*"))[-1] / "state.safetensors", step)
+    sub = _evaluate_runs(credit_protocol, runs, tmp_path / "sub")
+    shutil.rmtree(runs[1])
+    _rejected(sub, credit_protocol, tmp_path / "store", "kuhn_poker-v0[1].spec: 'checkpoint:", reproduce=True,
+              retrain=0)                                    # not re-trained, not here: a failure, never a skip
+    _rejected(sub, credit_protocol, tmp_path / "store", "players.kuhn_poker-v0[1].weights_sha256: the re-run player",
+              reproduce=True)                               # by default every MLP run is re-trained
+
+
+def test_forgery_one_spliced_win_is_caught_because_a_cheap_player_is_replayed_whole(tmp_path):
+    """Episodes of the reference bot spliced into a random player's submission (the opponent's moves re-derive:
+    they were played by the protocol's opponent). A sample used to catch 40 spliced wins in 18,000 only 36% of the
+    time; a scripted or MLP player is now re-played whole, whatever --reproduce-sample says."""
+    from leaderboard.evaluate import play_cell
+    from leaderboard.players import load_player
+    from leaderboard.protocol import load_protocol
+    from test_leaderboard_integrity import _episodes, _evaluate
+
+    raw = json.loads((Path(__file__).parents[1] / "leaderboard/protocols/policy.json").read_text())
+    raw.update(id="test-splice", seeds={"start": 2**40, "count": 30})
+    raw["tasks"] = [t for t in raw["tasks"] if t["name"] == "kuhn_poker/vs-kuhn_nash"]
+    protocol = tmp_path / "test-splice.json"
+    protocol.write_text(json.dumps(raw))
+    honest = _evaluate(protocol, tmp_path / "honest")
+    proto = load_protocol(protocol)
+    bot = load_player("reference", KUHN, ["player_0", "player_1"], "discrete")
+    header, episodes = _episodes(honest)
+    target = next(i for i, e in enumerate(episodes) if e["run_id"].endswith("player_0|run0")
+                  and e["rewards"]["player_0"] < 0)             # one lost game, replaced by the bot's play
+    seed = episodes[target]["seed"]
+    (spliced,) = play_cell(proto, proto.tasks[0], "player_0", 0, bot, seeds=[seed])
+    d = json.loads(spliced.to_json())
+    d["policies"] = episodes[target]["policies"]
+    assert d["transcript"]["actions"] != episodes[target]["transcript"]["actions"]
+    episodes[target] = d
+    forged = _copy(honest, tmp_path)
+    _reseal(forged, header, episodes)
+    assert validate(forged, protocol=protocol).self_reported          # legal, consistent: only re-play can tell
+    _rejected(forged, protocol, tmp_path / "store", "(the moves are not the claimed player's)", reproduce=True,
+              reproduce_sample=1)
+
+
+def test_the_audit_seed_is_drawn_by_the_validator_printed_and_repeatable(credit_protocol, credit_submission,
+                                                                        tmp_path, capsys):
+    first = validate(credit_submission, protocol=credit_protocol, reproduce=True, retrain=1, workdir=tmp_path)
+    second = validate(credit_submission, protocol=credit_protocol, reproduce=True, retrain=1, workdir=tmp_path)
+    assert first.audit_seed != second.audit_seed                      # from the OS, not from the submission
+    again = validate(credit_submission, protocol=credit_protocol, reproduce=True, retrain=1, workdir=tmp_path,
+                     audit_seed=first.audit_seed)
+    assert again.reproduced["retrained"] == first.reproduced["retrained"]
+    assert again.reproduced["audit_seed"] == first.audit_seed
+    assert main(["validate", str(credit_submission), "--protocol", str(credit_protocol), "--reproduce"]) == 0
+    out = capsys.readouterr().out
+    assert "re-trained kuhn_poker-v0|run0, kuhn_poker-v0|run1" in out and "caught with probability 1.0000" in out
+    assert "audit seed " in out and "(--audit-seed " in out
+
+
+def test_forgery_runs_trained_longer_relabelled_are_refused_in_private_mode(credit_protocol, tmp_path):
+    """evaluate-private used to store credit runs as reproduced without re-training them: runs trained 100 steps
+    relabelled as 10 ranked at IQM 0.567 against 0.289."""
+    from leaderboard.store import load_entries
+
+    runs = []
+    for s in (0, 1):
+        run = _train(tmp_path / f"seed{s}", s, steps=6, save_every=6)
+        cfg = json.loads((run / "config.json").read_text())
+        cfg["steps"] = 2
+        (run / "config.json").write_text(json.dumps(cfg))
+        meta_path = sorted((run / "checkpoints").glob("step-*"))[-1] / "meta.json"
+        meta = json.loads(meta_path.read_text())
+        meta["step"] = 2
+        meta_path.write_text(json.dumps(meta))
+        runs.append(run)
+    store = tmp_path / "store"
+    assert main(["evaluate-private", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method",
+                 "rae", "--count", "3", "--out", str(tmp_path / "private"), "--submit", "--store", str(store),
+                 "--no-progress"]) == 1
+    assert not store.exists() or not load_entries(store)
+
+
+def test_an_honest_credit_entry_in_private_mode_is_retrained_and_reproduced(credit_protocol, credit_runs, tmp_path):
+    from leaderboard.private import evaluate_private
+    from leaderboard.protocol import load_protocol
+
+    players = {KUHN: [f"checkpoint:{r}" for r in credit_runs]}
+    v, entry = evaluate_private(load_protocol(credit_protocol), players, tmp_path / "p", "rae", count=3,
+                                store=tmp_path / "store")
+    assert entry["self_reported"] is False and entry["seeds"] == "private"
+    assert v.reproduced["retrained"] == ["kuhn_poker-v0|run0", "kuhn_poker-v0|run1"]
