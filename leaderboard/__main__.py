@@ -309,6 +309,9 @@ def _print_reproduced(v, args: argparse.Namespace) -> None:
     """What --reproduce re-ran, its detection probability, and the audit seed that repeats the draws."""
     if v.reproduced is None:
         print("  the player's own moves are self-reported (--reproduce re-plays them)")
+        if not v.protocol.seeded_moves:
+            print(f"  {v.protocol.key} has no seeded moves: its opponents' moves, the seats and the engine seed are "
+                  f"not re-derived either; submit refuses it without --reproduce")
     else:
         r = v.reproduced
         print(f"  reproduced: {r['episodes']} of {r.get('of', r['episodes'])} episodes re-played with the claimed "

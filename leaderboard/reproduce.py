@@ -134,6 +134,22 @@ def _cheap(provenance: dict[str, Any]) -> bool:
     return spec == "random" or spec.startswith("reference") or provenance.get("model_id") == "mlp"
 
 
+def _differs(again, claimed, line: int, spec: str, label: str, seat: str) -> None:
+    """The :class:`SubmissionError` for an episode whose re-play differs: the first step that differs, and whose
+    move it is (the player's, or, without seeded moves, the protocol's opponent's: a whole cell re-played on the
+    protocol's seeds re-derives those too, so a thrown opponent, mirrored seats or another engine seed show here)."""
+    mine, theirs = again.transcript["actions"], claimed.transcript["actions"]
+    step = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+    agent = next((t.agent for t in again.turns if t.step_index == step), None)
+    whose = "the player's move" if seat == "all" or agent == seat or agent is None else \
+        f"the protocol's opponent's move ({agent})"
+    why = "the moves are not the claimed player's" if whose == "the player's move" else \
+        "a move the submitter does not own was changed, or the seats, seeds or engine seed are not the protocol's"
+    raise SubmissionError(f"{EPISODES_FILE}:{line}: re-played with the claimed player {spec!r}, {label} seed "
+                          f"{again.seed} differs at step {step}: {whose} is {(mine + [None])[step]!r}, the episode "
+                          f"has {(theirs + [None])[step]!r} ({why})")
+
+
 def draw_audit_seed() -> int:
     """A seed for the validator's draws, from the OS's randomness (:mod:`secrets`): unknown to the submitter when
     the runs and episodes were made. It is printed, so a maintainer can repeat the same draws (``--audit-seed``)."""
@@ -207,16 +223,7 @@ def reproduce(v: Validated, cells: dict, sample: int | None = None, retrain: int
             for e in again:
                 line, claimed = cell[e.seed]
                 if e.transcript["actions"] != claimed.transcript["actions"]:
-                    step = next((i for i, (a, b) in enumerate(zip(e.transcript["actions"],
-                                                                   claimed.transcript["actions"])) if a != b),
-                                min(len(e.transcript["actions"]), len(claimed.transcript["actions"])))
-                    raise SubmissionError(
-                        f"{EPISODES_FILE}:{line}: re-played with the claimed player "
-                        f"{players[task.env_id][r]['spec']!r}, {run_label(task.name, seat, r)} seed {e.seed} "
-                        f"differs at step {step}: the player's move is "
-                        f"{(e.transcript['actions'] + [None])[step]!r}, the episode has "
-                        f"{(claimed.transcript['actions'] + [None])[step]!r} (the moves are not the claimed "
-                        f"player's)")
+                    _differs(e, claimed, line, players[task.env_id][r]["spec"], run_label(task.name, seat, r), seat)
                 played += 1
     total = sum(len(cells[(t.name, seat, r)]) for t, seat, r in todo)
     return {"episodes": played, "of": total, "retrained": [f"{env_id}|run{r}" for env_id, r in retrained],

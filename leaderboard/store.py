@@ -109,6 +109,11 @@ def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None,
     (:mod:`leaderboard.reproduce`); otherwise the entry is marked self-reported."""
     validated = validate(folder, protocol=protocol, sample=sample, limits=limits, reproduce=reproduce,
                          reproduce_sample=reproduce_sample, audit_seed=audit_seed, retrain=retrain)
+    if not validated.protocol.seeded_moves and not reproduce:
+        raise SubmissionError(f"{validated.protocol.key} has no seeded moves (a version-1 protocol): the moves of its "
+                              f"opponents, the seats and the engine's seed cannot be re-derived from the episodes, "
+                              f"so such a submission is unverifiable; submit it with --reproduce (every cell is "
+                              f"re-played whole with the player, which re-derives every move)")
     return add_entry(validated, store, seeds)
 
 

@@ -209,3 +209,74 @@ def test_an_honest_credit_entry_in_private_mode_is_retrained_and_reproduced(cred
                                 store=tmp_path / "store")
     assert entry["self_reported"] is False and entry["seeds"] == "private"
     assert v.reproduced["retrained"] == ["kuhn_poker-v0|run0", "kuhn_poker-v0|run1"]
+
+
+# ---------------------------------------------------------------------- version-1 credit protocols (no seeded moves)
+@pytest.fixture(scope="module")
+def v1_protocol(credit_protocol, tmp_path_factory) -> Path:
+    raw = json.loads(credit_protocol.read_text())
+    raw.pop("seeded_moves")
+    path = tmp_path_factory.mktemp("v1") / "test-credit-v1.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def _v1_rejected(forged: Path, protocol: Path, tmp_path: Path, match: str) -> None:
+    """Without --reproduce a version-1 submission is unverifiable (refused); with it, every cell is re-played whole
+    with the re-trained player, which re-derives every move."""
+    assert validate(forged, protocol=protocol).self_reported
+    _rejected(forged, protocol, tmp_path / "store", "has no seeded moves (a version-1 protocol)")
+    _rejected(forged, protocol, tmp_path / "store", match, reproduce=True)
+
+
+def test_forgery_v1_a_thrown_opponent_is_refused(monkeypatch, v1_protocol, credit_runs, tmp_path):
+    from leaderboard import evaluate as evaluate_module
+    from test_leaderboard_integrity import _fn_policy, _pick
+
+    real = evaluate_module.opponent_for
+    monkeypatch.setattr(evaluate_module, "opponent_for", lambda protocol, task, run: _fn_policy(
+        lambda env, agent, rng: _pick(env, agent, "fold", "check"), real(protocol, task, run).name))
+    forged = _evaluate_runs(v1_protocol, credit_runs, tmp_path / "thrown")
+    monkeypatch.setattr(evaluate_module, "opponent_for", real)
+    _v1_rejected(forged, v1_protocol, tmp_path, "the protocol's opponent's move")
+
+
+def test_forgery_v1_mirrored_seats_are_refused(v1_protocol, credit_runs, tmp_path):
+    from test_leaderboard_integrity import _episodes
+
+    honest = _evaluate_runs(v1_protocol, credit_runs, tmp_path / "honest")
+    header, episodes = _episodes(honest)
+    seat0 = {(e["run_id"].split("|")[2], e["seed"]): e for e in episodes if "|player_0|" in e["run_id"]}
+    mirrored = 0
+    for i, e in enumerate(episodes):
+        if "|player_1|" in e["run_id"] and e["rewards"]["player_1"] < 0:
+            other = json.loads(json.dumps(seat0[(e["run_id"].split("|")[2], e["seed"])]))
+            other.update(run_id=e["run_id"], policies=e["policies"])
+            episodes[i] = other
+            mirrored += 1
+    assert mirrored
+    forged = _copy(honest, tmp_path)
+    _reseal(forged, header, episodes)
+    _v1_rejected(forged, v1_protocol, tmp_path, "differs at step")
+
+
+def test_forgery_v1_the_best_of_four_engine_seeds_is_refused(monkeypatch, v1_protocol, credit_runs, tmp_path):
+    from baselines.rollout import RolloutEngine
+
+    from leaderboard import evaluate as evaluate_module
+
+    def best_of_four(protocol, task, seat, run, player, seeds=None, progress=False, env_pool=None):
+        best = None
+        for k in range(1, 5):           # never the protocol's own engine seed
+            engine = RolloutEngine(evaluate_module.cell_policies(protocol, task, seat, run, player))
+            episodes = engine.run(task.env_id, num_tasks=protocol.seed_count, seed=protocol.seed_start + run + 7919 * k,
+                                  seeds=protocol.seeds, env_kwargs=protocol.env_kwargs(task),
+                                  run_id=evaluate_module.run_label(task.name, seat, run))
+            score = sum(e.rewards[seat] for e in episodes)
+            if best is None or score > best[0]:
+                best = (score, episodes)
+        return best[1]
+    monkeypatch.setattr(evaluate_module, "play_cell", best_of_four)
+    forged = _evaluate_runs(v1_protocol, credit_runs, tmp_path / "best")
+    monkeypatch.undo()
+    _v1_rejected(forged, v1_protocol, tmp_path, "differs at step")
