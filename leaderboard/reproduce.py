@@ -112,6 +112,9 @@ def _player(v: Validated, env_id: str, run: int, spec: str, retrained: bool = Fa
                               f"{player.provenance['weights_sha256'][:12]}..., the manifest claims "
                               f"{str(provenance['weights_sha256'])[:12]}..."
                               + (_retrained_here(v) if retrained else ""))
+    if player.provenance["model_id"] != provenance["model_id"]:
+        raise SubmissionError(f"{where}.model_id: the re-run player {spec} is {player.provenance['model_id']!r}, the "
+                              f"manifest claims {provenance['model_id']!r}")
     if player.provenance["decoding"] != provenance["decoding"]:
         raise SubmissionError(f"{where}.decoding: the re-run player decodes with {player.provenance['decoding']}, "
                               f"the manifest claims {provenance['decoding']}")

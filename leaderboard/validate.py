@@ -240,6 +240,7 @@ def _check_manifest(m: Any) -> None:
                     raise SubmissionError(f"{w}.{key}: wrong type {type(p[key]).__name__}")
             _safe_text(p["spec"], f"{w}.spec", limit=400)
             _safe_text(p["model_id"], f"{w}.model_id")
+            _check_model_id(p, env_id, w)
     for i, e in enumerate(m["envs"]):
         if not isinstance(e, dict):
             raise SubmissionError(f"{where}.envs[{i}]: must be an object")
@@ -338,13 +339,15 @@ def _read_sealed_episodes(path: Path, seal: dict[str, Any], limits: Limits) -> l
 
 
 def content_sha256(episodes: list, manifest: dict) -> str:
-    """SHA-256 of what the submission says, independent of how the files are laid out (blank lines, spacing, key
-    order, episode order, timings, notes): per episode its run id, seed, moves and rewards, sorted, with the weights
-    hash of every run's player (two different players that happen to play the same moves are two entries)."""
+    """SHA-256 of what the episodes hold, independent of how the files are laid out (blank lines, spacing, key
+    order, episode order, timings, notes) and of any hash the submitter merely claims (the weights'): the protocol,
+    the method (on the credit track tied to the runs' credit method: two methods whose few evaluation episodes
+    happen to be identical are two entries) and, per episode, its run id, seed, moves and rewards, sorted.
+    Duplicates are found on it."""
     rows = sorted(json.dumps([e.run_id, e.seed, e.transcript.get("actions"), e.rewards, e.team_rewards],
                              sort_keys=True, separators=(",", ":")) for _, e in episodes)
-    weights = {env_id: [p.get("weights_sha256") for p in runs] for env_id, runs in manifest["players"].items()}
-    return canonical_sha256({"episodes": rows, "weights": weights})
+    return canonical_sha256({"protocol": manifest["protocol"]["id"], "version": manifest["protocol"]["version"],
+                             "method": manifest["method"], "episodes": rows})
 
 
 def _check_tokens(episodes: list, manifest: dict, proto: Protocol) -> None:
@@ -427,6 +430,34 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
     if config_sha256(named["sha256"], manifest["players"]) != manifest["config_sha256"]:
         raise SubmissionError(f"{SUBMISSION_FILE}.config_sha256 does not match the protocol and players listed")
     return proto
+
+
+def _check_model_id(p: dict, env_id: str, where: str) -> None:
+    """A run's ``model_id`` is the one its player spec gives (:func:`leaderboard.players.load_player`): the bot's
+    name for ``random`` and ``reference[:NAME]``, ``MODEL`` for ``hf:MODEL[:MODE]``, the trained model
+    (``train_config.model``) for ``checkpoint:``; ``--reproduce`` then ties it to the re-loaded weights. Any other
+    spec is not one evaluate writes."""
+    spec, model_id = p["spec"], p["model_id"]
+    if spec == "random" or spec.startswith("reference:"):
+        want = spec
+    elif spec == "reference":
+        from marl_llm_envs.reference import reference_policies
+
+        want = f"reference:{next(iter(reference_policies(env_id)), '')}"
+    elif spec.startswith("hf:"):
+        want = spec[len("hf:"):].partition(":")[0]
+    elif spec.startswith("checkpoint:"):
+        config = p.get("train_config")
+        want = config.get("model") if isinstance(config, dict) else None
+        if want is None:
+            raise SubmissionError(f"{where}.train_config: a checkpoint's provenance records its train_config (the "
+                                  f"model it trained names model_id)")
+    else:
+        raise SubmissionError(f"{where}.spec: {spec!r} is not random, reference[:NAME], hf:MODEL[:MODE] or "
+                              f"checkpoint:PATH")
+    if model_id != want:
+        raise SubmissionError(f"{where}.model_id: {model_id!r}, but the player {spec!r} is {want!r} (the model id is "
+                              f"the player's, not a free label; name the entry with --method)")
 
 
 def _check_envs(manifest: dict, proto: Protocol) -> None:

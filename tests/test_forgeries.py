@@ -280,3 +280,72 @@ def test_forgery_v1_the_best_of_four_engine_seeds_is_refused(monkeypatch, v1_pro
     forged = _evaluate_runs(v1_protocol, credit_runs, tmp_path / "best")
     monkeypatch.undo()
     _v1_rejected(forged, v1_protocol, tmp_path, "differs at step")
+
+
+# ---------------------------------------------------------------------- labels and duplicates
+@pytest.fixture(scope="module")
+def policy_protocol(tmp_path_factory) -> Path:
+    raw = json.loads((Path(__file__).parents[1] / "leaderboard/protocols/policy.json").read_text())
+    raw.update(id="test-labels", seeds={"start": 2**40, "count": 4})
+    raw["tasks"] = [t for t in raw["tasks"] if t["name"] == "kuhn_poker/vs-kuhn_nash"]
+    path = tmp_path_factory.mktemp("labels") / "test-labels.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+@pytest.fixture(scope="module")
+def random_player(tmp_path_factory, policy_protocol) -> Path:
+    from test_leaderboard_integrity import _evaluate
+
+    return _evaluate(policy_protocol, tmp_path_factory.mktemp("labels-sub") / "random")
+
+
+def _players(m, **changes):
+    for p in m["players"][KUHN]:
+        p.update(changes)
+
+
+def test_forgery_the_random_player_posted_as_gpt7_is_refused(random_player, policy_protocol, tmp_path):
+    forged = _copy(random_player, tmp_path)
+    _reseal(forged, manifest=lambda m: _players(m, model_id="gpt-7"))
+    _rejected(forged, policy_protocol, tmp_path / "store", "model_id: 'gpt-7', but the player 'random' is 'random'")
+    forged = _copy(random_player, tmp_path / "hf")       # an hf: spec names its model; --reproduce ties it to weights
+    _reseal(forged, manifest=lambda m: _players(m, spec="hf:gpt-7", model_id="gpt-8"))
+    _rejected(forged, policy_protocol, tmp_path / "store", "model_id: 'gpt-8', but the player 'hf:gpt-7' is 'gpt-7'")
+
+
+def test_forgery_a_markdown_image_and_link_in_the_model_stay_dead_text(random_player, policy_protocol, tmp_path):
+    from leaderboard.render import render, show
+    from leaderboard.store import submit
+
+    image = "![win](evil.example/x.png)[click](evil.example)"      # (an hf: model name has no ':')
+    forged = _copy(random_player, tmp_path)
+    _reseal(forged, manifest=lambda m: _players(m, spec=f"hf:{image}", model_id=image))
+    store = tmp_path / "store"
+    entry = submit(forged, store, protocol=policy_protocol)            # legal text; the model is self-reported
+    assert entry["self_reported"]
+    render(store, tmp_path / "site")
+    md = (tmp_path / "site" / "LEADERBOARD.md").read_text()
+    assert "![win]\\(evil.example/x.png)[click]\\(evil.example)" in md and "](" not in md
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "evil.example" in page and "<img src=\"evil" not in page and "href=\"evil" not in page
+    assert "evil.example" in show(store, wide=True)
+    from leaderboard.render import md_cell
+
+    assert "://" not in md_cell("a bare https://evil.example link")         # GitHub would make it live
+
+
+def test_forgery_the_same_episodes_with_blank_lines_and_another_claimed_hash_are_a_duplicate(random_player,
+                                                                                         policy_protocol, tmp_path):
+    from leaderboard.evaluate import EPISODES_FILE
+    from leaderboard.store import load_entries, submit
+    from leaderboard.validate import SubmissionError
+
+    store = tmp_path / "store"
+    submit(random_player, store, protocol=policy_protocol)
+    forged = _copy(random_player, tmp_path)
+    text = (forged / EPISODES_FILE).read_text().replace("\n", "\n\n", 5)
+    _reseal(forged, text=text, manifest=lambda m: _players(m, weights_sha256="f" * 64))
+    with pytest.raises(SubmissionError, match="duplicate: these episodes were submitted already"):
+        submit(forged, store, protocol=policy_protocol)
+    assert len(load_entries(store)) == 1

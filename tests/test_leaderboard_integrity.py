@@ -470,7 +470,7 @@ def test_reproduce_replays_a_local_hf_model(protocol_path, tmp_path):
 
 def test_reproduce_refuses_a_player_that_cannot_run_here(honest, protocol_path, tmp_path):
     forged = _copy(honest, tmp_path)
-    _reseal(forged, manifest=lambda m: [p.update(spec=f"checkpoint:{tmp_path / 'not-here'}")
-                                        for p in m["players"][KUHN]])
+    _reseal(forged, manifest=lambda m: [p.update(spec=f"checkpoint:{tmp_path / 'not-here'}", model_id="mlp",
+                                                 train_config={"model": "mlp"}) for p in m["players"][KUHN]])
     _rejected(forged, protocol_path, tmp_path / "store", "cannot be re-run here (its weights are not on this machine)",
               reproduce=True)
