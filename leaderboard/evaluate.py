@@ -296,9 +296,29 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
         episodes = _play(protocol, loaded, progress)
         wall = time.perf_counter() - t0
         write_jsonl(out / EPISODES_FILE, episodes)
+        if protocol.track == "credit":
+            _ship_method(out, loaded)
         manifest = _manifest(protocol, method, note, loaded, episodes, wall, out / EPISODES_FILE)
         replace_text(out / SUBMISSION_FILE, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return manifest
+
+
+def _ship_method(out: Path, loaded: dict[str, list]) -> None:
+    """A credit method of one's own (``<module>:<Class>``, not a built-in) defined in a top-level module file travels
+    with the submission as ``<module>.py``, so ``validate --reproduce`` can re-train its runs (in a sandbox, see
+    :mod:`leaderboard.reproduce`); a method inside a package is not shipped, and its runs stay self-reported."""
+    import importlib.util
+    import shutil
+
+    from baselines.credit import list_credits
+
+    credits = {str(p.provenance.get("train_config", {}).get("credit")) for runs in loaded.values() for p in runs}
+    module, _, name = next(iter(credits)).partition(":")
+    if len(credits) != 1 or next(iter(credits)) in list_credits() or not name or not module.isidentifier():
+        return
+    spec = importlib.util.find_spec(module)
+    if spec is not None and spec.origin and spec.origin.endswith(".py"):
+        shutil.copyfile(spec.origin, out / f"{module}.py")
 
 
 def _check_request(protocol: Protocol, players: dict[str, Sequence[str]], out: Path, method: str) -> None:

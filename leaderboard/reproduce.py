@@ -10,8 +10,10 @@ the submitter's own moves came from the player the manifest names. ``reproduce``
 * Credit track, MLP model (the micro tier): every run (or ``retrain`` of them, drawn at random) is trained again
   from the run's ``train_config`` in the manifest, with :func:`baselines.train.train` (deterministic on CPU: see
   ``tests/test_checkpoint_safety.py``; a micro run takes seconds), and the new weights must hash to the run's
-  ``weights_sha256``. Only the built-in credit methods are re-trained: a ``package.module:Class`` method would import
-  code named by the submission.
+  ``weights_sha256``. A built-in credit method is trained in this process; a method of the submitter's own is
+  re-trained only from its shipped source (``<module>.py`` beside ``submission.json``, whose SHA-256 validate checked
+  against the runs' ``credit_sha256``), in a child process with :data:`SANDBOX` limits (:func:`_train_sandboxed`);
+  one that did not travel cannot be re-trained here.
 * Then the episodes of the re-loaded players are played again exactly as :func:`leaderboard.evaluate.evaluate`
   plays them (:func:`leaderboard.evaluate.play_cell`) and every move must be identical: every episode of a cheap
   player (scripted bots, MLPs), and of the others a uniform draw sized by the detection goal (a forged 1% of the
@@ -69,17 +71,78 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     if raw.get("model") != "mlp":
         raise SubmissionError(f"{where}.train_config.model: {raw.get('model')!r}; only MLP runs (the micro tier) are "
                               f"re-trained here")
-    if raw.get("credit") not in list_credits():
-        raise SubmissionError(f"{where}.train_config.credit: {raw.get('credit')!r} is not a built-in credit method "
-                              f"({', '.join(list_credits())}); a method named by the submission is not imported here")
     out = workdir / f"{env_id}-run{run}"
+    fields = {k: val for k, val in raw.items() if k in known and k not in OUTPUT_FIELDS}
+    if raw.get("credit") not in list_credits():
+        if v.method_file is None:
+            raise SubmissionError(f"{where}.train_config.credit: {raw.get('credit')!r} is not a built-in credit method "
+                                  f"({', '.join(list_credits())}) and its source did not travel with the submission "
+                                  f"(<module>.py beside submission.json, for a method <module>:<Class>); it cannot "
+                                  f"be re-trained here")
+        _train_sandboxed(fields, out, Path(v.method_file), where)
+        return f"checkpoint:{out}"
     try:
-        cfg = TrainConfig(**{k: val for k, val in raw.items() if k in known and k not in OUTPUT_FIELDS},
-                          out=str(out), progress=False, tensorboard=False)
+        cfg = TrainConfig(**fields, out=str(out), progress=False, tensorboard=False)
         train(cfg)
     except Exception as e:  # noqa: BLE001 - a submitted config that does not train is a rejection, not a crash
         raise SubmissionError(f"{where}.train_config: does not train ({type(e).__name__}: {e})") from None
     return f"checkpoint:{out}"
+
+
+SANDBOX = {"cpu_s": 600, "memory_bytes": 8 << 30, "file_bytes": 256 << 20}   # per re-trained run of an outside method
+_TRAIN_IN_SANDBOX = """
+import json, sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]       # the method's folder, then this package: nothing else but site-packages
+from baselines.train import TrainConfig, train
+train(TrainConfig(**json.loads(sys.argv[3]), out=sys.argv[4], progress=False, tensorboard=False))
+"""
+
+
+def _sandbox(cpu_s: int, memory_bytes: int, file_bytes: int):
+    """The child's limits, set between fork and exec: CPU seconds, address space, the size of any file it writes; and,
+    where the kernel lets an unprivileged process do it, a network namespace of its own (no network)."""
+    def apply() -> None:
+        import ctypes
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+        try:
+            ctypes.CDLL(None, use_errno=True).unshare(0x10000000 | 0x40000000)    # CLONE_NEWUSER | CLONE_NEWNET
+        except (OSError, AttributeError):
+            pass
+    return apply
+
+
+def _train_sandboxed(fields: dict[str, Any], out: Path, source: Path, where: str,
+                     limits: dict[str, int] | None = None) -> None:
+    """Train one run of a method shipped as ``source`` in a child process (:data:`SANDBOX` limits, no network where
+    the OS allows, ``-I``: no environment variables or user site; imports from a copy of the method's file, this
+    package and the installed packages only). Any failure, a limit included, is a :class:`SubmissionError`."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    limits = {**SANDBOX, **(limits or {})}
+    home = out.parent / f"{out.name}-method"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, home / source.name)
+    root = str(Path(__file__).resolve().parent.parent)
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", _TRAIN_IN_SANDBOX, str(home), root, json.dumps(fields),
+                               str(out)], cwd=home, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=2 * limits["cpu_s"] + 60,
+                              preexec_fn=_sandbox(limits["cpu_s"], limits["memory_bytes"], limits["file_bytes"]))
+    except subprocess.TimeoutExpired:
+        raise SubmissionError(f"{where}: re-training the shipped method {source.name} ran past its time limit "
+                              f"({limits['cpu_s']} s)") from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"killed by signal {-done.returncode}"]
+        raise SubmissionError(f"{where}: re-training the shipped method {source.name} failed in its sandbox (limits: "
+                              f"{limits['cpu_s']} s of CPU, {limits['memory_bytes'] >> 20} MiB of memory, files up to "
+                              f"{limits['file_bytes'] >> 20} MiB; exit {done.returncode}: {tail[0][:300]})")
 
 
 def _retrained_here(v: Validated) -> str:

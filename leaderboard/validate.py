@@ -53,6 +53,7 @@ from leaderboard.protocol import Protocol, ProtocolError, Task, canonical_sha256
 __all__ = ["Limits", "SubmissionError", "Validated", "validate"]
 
 METHOD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+=-]{0,79}")
+METHOD_FILE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.py")     # a credit method's own source, shipped with its runs
 TOL = 1e-9
 
 
@@ -70,6 +71,7 @@ class Limits:
     submission_bytes: int = 1 << 20          # submission.json: 1 MiB
     episodes_bytes: int = 256 << 20          # episodes.jsonl: 256 MiB
     line_bytes: int = 8 << 20                # one episode line: 8 MiB
+    method_bytes: int = 256 << 10            # a credit method's source file: 256 KiB
 
 
 @dataclass
@@ -89,6 +91,7 @@ class Validated:
     reproduced: dict[str, Any] | None = None        # what --reproduce re-ran (None: the player's moves are
     #                                                 self-reported)
     audit_seed: int | None = None                   # the seed of the validator's draws (replay and re-run samples)
+    method_file: str | None = None                  # the credit method's shipped source (checked, never imported)
 
     @property
     def self_reported(self) -> bool:
@@ -268,6 +271,7 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
     manifest = _read_manifest(folder / SUBMISSION_FILE, limits)
     proto = _protocol_of(manifest, protocol)
     _check_envs(manifest, proto)
+    method_file = _check_method_file(folder, manifest, proto)
     episodes = _read_sealed_episodes(folder / EPISODES_FILE, manifest["episodes"], limits)
     cells = _check_episodes(episodes, manifest, proto)
     _check_tokens(episodes, manifest, proto)
@@ -278,7 +282,7 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
     replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
     scores, raw, games = _statistics(cells, proto)
     v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
-                  content_sha256(episodes, manifest), rederived, audit_seed=audit_seed)
+                  content_sha256(episodes, manifest), rederived, audit_seed=audit_seed, method_file=method_file)
     if reproduce:
         from leaderboard.reproduce import reproduce as reproduce_
 
@@ -294,9 +298,16 @@ def _check_files(folder: Path, limits: Limits) -> None:
                               f"{EPISODES_FILE})")
     names = sorted(p.name for p in folder.iterdir())
     extra = [n for n in names if n not in (SUBMISSION_FILE, EPISODES_FILE)]
-    if extra:
-        raise SubmissionError(f"{folder}: unexpected file(s) {extra}; a submission holds only {SUBMISSION_FILE} and "
-                              f"{EPISODES_FILE} (JSON only: pickles, weights and code are never read)")
+    source = [n for n in extra if METHOD_FILE.fullmatch(n) and (folder / n).is_file() and
+              not (folder / n).is_symlink()][:1]
+    if sorted(extra) != source:
+        raise SubmissionError(f"{folder}: unexpected file(s) {sorted(set(extra) - set(source))}; a submission holds "
+                              f"only {SUBMISSION_FILE}, {EPISODES_FILE} and, on the credit track, the source file of "
+                              f"its own credit method as <module>.py (JSON only, and that one source file, run only "
+                              f"by --reproduce in a sandbox: pickles, weights and other code are never read)")
+    if source and (folder / source[0]).stat().st_size > limits.method_bytes:
+        raise SubmissionError(f"{source[0]}: {(folder / source[0]).stat().st_size} bytes, over the limit of "
+                              f"{limits.method_bytes} bytes for a method's source")
     for name in (SUBMISSION_FILE, EPISODES_FILE):
         path = folder / name
         if not path.is_file() or path.is_symlink():
@@ -430,6 +441,28 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
     if config_sha256(named["sha256"], manifest["players"]) != manifest["config_sha256"]:
         raise SubmissionError(f"{SUBMISSION_FILE}.config_sha256 does not match the protocol and players listed")
     return proto
+
+
+def _check_method_file(folder: Path, manifest: dict, proto: Protocol) -> str | None:
+    """The shipped source of the submission's own credit method (``<module>.py``), or None: only on the credit
+    track, only for a method ``<module>:<Class>`` of that module, and its SHA-256 must be every run's
+    ``credit_sha256`` (the source that trained them). It is read as bytes here, never imported."""
+    found = sorted(p for p in folder.iterdir() if METHOD_FILE.fullmatch(p.name))
+    if not found:
+        return None
+    path = found[0]
+    credits = {str((p.get("train_config") or {}).get("credit")) for runs in manifest["players"].values() for p in runs}
+    module, _, name = (next(iter(credits)) if len(credits) == 1 else "").partition(":")
+    if proto.track != "credit" or module != path.stem or not name.isidentifier():
+        raise SubmissionError(f"{path.name}: a shipped source is the credit method <module>:<Class> that trained the "
+                              f"runs, in <module>.py; the runs were trained with {sorted(credits)[:3]}")
+    digest = file_sha256(path)
+    for env_id, runs in manifest["players"].items():
+        for r, p in enumerate(runs):
+            if p.get("credit_sha256") != digest:
+                raise SubmissionError(f"{SUBMISSION_FILE}.players.{env_id}[{r}].credit_sha256: not the SHA-256 of the "
+                                      f"shipped {path.name} ({digest[:12]}...): the runs were trained by another source")
+    return str(path)
 
 
 def _check_model_id(p: dict, env_id: str, where: str) -> None:

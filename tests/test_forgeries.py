@@ -349,3 +349,61 @@ def test_forgery_the_same_episodes_with_blank_lines_and_another_claimed_hash_are
     with pytest.raises(SubmissionError, match="duplicate: these episodes were submitted already"):
         submit(forged, store, protocol=policy_protocol)
     assert len(load_entries(store)) == 1
+
+
+# ---------------------------------------------------------------------- a method of one's own, shipped as a file
+SLOW_RAE = '''"""A credit method of one's own for the tests: RAE with a slower baseline (decay 0.99)."""
+from baselines.credit.rae import RAE
+
+
+class SlowRAE(RAE):
+    def __init__(self, decay: float = 0.99, update: str = "episode") -> None:
+        super().__init__(decay=decay, update=update)
+'''
+
+
+def _own_method_submission(credit_protocol, tmp_path, monkeypatch) -> Path:
+    """Runs trained with slow_rae:SlowRAE (importable while they are trained and evaluated), evaluated into a
+    submission that carries slow_rae.py; then the module is gone from this process, as on a maintainer's machine."""
+    import sys
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "slow_rae.py").write_text(SLOW_RAE)
+    monkeypatch.syspath_prepend(str(mine))
+    runs = [_train(tmp_path / f"seed{s}", s, credit="slow_rae:SlowRAE") for s in (0, 1)]
+    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "slow-rae",
+                 "--out", str(tmp_path / "sub"), "--no-progress"]) == 0
+    monkeypatch.undo()
+    sys.modules.pop("slow_rae", None)
+    return tmp_path / "sub"
+
+
+def test_a_method_shipped_as_a_file_is_retrained_in_a_sandbox_and_stored_as_reproduced(credit_protocol, tmp_path,
+                                                                                      monkeypatch):
+    from leaderboard.store import submit
+
+    sub = _own_method_submission(credit_protocol, tmp_path, monkeypatch)
+    assert (sub / "slow_rae.py").read_text() == SLOW_RAE
+    assert validate(sub, protocol=credit_protocol).self_reported
+    entry = submit(sub, tmp_path / "store", protocol=credit_protocol, reproduce=True)
+    assert entry["self_reported"] is False and entry["method"] == "slow-rae"
+    assert entry["results"]["reproduced"]["retrained"] == ["kuhn_poker-v0|run0", "kuhn_poker-v0|run1"]
+    forged = _copy(sub, tmp_path)                      # another source than the one that trained the runs
+    (forged / "slow_rae.py").write_text(SLOW_RAE.replace("0.99", "0.5"))
+    _rejected(forged, credit_protocol, tmp_path / "store2", "credit_sha256: not the SHA-256 of the shipped slow_rae.py")
+
+
+def test_a_shipped_method_that_runs_away_is_stopped_by_its_sandbox(credit_protocol, tmp_path, monkeypatch):
+    from leaderboard import reproduce as reproduce_module
+    from leaderboard.evaluate import file_sha256
+
+    sub = _own_method_submission(credit_protocol, tmp_path, monkeypatch)
+    forged = _copy(sub, tmp_path)
+    (forged / "slow_rae.py").write_text(SLOW_RAE + "\n    def advantages(self, episodes):\n        while True:\n"
+                                                   "            pass\n")
+    digest = file_sha256(forged / "slow_rae.py")
+    _reseal(forged, manifest=lambda m: [p.update(credit_sha256=digest) for p in m["players"][KUHN]])
+    monkeypatch.setitem(reproduce_module.SANDBOX, "cpu_s", 10)
+    _rejected(forged, credit_protocol, tmp_path / "store", "re-training the shipped method slow_rae.py failed in its "
+                                                           "sandbox (limits: 10 s of CPU", reproduce=True)
