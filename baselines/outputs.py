@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-__all__ = ["JSON_CAP", "MAX_JSON_DEPTH", "FolderBusy", "file_problem", "folder_problem", "json_shape_problem",
-           "escape_controls", "loads_bounded", "read_capped", "read_json_object", "replace_text", "replacing", "writing"]
+__all__ = ["JSON_CAP", "MAX_JSON_DEPTH", "FolderBusy", "escape_controls", "file_problem", "folder_problem",
+           "json_shape_problem", "loads_bounded", "read_capped", "read_json_object", "replace_text", "replacing",
+           "writing"]
 
 JSON_CAP = 64 << 20          # default size cap of a JSON file read back (the largest we write is far smaller)
 MAX_JSON_DEPTH = 64          # nesting: ours is at most ~10 deep (a checkpoint's optimizer state)

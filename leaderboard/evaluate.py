@@ -187,8 +187,8 @@ def check_method(method: str, runs: Sequence[dict[str, Any]], where: str) -> Non
     from baselines.credit import list_credits
     from leaderboard.players import credit_sha256
 
-    methods = {(str(p.get("train_config", {}).get("credit")),
-                canonical_sha256(p.get("train_config", {}).get("credit_options", {}))) for p in runs}
+    configs = [p.get("train_config") if isinstance(p.get("train_config"), dict) else {} for p in runs]
+    methods = {(str(c.get("credit")), canonical_sha256(c.get("credit_options", {}))) for c in configs}
     if len(methods) != 1:
         raise ValueError(f"{where}: the runs were trained with different credit methods or options "
                          f"({sorted(m for m, _ in methods)[:4]}); one submission is one method")

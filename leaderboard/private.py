@@ -15,8 +15,9 @@ opponent move re-derived), and stores it with ``"seeds": "private"`` and ``self_
 ran the player, so its moves are its own. On the credit track the moves are not enough: the runs' training (the
 credit method's work, its step count) is the submitter's word until it is re-trained, so every MLP run is trained
 again from its ``train_config`` and must reach the handed-in weights (:mod:`leaderboard.reproduce`); runs that
-cannot be re-trained here (an LLM) are stored *self-reported*. The drawn seeds are written into the submission's manifest, so the
-numbers can be re-checked later; they were unknown to the submitter when the player was handed over.
+cannot be re-trained here (an LLM) are stored *self-reported*. The drawn seeds are written into the submission's
+manifest, so the numbers can be re-checked later; they were unknown to the submitter when the player was handed
+over.
 """
 
 from __future__ import annotations

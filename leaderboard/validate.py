@@ -461,7 +461,8 @@ def _check_method_file(folder: Path, manifest: dict, proto: Protocol) -> str | N
         for r, p in enumerate(runs):
             if p.get("credit_sha256") != digest:
                 raise SubmissionError(f"{SUBMISSION_FILE}.players.{env_id}[{r}].credit_sha256: not the SHA-256 of the "
-                                      f"shipped {path.name} ({digest[:12]}...): the runs were trained by another source")
+                                      f"shipped {path.name} ({digest[:12]}...): the runs were trained by another "
+                                      f"source")
     return str(path)
 
 
