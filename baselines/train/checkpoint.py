@@ -34,7 +34,7 @@ STATE_TENSORS = "state.safetensors"
 STATE_JSON = "state.json"
 PICKLE_NAMES = ("state.pt", "state.pth", "state.pkl", "state.bin")
 MAX_JSON_BYTES = 64 << 20           # state.json
-MAX_META_BYTES = 1 << 20            # meta.json (step, config hash, the credit method's JSON state)
+MAX_META_BYTES = 64 << 20           # meta.json (step, config hash, the credit method's state: a critic's weights)
 MAX_POINTER_BYTES = 4096            # the 'latest' pointer: one folder name
 
 
