@@ -136,8 +136,9 @@ def _train_sandboxed(fields: dict[str, Any], out: Path, source: Path, where: str
                               timeout=2 * limits["cpu_s"] + 60,
                               preexec_fn=_sandbox(limits["cpu_s"], limits["memory_bytes"], limits["file_bytes"]))
     except subprocess.TimeoutExpired:
-        raise SubmissionError(f"{where}: re-training the shipped method {source.name} ran past its time limit "
-                              f"({limits['cpu_s']} s)") from None
+        raise SubmissionError(f"{where}: re-training the shipped method {source.name} was stopped by its sandbox "
+                              f"(wall-clock limit {2 * limits['cpu_s'] + 60} s, for {limits['cpu_s']} s of "
+                              f"CPU)") from None
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"killed by signal {-done.returncode}"]
         raise SubmissionError(f"{where}: re-training the shipped method {source.name} failed in its sandbox (limits: "
