@@ -204,3 +204,23 @@ def test_show_wide_escapes_a_stored_entry_name(honest, kuhn_protocol, tmp_path):
     for wide in (False, True):
         text = show(store, wide=wide)
         assert "evil" in text and "\x1b" not in text and "\x07" not in text, repr(text)
+
+
+def test_a_sparse_metrics_file_in_a_handed_in_run_is_refused_unread(tmp_path, capsys):
+    """evaluate (and evaluate-private, with the maintainer's memory) reads a run's metrics.jsonl for its tokens."""
+    import shutil
+
+    from leaderboard.__main__ import main
+    from test_leaderboard_integrity import _train
+
+    run = _train(tmp_path / "run", 0)
+    protocol = json.loads((ROOT / "leaderboard/protocols/credit-micro-quick.json").read_text())
+    protocol.update(id="test-metrics", seeds={"start": 2**40, "count": 2})
+    protocol["train"].update(steps=2, tasks_per_step=2, group_size=2, seeds=[0])
+    protocol["tasks"] = [t for t in protocol["tasks"] if t["env_id"] == "kuhn_poker-v0"]
+    (tmp_path / "p.json").write_text(json.dumps(protocol))
+    shutil.copy(run / "metrics.jsonl", tmp_path / "kept.jsonl")
+    _sparse(run / "metrics.jsonl", head=(tmp_path / "kept.jsonl").read_bytes())
+    assert main(["evaluate", "--protocol", str(tmp_path / "p.json"), "--runs", str(run), "--method", "rae",
+                 "--out", str(tmp_path / "sub"), "--no-progress"]) == 2
+    assert "metrics.jsonl: metrics.jsonl has 1073741824 bytes, over the limit" in capsys.readouterr().err
