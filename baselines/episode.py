@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from baselines.outputs import replacing
+from baselines.outputs import json_shape_problem, replacing
 from baselines.policies.base import Choice, VectorInputs
 
 SCHEMA = "marl_llm_episodes"
@@ -399,6 +399,9 @@ def read_jsonl(path: str | Path) -> list[Episode]:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
+            problem = json_shape_problem(line)         # too deep for the code that walks it, or padding
+            if problem is not None:
+                raise ValueError(f"{path}:{lineno}: not valid JSON ({problem.removeprefix('JSON ')})")
             try:
                 d = json.loads(line)
             except json.JSONDecodeError as e:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from baselines.credit import list_credits
-from baselines.outputs import folder_problem
+from baselines.outputs import escape_controls, folder_problem
 from baselines.train.config import read_run_config
 from leaderboard.benchmark import BASELINES, benchmark_credit
 from leaderboard.evaluate import evaluate
@@ -223,8 +223,12 @@ def _validate_flags(p: argparse.ArgumentParser, name: str) -> None:
                         "present here, local hf: models) and, credit track, re-train a run from the manifest; "
                         "without it the player's own moves are self-reported")
     p.add_argument("--reproduce-sample", type=int, default=None,
-                   help="with --reproduce: about this many episodes to re-play, spread over the protocol's cells (at "
-                        "least one each; default: 200)")
+                   help="with --reproduce: how many episodes of a costly player (an LLM) to re-play, drawn uniformly "
+                        "(default: 459, which catches a forged 1%% of the episodes with probability 0.99); a "
+                        "scripted or MLP player's episodes are all re-played")
+    p.add_argument("--audit-seed", type=int, default=None,
+                   help="the seed of the validator's draws (which episodes to replay, runs to re-train); default: "
+                        "drawn from the OS's randomness and printed, so that this flag repeats them")
     if name == "submit":
         p.add_argument("--store", default=str(DEFAULT_STORE), help=_STORE_HELP)
     p.add_argument("--max-episodes-mb", type=float, default=Limits.episodes_bytes / 2**20,
@@ -272,11 +276,14 @@ def _evaluate_private(args: argparse.Namespace) -> None:
     players = _players(protocol, args.player, args.runs)
     v, entry = evaluate_private(protocol, players, args.out, args.method, count=args.count,
                                 store=_store_to_submit(args), progress=not args.no_progress)
-    seeds = v.reproduced["private_seeds"]
-    print(f"valid: {v.episodes} episodes on private seeds {seeds['start']} + {seeds['count']}")
+    seeds = v.manifest["seeds"]
+    print(f"valid: {v.episodes} episodes on private seeds {seeds['eval_start']} + {seeds['eval_count']}")
+    if v.reproduced is None:
+        print("  the runs' training is self-reported (they cannot be re-trained here)")
     _print_task_means(v)
     if entry is not None:
-        print(f"added {entry['id']} to {_store_to_submit(args)}")
+        print(f"added {entry['id']} to {_store_to_submit(args)}" + (" (self-reported)" if entry["self_reported"]
+                                                                     else ""))
 
 
 def _store_to_submit(args: argparse.Namespace) -> str | None:
@@ -290,23 +297,35 @@ def _store_to_submit(args: argparse.Namespace) -> str | None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    reproduce_sample = _reproduce_sample(args)
-    v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=_limits(args))
+    v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=_limits(args),
+                 audit_seed=args.audit_seed)
     if args.reproduce:
-        reproduce(v, sample=reproduce_sample)
+        reproduce(v, sample=_reproduce_sample(args))
     print(f"valid: {v.episodes} episodes, {v.replayed} replayed, {v.rederived} opponent moves "
           f"re-derived, protocol {v.protocol.key}")
-    if v.reproduced is None:
-        print("  the player's own moves are self-reported (--reproduce re-plays them)")
-    else:
-        print(f"  reproduced: {v.reproduced['episodes']} episodes re-played with the claimed player"
-              + (f"; re-trained {', '.join(v.reproduced['retrained'])}" if v.reproduced["retrained"] else ""))
+    _print_reproduced(v, args)
     _print_task_means(v)
 
 
-def _reproduce_sample(args: argparse.Namespace) -> int:
+def _print_reproduced(v, args: argparse.Namespace) -> None:
+    """What --reproduce re-ran, its detection probability, and the audit seed that repeats the draws."""
+    if v.reproduced is None:
+        print("  the player's own moves are self-reported (--reproduce re-plays them)")
+        if not v.protocol.seeded_moves:
+            print(f"  {v.protocol.key} has no seeded moves: its opponents' moves, the seats and the engine seed are "
+                  f"not re-derived either; submit refuses it without --reproduce")
+    else:
+        r = v.reproduced
+        print(f"  reproduced: {r['episodes']} of {r.get('of', r['episodes'])} episodes re-played with the claimed "
+              f"player" + (f"; re-trained {', '.join(r['retrained'])}" if r["retrained"] else "")
+              + (f"; a forged {r['detection']['fraction']:.0%} of the episodes is caught with probability "
+                 f"{r['detection']['probability']:.4f}" if "detection" in r else ""))
+    print(f"  audit seed {v.audit_seed} (--audit-seed {v.audit_seed} repeats the validator's draws)")
+
+
+def _reproduce_sample(args: argparse.Namespace) -> int | None:
     if args.reproduce_sample is None:
-        return 200
+        return None
     if not args.reproduce:          # nothing is re-played without --reproduce: the number would be dropped
         raise ValueError("--reproduce-sample is how many episodes --reproduce re-plays; give --reproduce too")
     return args.reproduce_sample
@@ -314,8 +333,9 @@ def _reproduce_sample(args: argparse.Namespace) -> int:
 
 def _submit(args: argparse.Namespace) -> None:
     entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=_limits(args),
-                   reproduce=args.reproduce, reproduce_sample=_reproduce_sample(args))
+                   reproduce=args.reproduce, reproduce_sample=_reproduce_sample(args), audit_seed=args.audit_seed)
     print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))
+    print(f"  audit seed {entry['results']['audit_seed']} (--audit-seed repeats the validator's draws)")
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -388,11 +408,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         _COMMANDS[args.command](args)
-    except (SubmissionError, ProtocolError) as e:
-        print(f"rejected: {e}" if args.command in _VERDICTS else f"error: {e}", file=sys.stderr)
+    except (SubmissionError, ProtocolError) as e:        # (escaped: a message may quote a submitted file)
+        print(f"rejected: {escape_controls(e)}" if args.command in _VERDICTS else f"error: {escape_controls(e)}",
+              file=sys.stderr)
         return 1
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {escape_controls(e)}", file=sys.stderr)
         return 2
     return 0
 

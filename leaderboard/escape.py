@@ -21,8 +21,8 @@ def clean(text: object, limit: int = 80) -> str:
 
 def md_cell(text: object, limit: int = 80) -> str:
     """``text`` safe in a Markdown table cell: one line, ``|`` escaped, ``<`` as an entity (no tag can open; ``>``
-    stays readable, as in ``P(a > b)``)."""
-    return clean(text, limit).replace("<", "&lt;").replace("|", "\\|")
+    stays readable, as in ``P(a > b)``), ``](`` and ``://`` escaped (no link or image, no bare URL made live)."""
+    return clean(text, limit).replace("<", "&lt;").replace("|", "\\|").replace("](", "]\\(").replace("://", ":\\/\\/")
 
 
 def html_text(text: object, limit: int = 80) -> str:

@@ -34,14 +34,17 @@ from typing import Any, Sequence
 from baselines.outputs import replace_text, writing
 from leaderboard.players import load_player, opponent_policy
 from leaderboard.protocol import Protocol, canonical_sha256
+from marl_llm_envs.text import short_repr
 
 SUBMISSION_SCHEMA = "marl_llm_submission"
 SUBMISSION_VERSION = 1
 SUBMISSION_FILE = "submission.json"
 EPISODES_FILE = "episodes.jsonl"
+MAX_METRICS_BYTES = 64 << 20     # a run's metrics.jsonl (one short row per step)
 
-__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "cell_policies", "check_run", "config_sha256", "evaluate", "file_sha256",
-           "opponent_for", "parse_run_label", "play_cell", "run_label"]
+__all__ = ["EPISODES_FILE", "SUBMISSION_FILE", "cell_policies", "check_method", "check_run", "config_sha256",
+           "evaluate", "file_sha256", "opponent_for", "parse_run_label", "pinned_train_config",
+           "play_cell", "run_label"]
 
 
 def run_label(task_name: str, seat: str, run: int) -> str:
@@ -96,19 +99,67 @@ def git_sha() -> str | None:
     return sha + ("+dirty" if dirty else "")
 
 
-def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: int, where: str) -> None:
-    """A credit-track run must be trained on ``env_id`` under the protocol's fixed budget, with the run's training
-    seed, evaluated after the last step, within the token budget (``ValueError`` naming ``where`` otherwise)."""
+# What a credit-track run's TrainConfig may hold (issue 42): the method under test chooses its own fields, where and
+# how fast it ran changes nothing that is learned, a schedule of the method's is bounded by the budget, and every
+# other field is fixed: by the protocol's train block and task, or at TrainConfig's default (the trainer settings
+# every method of the protocol shares: partners, frozen roles, lr, ppo_epochs, clipping, sampling, ...).
+METHOD_FIELDS = ("credit", "credit_options")
+HARDWARE_FIELDS = ("device", "dtype", "compile")
+BOUNDED_FIELDS = {"alternate_every": ("an integer from 0 to the protocol's steps", lambda v, train: type(v) is int
+                                      and 0 <= v <= train["steps"])}
+
+
+def pinned_train_config(protocol: Protocol, env_id: str, run: int) -> dict[str, Any]:
+    """The value the protocol fixes for every ``TrainConfig`` field of run ``run`` on ``env_id`` but those the
+    method chooses (:data:`METHOD_FIELDS`, :data:`BOUNDED_FIELDS`), the hardware and the result-neutral ones."""
+    import dataclasses
+
+    from baselines.train import TrainConfig
+    from baselines.train.config import RESULT_NEUTRAL_FIELDS
+
     train = protocol.train
-    cfg = provenance.get("train_config") or {}
-    want = {"steps": train["steps"], "tasks_per_step": train["tasks_per_step"], "group_size": train["group_size"],
-            "mode": train["mode"], "seed": train["seeds"][run], "env": env_id}
+    free = set(METHOD_FIELDS) | set(HARDWARE_FIELDS) | set(BOUNDED_FIELDS) | set(RESULT_NEUTRAL_FIELDS)
+    want = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(TrainConfig) if f.name not in free}
+    want.update(steps=train["steps"], tasks_per_step=train["tasks_per_step"], group_size=train["group_size"],
+                mode=train["mode"], seed=train["seeds"][run], env=env_id,
+                env_kwargs=dict(protocol.env_task(env_id).env_kwargs), action_mode=protocol.action_mode)
     if train["model"] != "submitter":
         want["model"] = train["model"]
-    for key, value in want.items():
-        if cfg.get(key) != value:
-            raise ValueError(f"{where}: the protocol {protocol.key} trains with {key}={value!r}, this run has "
-                             f"{key}={cfg.get(key)!r}")
+    else:
+        del want["model"]                       # the gpu tier: the submitter names the model
+    return want
+
+
+def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: int, where: str) -> None:
+    """A credit-track run must be trained on ``env_id`` with every ``TrainConfig`` field the protocol pins
+    (:func:`pinned_train_config`: its budget, the run's training seed, the task's kwargs, and the shared trainer
+    settings, ``partners``, ``ppo_epochs``, ``lr`` ...), the method's own bounded fields within their bounds,
+    evaluated after the last step, within the token budget (``ValueError`` naming ``where`` and the field
+    otherwise)."""
+    from baselines.train import TrainConfig
+
+    train = protocol.train
+    cfg = provenance.get("train_config")
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{where}.train_config: missing; a credit-track run records the config it was trained with")
+    unknown = sorted(set(cfg) - set(TrainConfig.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"{where}.train_config: unknown field(s) {unknown[:8]} (not fields of this trainer)")
+    for key, value in pinned_train_config(protocol, env_id, run).items():
+        got = cfg.get(key, value if key in ("env_kwargs", "action_mode") else _MISSING)
+        if key == "action_mode" and got == "":
+            got = value                     # empty: the env's own mode for the model, checked when the run is loaded
+        if got != value or isinstance(got, bool) != isinstance(value, bool):
+            raise ValueError(f"{where}: the protocol {protocol.key} trains with {key}={value!r}, "
+                             f"this run has {key}={'(missing)' if got is _MISSING else short_repr(got, 80)}"
+                             + ("" if key in ("steps", "tasks_per_step", "group_size", "mode", "seed", "env", "model")
+                                else " (fixed for every method of the protocol; only credit and credit_options are "
+                                     "the method's)"))
+    for key, (words, fits) in BOUNDED_FIELDS.items():
+        if key in cfg and not fits(cfg[key], train):
+            raise ValueError(f"{where}.train_config.{key}: {short_repr(cfg[key], 40)}; the protocol {protocol.key} "
+                             f"allows {words}")
     if provenance.get("step") != train["steps"]:
         raise ValueError(f"{where}: the checkpoint is from step {provenance.get('step')!r}, the protocol evaluates "
                          f"the policy after {train['steps']} steps")
@@ -123,17 +174,57 @@ def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: 
                          f"{train['max_tokens']}")
 
 
+_MISSING = object()
+
+
+def check_method(method: str, runs: Sequence[dict[str, Any]], where: str) -> None:
+    """The credit-track entry ``method`` names the credit method that trained its ``runs`` (their provenance):
+    every run has the same ``train_config.credit`` and ``credit_options``; a built-in method (a registered name)
+    is entered under its own name, so broadcast's runs cannot be presented as a new method; and each run records
+    the SHA-256 of the method's source (``credit_sha256``), which for a built-in must be this package's file
+    (``ValueError`` naming the field otherwise). A method of one's own (``package.module:Class``) may be named
+    freely; its source hash is recorded for the maintainer, and it is self-reported unless re-trained."""
+    from baselines.credit import list_credits
+    from leaderboard.players import credit_sha256
+
+    configs = [p.get("train_config") if isinstance(p.get("train_config"), dict) else {} for p in runs]
+    methods = {(str(c.get("credit")), canonical_sha256(c.get("credit_options", {}))) for c in configs}
+    if len(methods) != 1:
+        raise ValueError(f"{where}: the runs were trained with different credit methods or options "
+                         f"({sorted(m for m, _ in methods)[:4]}); one submission is one method")
+    (credit, _), = methods
+    if credit in list_credits() and method != credit:
+        raise ValueError(f"{where}.method: {method!r}, but the runs were trained by the built-in credit method "
+                         f"{credit!r} (train_config.credit); a built-in method is entered under its own name "
+                         f"(--method {credit}), a new method is your own class (--credit package.module:Class)")
+    for i, p in enumerate(runs):
+        claimed = p.get("credit_sha256")
+        if not isinstance(claimed, str) or len(claimed) != 64:
+            raise ValueError(f"{where}[{i}].credit_sha256: the SHA-256 of the credit method's source is missing")
+        if credit in list_credits() and claimed != credit_sha256(credit):
+            raise ValueError(f"{where}[{i}].credit_sha256: the run was trained with another source of the built-in "
+                             f"method {credit!r} than this package's ({claimed[:12]}... here "
+                             f"{str(credit_sha256(credit))[:12]}...)")
+
+
 def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str, int], dict[str, list[float]]]:
     """A trainer run's generated tokens (main episodes and counterfactual branches) and its learning curve (the team
     rewards per step, at most ``max_points`` evenly spaced steps), from its metrics.jsonl."""
+    from baselines.outputs import loads_bounded, read_capped
+
     tokens = {"main": 0, "branches": 0}
     rows = []
-    if run_dir is not None and (run_dir / "metrics.jsonl").is_file():
-        for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+    path = None if run_dir is None else run_dir / "metrics.jsonl"
+    if path is not None and path.is_file():
+        for i, line in enumerate(read_capped(path, MAX_METRICS_BYTES, "metrics.jsonl").splitlines(), 1):
             if line.strip():
-                m = json.loads(line)
-                tokens["main"] += int(m.get("tokens/main", 0))
-                tokens["branches"] += int(m.get("tokens/branches", 0))
+                m = loads_bounded(line, f"{path}:{i}")
+                if not isinstance(m, dict) or any(isinstance(m.get(k, 0), bool) or not isinstance(m.get(k, 0), int)
+                                                  for k in ("tokens/main", "tokens/branches", "step")):
+                    raise ValueError(f"{path}:{i}: not a metrics row of the trainer (an object with integer "
+                                     f"tokens/main, tokens/branches and step)")
+                tokens["main"] += m.get("tokens/main", 0)
+                tokens["branches"] += m.get("tokens/branches", 0)
                 rows.append(m)
     keep = rows[::max(1, -(-len(rows) // max_points))]
     curve: dict[str, list[float]] = {"step": [int(m.get("step", i)) for i, m in enumerate(keep)]}
@@ -197,15 +288,37 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
     _check_request(protocol, players, out, method)
     t0 = time.perf_counter()
     loaded = {env_id: _load_runs(protocol, env_id, players[env_id], greedy) for env_id in protocol.env_ids}
+    if protocol.track == "credit":
+        check_method(method, [p.provenance for runs in loaded.values() for p in runs], "--runs")
     with writing(out):      # two evaluations into one folder: the second stops here (FolderBusy), not at the end
         if any(out.iterdir()):          # another one wrote it since the check above
             raise ValueError(f"{out} is not empty; evaluate writes a fresh submission folder")
         episodes = _play(protocol, loaded, progress)
         wall = time.perf_counter() - t0
         write_jsonl(out / EPISODES_FILE, episodes)
+        if protocol.track == "credit":
+            _ship_method(out, loaded)
         manifest = _manifest(protocol, method, note, loaded, episodes, wall, out / EPISODES_FILE)
         replace_text(out / SUBMISSION_FILE, json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
     return manifest
+
+
+def _ship_method(out: Path, loaded: dict[str, list]) -> None:
+    """A credit method of one's own (``<module>:<Class>``, not a built-in) defined in a top-level module file travels
+    with the submission as ``<module>.py``, so ``validate --reproduce`` can re-train its runs (in a sandbox, see
+    :mod:`leaderboard.reproduce`); a method inside a package is not shipped, and its runs stay self-reported."""
+    import importlib.util
+    import shutil
+
+    from baselines.credit import list_credits
+
+    credits = {str(p.provenance.get("train_config", {}).get("credit")) for runs in loaded.values() for p in runs}
+    module, _, name = next(iter(credits)).partition(":")
+    if len(credits) != 1 or next(iter(credits)) in list_credits() or not name or not module.isidentifier():
+        return
+    spec = importlib.util.find_spec(module)
+    if spec is not None and spec.origin and spec.origin.endswith(".py"):
+        shutil.copyfile(spec.origin, out / f"{module}.py")
 
 
 def _check_request(protocol: Protocol, players: dict[str, Sequence[str]], out: Path, method: str) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from baselines.policies.base import Policy
 
-__all__ = ["Player", "SeededMoves", "decision_stream", "load_player", "opponent_policy"]
+__all__ = ["Player", "SeededMoves", "credit_sha256", "decision_stream", "load_player", "opponent_policy"]
 
 
 @dataclass
@@ -57,6 +57,17 @@ def _weights_sha256(*states: dict[str, Any]) -> str:
 
 def _source_sha256(fn) -> str:
     return hashlib.sha256(Path(inspect.getsourcefile(fn)).read_bytes()).hexdigest()
+
+
+def credit_sha256(credit: str) -> str | None:
+    """SHA-256 of the source file of the credit method ``credit`` (a registered name or ``package.module:Class``)
+    as this machine has it; None where it has no source file or does not load here."""
+    from baselines.credit import make_credit
+
+    try:
+        return _source_sha256(type(make_credit(credit)))
+    except Exception:  # noqa: BLE001 - a method that does not load here has no source to hash
+        return None
 
 
 def _scripted(env_id: str, name: str, seed: int):
@@ -224,6 +235,7 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
         "spec": spec, "model_id": cfg.model,
         "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
         "decoding": {r: p.settings() for r, p in sorted(policies.items())},
-        "config_hash": config_hash, "credit": cfg.credit, "train_seed": cfg.seed, "step": int(meta["step"]),
+        "config_hash": config_hash, "credit": cfg.credit, "credit_sha256": credit_sha256(cfg.credit),
+        "train_seed": cfg.seed, "step": int(meta["step"]),
         "train_config": {k: v for k, v in run.fields.items() if k not in OUTPUT_FIELDS},
     }, run_dir)

@@ -12,8 +12,12 @@ which draws a fresh start seed with :mod:`secrets` (at or above ``2**41``, far f
 ``2**40 + count`` and from every training seed), plays the protocol on those seeds with
 :func:`leaderboard.evaluate.evaluate`, validates the result like any submission (every episode replayed, every
 opponent move re-derived), and stores it with ``"seeds": "private"`` and ``self_reported: false``: the maintainer
-ran the player, so its moves are its own. The drawn seeds are written into the submission's manifest, so the
-numbers can be re-checked later; they were unknown to the submitter when the player was handed over.
+ran the player, so its moves are its own. On the credit track the moves are not enough: the runs' training (the
+credit method's work, its step count) is the submitter's word until it is re-trained, so every MLP run is trained
+again from its ``train_config`` and must reach the handed-in weights (:mod:`leaderboard.reproduce`); runs that
+cannot be re-trained here (an LLM) are stored *self-reported*. The drawn seeds are written into the submission's
+manifest, so the numbers can be re-checked later; they were unknown to the submitter when the player was handed
+over.
 """
 
 from __future__ import annotations
@@ -48,10 +52,19 @@ def evaluate_private(protocol: Protocol, players: dict[str, Sequence[str]], out:
     entry; returns the validated submission and the entry (None without ``store``)."""
     private = private_protocol(protocol, count)
     evaluate(private, players, out, method, progress=progress, note=note)
-    v = validate(out, protocol=private)
-    v.reproduced = {"episodes": v.episodes, "retrained": [], "private_seeds": {"start": private.seed_start,
-                                                                              "count": private.seed_count},
-                    "players": [f"{env_id}|run{r}" for env_id in sorted(players) for r in range(len(players[env_id]))]}
+    seeds = {"start": private.seed_start, "count": private.seed_count}
+    if protocol.track == "credit":
+        v = validate(out, protocol=private)
+        runs = [p for env_id in private.env_ids for p in v.manifest["players"][env_id]]
+        if all((p.get("train_config") or {}).get("model") == "mlp" for p in runs):
+            v = validate(out, protocol=private, reproduce=True, audit_seed=v.audit_seed)    # every run re-trained
+            v.reproduced["private_seeds"] = seeds
+        # else: the moves were played here, but the training is the submitter's word: self-reported
+    else:
+        v = validate(out, protocol=private)
+        v.reproduced = {"episodes": v.episodes, "retrained": [], "private_seeds": seeds,
+                        "players": [f"{env_id}|run{r}" for env_id in sorted(players)
+                                    for r in range(len(players[env_id]))]}
     entry = None
     if store is not None:
         from leaderboard.store import add_entry

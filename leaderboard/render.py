@@ -133,7 +133,7 @@ def _coverage(board: Board) -> list[str]:
 
 
 def _text_table(cols: list[str], rows: list[list[str]]) -> list[str]:
-    rows = [[clean(c) for c in r] for r in rows]
+    cols, rows = [clean(c, 200) for c in cols], [[clean(c) for c in r] for r in rows]    # headers name entries too
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return [line(cols), line(["-" * w for w in widths]), *(line(r) for r in rows)]
@@ -173,6 +173,7 @@ def show_text(found: list[tuple[Board, list[dict]]], wide: bool = False) -> str:
         parts += textwrap.wrap("leader: the entry with the top IQM; tokens: generated in training, all runs; cf. "
                                "tokens: the counterfactual ones among them; --wide adds the model and the per-task "
                                "columns.", SHOW_WIDTH)
+    parts = [clean(p, len(p)) for p in parts]       # verdicts, opponents: entries' text, one line each
     return "\n".join(parts) if parts else "the leaderboard is empty (python -m leaderboard submit DIR)"
 
 

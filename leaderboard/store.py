@@ -86,6 +86,7 @@ def entry_from(v: Validated, seeds: str = "public") -> dict[str, Any]:
             "replayed": v.replayed,
             "rederived": v.rederived,
             "reproduced": v.reproduced,
+            "audit_seed": v.audit_seed,
             "anchors": {t.name: {"zero": t.zero, "one": t.one, "names": t.normalize} for t in v.protocol.tasks},
             "task_means": v.task_means(),
             "scores": v.scores,
@@ -102,16 +103,21 @@ def _inside(store: Path, rel: str) -> Path:
 
 
 def submit(folder: str | Path, store: str | Path = DEFAULT_STORE, protocol=None, sample: int | None = None,
-           limits: Limits = Limits(), reproduce: bool = False, reproduce_sample: int = 200,
-           seeds: str = "public") -> dict[str, Any]:
+           limits: Limits = Limits(), reproduce: bool = False, reproduce_sample: int | None = None,
+           seeds: str = "public", audit_seed: int | None = None, retrain: int | None = None) -> dict[str, Any]:
     """Validate the submission in ``folder`` and add it to ``store``; returns the entry. A failed validation or a
     duplicate raises :class:`SubmissionError` and writes nothing. Every episode is replayed (an env replay is cheap),
-    unless ``sample`` (>= 1) asks for that many random ones. ``reproduce``: then re-run the player on
-    ``reproduce_sample`` episodes (:func:`leaderboard.reproduce.reproduce`); otherwise the entry is marked
-    self-reported."""
-    validated = validate(folder, protocol=protocol, sample=sample, limits=limits)
+    unless ``sample`` (>= 1) asks for that many random ones. ``reproduce``: then re-run the player
+    (:func:`leaderboard.reproduce.reproduce`); otherwise the entry is marked self-reported. A protocol without seeded
+    moves (version 1) is refused without ``reproduce``."""
+    validated = validate(folder, protocol=protocol, sample=sample, limits=limits, audit_seed=audit_seed)
+    if not validated.protocol.seeded_moves and not reproduce:
+        raise SubmissionError(f"{validated.protocol.key} has no seeded moves (a version-1 protocol): the moves of its "
+                              f"opponents, the seats and the engine's seed cannot be re-derived from the episodes, "
+                              f"so such a submission is unverifiable; submit it with --reproduce (every cell is "
+                              f"re-played whole with the player, which re-derives every move)")
     if reproduce:
-        reproduce_player(validated, sample=reproduce_sample)
+        reproduce_player(validated, sample=reproduce_sample, retrain=retrain)
     return add_entry(validated, store, seeds)
 
 

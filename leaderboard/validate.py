@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import secrets
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,19 +45,27 @@ from typing import Any
 import numpy as np
 
 from baselines.episode import json_safe
+from baselines.outputs import escape_controls, json_shape_problem, read_capped
+from marl_llm_envs.text import short_repr
 
-from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_run,
-                                  config_sha256, file_sha256, parse_run_label, run_label)
+from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_method,
+                                  check_run, config_sha256, file_sha256, parse_run_label, run_label)
 from leaderboard.protocol import Protocol, ProtocolError, Task, canonical_sha256, load_protocol, registered_protocol
 
 __all__ = ["Limits", "SubmissionError", "Validated", "validate"]
 
 METHOD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+=-]{0,79}")
+METHOD_FILE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.py")     # a credit method's own source, shipped with its runs
 TOL = 1e-9
 
 
 class SubmissionError(ValueError):
-    """A submission that fails validation; the message says what and where."""
+    """A submission that fails validation; the message says what and where. It quotes the submission's text with
+    every control character escaped (:func:`~baselines.outputs.escape_controls`): a move made of terminal escape
+    sequences is shown as ``\\x1b[2J``, never sent to the maintainer's terminal."""
+
+    def __init__(self, message: object) -> None:
+        super().__init__(escape_controls(message))
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,7 @@ class Limits:
     submission_bytes: int = 1 << 20          # submission.json: 1 MiB
     episodes_bytes: int = 256 << 20          # episodes.jsonl: 256 MiB
     line_bytes: int = 8 << 20                # one episode line: 8 MiB
+    method_bytes: int = 256 << 10            # a credit method's source file: 256 KiB
 
 
 @dataclass
@@ -84,6 +94,8 @@ class Validated:
     #                                                 self-reported)
     cells: dict = field(default_factory=dict, repr=False)   # (task, seat, run) -> seed -> (line, episode): the
     #                                                         checked episodes, which reproduce re-plays
+    audit_seed: int | None = None                   # the seed of the validator's draws (replay and re-run samples)
+    method_file: str | None = None                  # the credit method's shipped source (checked, never imported)
 
     @property
     def self_reported(self) -> bool:
@@ -121,6 +133,9 @@ def _loads(text: str, where: str) -> Any:
             out_of_range.append(digits)
         return value
 
+    problem = json_shape_problem(text)
+    if problem is not None:
+        raise SubmissionError(f"{where}: {problem}")
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_int=parse_int, parse_float=parse_float)
     except json.JSONDecodeError as e:
@@ -232,6 +247,7 @@ def _check_manifest(m: Any) -> None:
                     raise SubmissionError(f"{w}.{key}: wrong type {type(p[key]).__name__}")
             _safe_text(p["spec"], f"{w}.spec", limit=400)
             _safe_text(p["model_id"], f"{w}.model_id")
+            _check_model_id(p, env_id, w)
     for i, e in enumerate(m["envs"]):
         if not isinstance(e, dict):
             raise SubmissionError(f"{where}.envs[{i}]: must be an object")
@@ -239,28 +255,40 @@ def _check_manifest(m: Any) -> None:
 
 
 # ---------------------------------------------------------------------- validate
+def draw_audit_seed() -> int:
+    """A seed for the validator's draws, from the OS's randomness (:mod:`secrets`): unknown to the submitter when
+    the runs and episodes were made. It is printed, so a maintainer can repeat the same draws (``--audit-seed``)."""
+    return secrets.randbits(63)
+
+
 def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, full: bool = False,
              sample: int | None = None, audit_seed: int | None = None, limits: Limits = Limits()) -> Validated:
     """Check the submission in ``folder`` (see the module docstring) and return its statistics.
 
     ``protocol``: the protocol (or its name or path); default: the registered one the manifest names.
-    Every episode is replayed, unless ``sample`` (>= 1) asks for that many random ones (``audit_seed`` fixes the
-    draw; ``full=True`` replays all in any case). The player's own moves are self-reported until
-    :func:`leaderboard.reproduce.reproduce` re-plays them."""
+    Every episode is replayed, unless ``sample`` (>= 1) asks for that many random ones (``full=True`` replays all
+    in any case). Every draw comes from ``audit_seed``, by default drawn now from the OS's randomness
+    (:func:`draw_audit_seed`; ``Validated.audit_seed`` says which, to repeat them). The player's own moves are
+    self-reported until :func:`leaderboard.reproduce.reproduce` re-plays them (the CLI and
+    :func:`leaderboard.store.submit` call it after this, with ``--reproduce``)."""
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
         raise ValueError(f"sample: replay at least 1 episode (got {sample!r}); leave it out to replay every episode")
     folder = Path(folder)
     _check_files(folder, limits)
-    manifest = _read_manifest(folder / SUBMISSION_FILE)
+    manifest = _read_manifest(folder / SUBMISSION_FILE, limits)
     proto = _protocol_of(manifest, protocol)
     _check_envs(manifest, proto)
+    method_file = _check_method_file(folder, manifest, proto)
     episodes = _read_sealed_episodes(folder / EPISODES_FILE, manifest["episodes"], limits)
     cells = _check_episodes(episodes, manifest, proto)
     _check_tokens(episodes, manifest, proto)
+    if audit_seed is None:
+        audit_seed = draw_audit_seed()
     replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
     scores, raw, games = _statistics(cells, proto)
     v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
-                  content_sha256(episodes, manifest), rederived, cells=cells)
+                  content_sha256(episodes, manifest), rederived, cells=cells, audit_seed=audit_seed,
+                  method_file=method_file)
     return v
 
 
@@ -271,9 +299,16 @@ def _check_files(folder: Path, limits: Limits) -> None:
                               f"{EPISODES_FILE})")
     names = sorted(p.name for p in folder.iterdir())
     extra = [n for n in names if n not in (SUBMISSION_FILE, EPISODES_FILE)]
-    if extra:
-        raise SubmissionError(f"{folder}: unexpected file(s) {extra}; a submission holds only {SUBMISSION_FILE} and "
-                              f"{EPISODES_FILE} (JSON only: pickles, weights and code are never read)")
+    source = [n for n in extra if METHOD_FILE.fullmatch(n) and (folder / n).is_file() and
+              not (folder / n).is_symlink()][:1]
+    if sorted(extra) != source:
+        raise SubmissionError(f"{folder}: unexpected file(s) {sorted(set(extra) - set(source))}; a submission holds "
+                              f"only {SUBMISSION_FILE}, {EPISODES_FILE} and, on the credit track, the source file of "
+                              f"its own credit method as <module>.py (JSON only, and that one source file, run only "
+                              f"by --reproduce in a sandbox: pickles, weights and other code are never read)")
+    if source and (folder / source[0]).stat().st_size > limits.method_bytes:
+        raise SubmissionError(f"{source[0]}: {(folder / source[0]).stat().st_size} bytes, over the limit of "
+                              f"{limits.method_bytes} bytes for a method's source")
     for name in (SUBMISSION_FILE, EPISODES_FILE):
         path = folder / name
         if not path.is_file() or path.is_symlink():
@@ -284,12 +319,14 @@ def _check_files(folder: Path, limits: Limits) -> None:
             raise SubmissionError(f"{name}: {size} bytes, over the limit of {limit} bytes")
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
+def _read_manifest(path: Path, limits: Limits) -> dict[str, Any]:
     """``submission.json``, strict JSON of the schema."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, limits.submission_bytes, SUBMISSION_FILE).decode("utf-8")
     except UnicodeDecodeError:
         raise SubmissionError(f"{SUBMISSION_FILE}: not UTF-8 text") from None
+    except ValueError as e:
+        raise SubmissionError(str(e)) from None
     manifest = _loads(text, SUBMISSION_FILE)
     _check_manifest(manifest)
     return manifest
@@ -314,13 +351,15 @@ def _read_sealed_episodes(path: Path, seal: dict[str, Any], limits: Limits) -> l
 
 
 def content_sha256(episodes: list, manifest: dict) -> str:
-    """SHA-256 of what the submission says, independent of how the files are laid out (blank lines, spacing, key
-    order, episode order, timings, notes): per episode its run id, seed, moves and rewards, sorted, with the weights
-    hash of every run's player (two different players that happen to play the same moves are two entries)."""
+    """SHA-256 of what the episodes hold, independent of how the files are laid out (blank lines, spacing, key
+    order, episode order, timings, notes) and of any hash the submitter merely claims (the weights'): the protocol,
+    the method (on the credit track tied to the runs' credit method: two methods whose few evaluation episodes
+    happen to be identical are two entries) and, per episode, its run id, seed, moves and rewards, sorted.
+    Duplicates are found on it."""
     rows = sorted(json.dumps([e.run_id, e.seed, e.transcript.get("actions"), e.rewards, e.team_rewards],
                              sort_keys=True, separators=(",", ":")) for _, e in episodes)
-    weights = {env_id: [p.get("weights_sha256") for p in runs] for env_id, runs in manifest["players"].items()}
-    return canonical_sha256({"episodes": rows, "weights": weights})
+    return canonical_sha256({"protocol": manifest["protocol"]["id"], "version": manifest["protocol"]["version"],
+                             "method": manifest["method"], "episodes": rows})
 
 
 def _check_tokens(episodes: list, manifest: dict, proto: Protocol) -> None:
@@ -333,10 +372,6 @@ def _check_tokens(episodes: list, manifest: dict, proto: Protocol) -> None:
             value = getattr(e, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_INT:
                 raise SubmissionError(f"{EPISODES_FILE}:{line}.{name}: {value!r} is not a non-negative integer")
-        own = sum(len(t.completion_ids) for t in e.turns)
-        if e.tokens_generated != own:
-            raise SubmissionError(f"{EPISODES_FILE}:{line}.tokens_generated: {e.tokens_generated}, but its turns "
-                                  f"hold {own} completion tokens")
         main += e.tokens_generated
         branches += e.branch_tokens_generated
     tokens = manifest["tokens"]
@@ -398,9 +433,66 @@ def _protocol_of(manifest: dict, protocol) -> Protocol:
                     check_run(proto, provenance, env_id, r, f"{SUBMISSION_FILE}.players.{env_id}[{r}]")
                 except ValueError as e:
                     raise SubmissionError(str(e)) from None
+    if proto.track == "credit":
+        try:
+            check_method(manifest["method"], [p for env_id in proto.env_ids for p in manifest["players"][env_id]],
+                         f"{SUBMISSION_FILE}.players")
+        except ValueError as e:
+            raise SubmissionError(str(e).replace(f"{SUBMISSION_FILE}.players.method", f"{SUBMISSION_FILE}.method"))
     if config_sha256(named["sha256"], manifest["players"]) != manifest["config_sha256"]:
         raise SubmissionError(f"{SUBMISSION_FILE}.config_sha256 does not match the protocol and players listed")
     return proto
+
+
+def _check_method_file(folder: Path, manifest: dict, proto: Protocol) -> str | None:
+    """The shipped source of the submission's own credit method (``<module>.py``), or None: only on the credit
+    track, only for a method ``<module>:<Class>`` of that module, and its SHA-256 must be every run's
+    ``credit_sha256`` (the source that trained them). It is read as bytes here, never imported."""
+    found = sorted(p for p in folder.iterdir() if METHOD_FILE.fullmatch(p.name))
+    if not found:
+        return None
+    path = found[0]
+    credits = {str((p.get("train_config") or {}).get("credit")) for runs in manifest["players"].values() for p in runs}
+    module, _, name = (next(iter(credits)) if len(credits) == 1 else "").partition(":")
+    if proto.track != "credit" or module != path.stem or not name.isidentifier():
+        raise SubmissionError(f"{path.name}: a shipped source is the credit method <module>:<Class> that trained the "
+                              f"runs, in <module>.py; the runs were trained with {sorted(credits)[:3]}")
+    digest = file_sha256(path)
+    for env_id, runs in manifest["players"].items():
+        for r, p in enumerate(runs):
+            if p.get("credit_sha256") != digest:
+                raise SubmissionError(f"{SUBMISSION_FILE}.players.{env_id}[{r}].credit_sha256: not the SHA-256 of the "
+                                      f"shipped {path.name} ({digest[:12]}...): the runs were trained by another "
+                                      f"source")
+    return str(path)
+
+
+def _check_model_id(p: dict, env_id: str, where: str) -> None:
+    """A run's ``model_id`` is the one its player spec gives (:func:`leaderboard.players.load_player`): the bot's
+    name for ``random`` and ``reference[:NAME]``, ``MODEL`` for ``hf:MODEL[:MODE]``, the trained model
+    (``train_config.model``) for ``checkpoint:``; ``--reproduce`` then ties it to the re-loaded weights. Any other
+    spec is not one evaluate writes."""
+    spec, model_id = p["spec"], p["model_id"]
+    if spec == "random" or spec.startswith("reference:"):
+        want = spec
+    elif spec == "reference":
+        from marl_llm_envs.reference import reference_policies
+
+        want = f"reference:{next(iter(reference_policies(env_id)), '')}"
+    elif spec.startswith("hf:"):
+        want = spec[len("hf:"):].partition(":")[0]
+    elif spec.startswith("checkpoint:"):
+        config = p.get("train_config")
+        want = config.get("model") if isinstance(config, dict) else None
+        if want is None:
+            raise SubmissionError(f"{where}.train_config: a checkpoint's provenance records its train_config (the "
+                                  f"model it trained names model_id)")
+    else:
+        raise SubmissionError(f"{where}.spec: {spec!r} is not random, reference[:NAME], hf:MODEL[:MODE] or "
+                              f"checkpoint:PATH")
+    if model_id != want:
+        raise SubmissionError(f"{where}.model_id: {model_id!r}, but the player {spec!r} is {want!r} (the model id is "
+                              f"the player's, not a free label; name the entry with --method)")
 
 
 def _check_envs(manifest: dict, proto: Protocol) -> None:
@@ -427,10 +519,10 @@ def _read_episodes(path: Path, limits: Limits) -> list:
 
     episodes = []
     with open(path, "rb") as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in enumerate(iter(lambda: f.readline(limits.line_bytes + 1), b""), 1):
             where = f"{EPISODES_FILE}:{lineno}"
-            if len(line) > limits.line_bytes:
-                raise SubmissionError(f"{where}: a line of {len(line)} bytes, over the limit of {limits.line_bytes}")
+            if len(line) > limits.line_bytes:       # read no further than one byte past the limit
+                raise SubmissionError(f"{where}: a line of more than {limits.line_bytes} bytes, over the limit")
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError:
@@ -447,10 +539,32 @@ def _read_episodes(path: Path, limits: Limits) -> list:
             if not isinstance(d, dict):
                 raise SubmissionError(f"{where}: an episode is a JSON object")
             try:
-                episodes.append((lineno, Episode.from_json(d)))
+                episode = Episode.from_json(d)
             except (TypeError, ValueError, KeyError, AttributeError) as e:
-                raise SubmissionError(f"{where}: not an episode ({e})") from None
+                raise SubmissionError(f"{where}: not an episode ({short_repr(str(e), 300)})") from None
+            del d
+            episodes.append((lineno, _kept(episode, where)))
     return episodes
+
+
+def _kept(e, where: str):
+    """What validation keeps of an episode: its own token count checked here (its turns' completion tokens), then
+    everything but the moves, rewards, labels and counts dropped (prompts, log-probabilities, texts, branches; the
+    final infos reduced to their hash, checked against the replay), so the memory held for a whole submission is a
+    fraction of its file, whatever the free-form fields carry."""
+    own = sum(len(t.completion_ids) for t in e.turns)
+    if isinstance(e.tokens_generated, bool) or not isinstance(e.tokens_generated, int) or \
+            not 0 <= e.tokens_generated < MAX_INT:
+        raise SubmissionError(f"{where}.tokens_generated: {e.tokens_generated!r} is not a non-negative integer")
+    if e.tokens_generated != own:
+        raise SubmissionError(f"{where}.tokens_generated: {e.tokens_generated}, but its turns hold {own} completion "
+                              f"tokens")
+    e.final_infos = {"sha256": canonical_sha256(e.final_infos)}
+    e.branches = []
+    for t in e.turns:
+        t.prompt_ids, t.completion_ids, t.logprobs, t.legal_actions = [], [], [], []
+        t.text, t.extra, t.state, t.choice, t.obs_digest = "", {}, None, None, ""
+    return e
 
 
 def _finite(values, where: str) -> None:
@@ -636,6 +750,10 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
         if set(replayed) != set(e.team_rewards) or any(abs(v - e.team_rewards[k]) > TOL for k, v in replayed.items()):
             raise SubmissionError(f"{where}: replay gives the team rewards {replayed}, the episode records "
                                   f"{e.team_rewards}")
+        infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
+        if canonical_sha256(infos) != e.final_infos.get("sha256"):     # (_kept reduced them to their hash)
+            raise SubmissionError(f"{where}.final_infos: not the infos the replayed episode ends with "
+                                  f"({short_repr(infos, 160)})")
     return len(chosen), rederived
 
 
@@ -672,13 +790,13 @@ def _replay(e, where: str, seat: str, opponent, envs: dict) -> tuple[dict[str, f
         elif discrete:
             if isinstance(action, bool) or not isinstance(action, int):
                 raise SubmissionError(f"{w}: {agent}'s move must be an action index (int) in discrete mode, got "
-                                      f"{str(action)[:60]}")
+                                      f"{short_repr(action, 60)}")
             legal = [int(x) for x in np.flatnonzero(env.action_mask(agent))]
             if action not in legal:
                 raise SubmissionError(f"{w}: {agent}'s move {action} is not legal now; legal indices: {legal}")
         elif not isinstance(action, str):
             raise SubmissionError(f"{w}: {agent}'s move must be text (a string) in text mode, got "
-                                  f"{str(action)[:60]}")
+                                  f"{short_repr(action, 60)}")
         if opponent is not None and not dead and agent != seat:
             legal_text = tuple(env.legal_actions(agent))
             request = request_for(env, agent, opponent.observes, key=(int(tr["seed"]), 0, step))

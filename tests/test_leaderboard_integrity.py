@@ -371,9 +371,13 @@ def test_reproduce_fails_when_the_weights_hash_or_the_training_config_was_edited
                                         *[p.update(weights_sha256="0" * 64) for p in m["players"][KUHN]]])
     why = _rejected(forged, credit_protocol, tmp_path / "store", "weights_sha256: the re-run player", reproduce=True)
     assert "(the manifest's: '2.0.0')" in why, why
-    forged = _copy(credit_submission, tmp_path / "config")
-    _reseal(forged, manifest=lambda m: [p["train_config"].update(lr=0.5) for p in m["players"][KUHN]])
+    forged = _copy(credit_submission, tmp_path / "config")       # the method's own options: re-trained, not pinned
+    _reseal(forged, manifest=lambda m: [p["train_config"].update(credit_options={"decay": 0.5})
+                                        for p in m["players"][KUHN]])
     _rejected(forged, credit_protocol, tmp_path / "store", "weights_sha256: the re-run player", reproduce=True)
+    forged = _copy(credit_submission, tmp_path / "lr")           # a trainer setting: pinned by the protocol
+    _reseal(forged, manifest=lambda m: [p["train_config"].update(lr=0.5) for p in m["players"][KUHN]])
+    _rejected(forged, credit_protocol, tmp_path / "store", "trains with lr=0.0, this run has lr=0.5", reproduce=True)
 
 
 def test_forgery_credit_entry_with_no_training_and_a_copied_players_block_is_rejected(credit_submission,
@@ -471,7 +475,7 @@ def test_reproduce_replays_a_local_hf_model(protocol_path, tmp_path):
 
 def test_reproduce_refuses_a_player_that_cannot_run_here(honest, protocol_path, tmp_path):
     forged = _copy(honest, tmp_path)
-    _reseal(forged, manifest=lambda m: [p.update(spec=f"checkpoint:{tmp_path / 'not-here'}")
-                                        for p in m["players"][KUHN]])
+    _reseal(forged, manifest=lambda m: [p.update(spec=f"checkpoint:{tmp_path / 'not-here'}", model_id="mlp",
+                                                 train_config={"model": "mlp"}) for p in m["players"][KUHN]])
     _rejected(forged, protocol_path, tmp_path / "store", "cannot be re-run here (its weights are not on this machine)",
               reproduce=True)

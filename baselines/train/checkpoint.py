@@ -26,14 +26,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.outputs import replace_text
+from baselines.outputs import loads_bounded, read_capped, replace_text
 
 __all__ = ["CheckpointError", "latest", "load", "rng_state", "save", "set_rng_state"]
 
 STATE_TENSORS = "state.safetensors"
 STATE_JSON = "state.json"
 PICKLE_NAMES = ("state.pt", "state.pth", "state.pkl", "state.bin")
-MAX_JSON_BYTES = 64 << 20
+MAX_JSON_BYTES = 64 << 20           # state.json
+MAX_META_BYTES = 64 << 20           # meta.json (step, config hash, the credit method's state: a critic's weights)
+MAX_POINTER_BYTES = 4096            # the 'latest' pointer: one folder name
 
 
 class CheckpointError(ValueError):
@@ -138,11 +140,22 @@ def save(folder: Path, step: int, meta: dict[str, Any], tensors: dict[str, Any],
     return final
 
 
+def _pointer(pointer: Path) -> str:
+    """The folder name the ``latest`` file holds, read within :data:`MAX_POINTER_BYTES` (a sparse 1 GiB pointer is
+    refused before a byte of it is read)."""
+    try:
+        return read_capped(pointer, MAX_POINTER_BYTES, "the 'latest' pointer").decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{pointer}: not UTF-8 text (it names the latest checkpoint folder)") from None
+    except ValueError as e:
+        raise CheckpointError(f"{e} (it names one checkpoint folder, e.g. step-0000100)") from None
+
+
 def latest(folder: Path) -> Path | None:
     pointer = folder / "latest"
     if not pointer.is_file():
         return None
-    path = folder / pointer.read_text().strip()
+    path = folder / _pointer(pointer)
     if not path.resolve().is_relative_to(folder.resolve()):
         raise CheckpointError(f"{pointer}: points outside {folder} ({path})")
     complete = all((path / n).is_file() for n in ("meta.json", STATE_JSON, STATE_TENSORS))
@@ -161,7 +174,10 @@ def why_none(folder: Path, remedy: str) -> str:
     if not pointer.is_file():
         named = "it has no 'latest' file"
     else:
-        named = f"its 'latest' names {pointer.read_text(errors='replace').strip()[:80]!r}, not a complete checkpoint"
+        try:
+            named = f"its 'latest' names {_pointer(pointer)[:80]!r}, not a complete checkpoint"
+        except CheckpointError as e:
+            named = f"its 'latest' cannot be read ({e})"
     if not complete:
         return f" ({named}, and it holds no complete checkpoint)" if folder.is_dir() else ""
     return f" ({named}; complete ones: {', '.join(complete)}: {remedy.format(latest=pointer)})"
@@ -188,12 +204,12 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             _refuse_pickle(path)
         raise CheckpointError(f"{path}: not a checkpoint (it needs meta.json, {STATE_JSON} and {STATE_TENSORS})")
     try:
-        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-        if (path / STATE_JSON).stat().st_size > MAX_JSON_BYTES:
-            raise CheckpointError(f"{path / STATE_JSON}: over {MAX_JSON_BYTES} bytes")
-        skeleton = json.loads((path / STATE_JSON).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise CheckpointError(f"{path}: meta.json or {STATE_JSON} is not valid JSON ({type(e).__name__})") from None
+        meta = loads_bounded(read_capped(path / "meta.json", MAX_META_BYTES, "meta.json"), str(path / "meta.json"))
+        skeleton = loads_bounded(read_capped(path / STATE_JSON, MAX_JSON_BYTES, STATE_JSON), str(path / STATE_JSON))
+    except ValueError as e:         # too large, not UTF-8, not JSON, nested too deep, padded
+        raise CheckpointError(f"{e}; this checkpoint cannot be read") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: meta.json or {STATE_JSON} cannot be read ({type(e).__name__}: {e})") from None
     try:
         flat = load_file(str(path / STATE_TENSORS), device="cpu")
     except (SafetensorError, OSError, ValueError) as e:

@@ -368,10 +368,9 @@ def read_run_config(folder: Path) -> RunConfig:
     path = Path(folder) / RUN_CONFIG
     if not path.is_file():
         raise ValueError(f"{folder}: no {RUN_CONFIG} (a folder written by python -m baselines.train)")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    from baselines.outputs import loads_bounded, read_capped
+
+    raw = loads_bounded(read_capped(path, 1 << 20, RUN_CONFIG), str(path))    # bounded: a run folder may be handed in
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: not a JSON object")
     block = raw.pop("resolved", None)
