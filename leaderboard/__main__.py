@@ -297,10 +297,11 @@ def _store_to_submit(args: argparse.Namespace) -> str | None:
 
 
 def _validate(args: argparse.Namespace) -> None:
+    reproduce_sample = _reproduce_sample(args)
     v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=_limits(args),
                  audit_seed=args.audit_seed)
     if args.reproduce:
-        reproduce(v, sample=_reproduce_sample(args))
+        reproduce(v, sample=reproduce_sample)
     print(f"valid: {v.episodes} episodes, {v.replayed} replayed, {v.rederived} opponent moves "
           f"re-derived, protocol {v.protocol.key}")
     _print_reproduced(v, args)

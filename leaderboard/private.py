@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from leaderboard.evaluate import evaluate
 from leaderboard.protocol import EVAL_SEED_START, Protocol
+from leaderboard.reproduce import reproduce
 from leaderboard.validate import Validated, validate
 
 __all__ = ["PRIVATE_SEED_START", "evaluate_private", "private_protocol"]
@@ -57,7 +58,7 @@ def evaluate_private(protocol: Protocol, players: dict[str, Sequence[str]], out:
         v = validate(out, protocol=private)
         runs = [p for env_id in private.env_ids for p in v.manifest["players"][env_id]]
         if all((p.get("train_config") or {}).get("model") == "mlp" for p in runs):
-            v = validate(out, protocol=private, reproduce=True, audit_seed=v.audit_seed)    # every run re-trained
+            reproduce(v)                                                        # every run re-trained
             v.reproduced["private_seeds"] = seeds
         # else: the moves were played here, but the training is the submitter's word: self-reported
     else:

@@ -271,7 +271,7 @@ def reproduce(v: Validated, sample: int | None = None, retrain: int | None = Non
         todo = [(task, seat, r) for task in proto.tasks for seat in task.seats()
                 for r in range(len(players[task.env_id])) if (task.env_id, r) in loaded]
         costly = [((task.name, seat, r), s) for task, seat, r in todo if not _cheap(players[task.env_id][r])
-                  for s in sorted(cells[(task.name, seat, r)])]
+                  for s in sorted(v.cells[(task.name, seat, r)])]
         want = detection_sample() if sample is None else sample
         drawn = set(costly) if not proto.seeded_moves or want >= len(costly) else set(rng.sample(costly, want))
         played = 0

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from leaderboard.__main__ import main
+from leaderboard.reproduce import reproduce
 from leaderboard.validate import validate
 from test_leaderboard_integrity import (KUHN, _copy, _rejected, _reseal, credit_protocol, credit_runs,  # noqa: F401
                                         credit_submission)
@@ -164,11 +165,13 @@ def test_forgery_one_spliced_win_is_caught_because_a_cheap_player_is_replayed_wh
 
 def test_the_audit_seed_is_drawn_by_the_validator_printed_and_repeatable(credit_protocol, credit_submission,
                                                                         tmp_path, capsys):
-    first = validate(credit_submission, protocol=credit_protocol, reproduce=True, retrain=1, workdir=tmp_path)
-    second = validate(credit_submission, protocol=credit_protocol, reproduce=True, retrain=1, workdir=tmp_path)
+    first = validate(credit_submission, protocol=credit_protocol)
+    reproduce(first, retrain=1, workdir=tmp_path)
+    second = validate(credit_submission, protocol=credit_protocol)
+    reproduce(second, retrain=1, workdir=tmp_path)
     assert first.audit_seed != second.audit_seed                      # from the OS, not from the submission
-    again = validate(credit_submission, protocol=credit_protocol, reproduce=True, retrain=1, workdir=tmp_path,
-                     audit_seed=first.audit_seed)
+    again = validate(credit_submission, protocol=credit_protocol, audit_seed=first.audit_seed)
+    reproduce(again, retrain=1, workdir=tmp_path)
     assert again.reproduced["retrained"] == first.reproduced["retrained"]
     assert again.reproduced["audit_seed"] == first.audit_seed
     assert main(["validate", str(credit_submission), "--protocol", str(credit_protocol), "--reproduce"]) == 0
