@@ -271,6 +271,7 @@ def ground_truth(episodes: Sequence[Episode], policies: Mapping[str, Policy], ro
 
 
 def _turn_truth(e: Episode, i: int, k: int, t: Turn, found, resampled, policies, m: int, exact: bool) -> TurnTruth:
+    found = sorted(found, key=lambda b: b.sample_index)
     n_moves = len(found) // m
     moves = [found[j * m].turns[0].action for j in range(n_moves)]
     q_samples = np.zeros((n_moves, m))

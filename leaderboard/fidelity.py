@@ -7,8 +7,17 @@ turn, at fixed, recorded policies, over the credit suite's families and knob swe
 What is measured (definitions in :mod:`baselines.fidelity`). For every setting of the suite (``--tier micro``:
 ``credit-micro``; ``--quick``: the settings of :data:`QUICK`) and every training seed of its budget, the team is
 built as the trainer builds it (:func:`baselines.train.learners.build_team`: the MLP initialised from the seed, the
-setting's scripted partners): that is the untrained initial policy, and its weights' SHA-256 is recorded in
-``results.json`` so another method is measured at the identical policy. ``--batches`` training batches are played
+setting's scripted partners), and measured at the policies ``--policies`` names:
+
+* ``initial``: the untrained MLP;
+* ``broadcast``: the weights of a ``broadcast`` training run of the setting and seed after half and all of the
+  setting's budget (``broadcast@50``, ``broadcast@100``), trained once into ``OUT/policies/`` (deterministic) and
+  reused by every later command with that ``--out``;
+* ``reference``: the env's reference bot with a uniformly random legal move 20% of the time
+  (:class:`~baselines.policies.scripted.MixedPolicy`, which reports the distribution it draws from).
+
+Each policy is recorded in ``results.json`` (the weights' SHA-256, the training run's folder, or the bot), so another
+method is measured at the identical policy, and every method of one command is measured on the same episodes. ``--batches`` training batches are played
 with the seeds and groups training would use (:func:`baselines.rollout.training_seeds`, ``tasks_per_step x
 group_size`` episodes, the engine's run seed of that step), once with the ground truth's ``force`` branches
 (``A*``), and once per method with that method's own branches, exactly as its training would play them; the main
@@ -21,9 +30,11 @@ the square root of ``A*``'s split-half reliability, reported per setting), sign 
 team umbrella), the policy-gradient cosine (mean and standard deviation over batches) and the cost (branches and
 branch decisions per episode). A family's fidelity is the mean over its settings. Verdicts compare paired, over the
 same turns and the same bootstrap draws of the task groups: the difference of family fidelities with its 95%
-interval, and a bootstrap p-value adjusted by Holm's step-down method over every comparison the command prints; a
-comparison is "separated" when its adjusted p is below 0.05, "not separated" otherwise (an interval that holds 0
-is never separated).
+interval, and a two-sided p-value from the bootstrap standard error, adjusted by Holm's step-down method over every
+comparison the command prints; a comparison is "separated" when its adjusted p is below 0.05 and its interval
+excludes 0, "not separated" otherwise. ``--per-setting`` gives a verdict per setting instead of per family. Knobs
+swept over three or more settings get a trend line: the slope of fidelity on the knob (on log2 of a size) with its
+bootstrap interval.
 
 Output: the table and the verdict lines (stdout), and in ``--out``: ``results.json`` (every figure, the policies'
 hashes, the per-turn values), ``fidelity.md`` (the same text) and ``fidelity.png`` (fidelity against team size,
@@ -44,7 +55,7 @@ import numpy as np
 
 from baselines import fidelity as fid
 
-__all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "table", "figure", "run", "add_flags",
+__all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run", "add_flags",
            "command"]
 
 QUICK = ("voting/fraction/n8", "think_solve/clue/a0.8", "free_riding/idle3", "kuhn_poker/self-play")
@@ -55,10 +66,31 @@ ALPHA = 0.05
 
 
 # ---------------------------------------------------------------------- the runs
+POLICIES = ("initial", "broadcast", "reference")
+EPSILON = 0.2        # the reference bot's policy: its move with probability 0.8, a uniformly random legal one else
+
+
+def _policy_names(policies: Sequence[str], steps: int) -> list[str]:
+    """``initial``, ``broadcast`` (two checkpoints of a broadcast training run at half and all of the setting's
+    budget: ``broadcast@50``, ``broadcast@100``) and ``reference`` (``reference+0.2``) as spec names."""
+    out = []
+    for p in policies:
+        if p == "initial":
+            out.append(p)
+        elif p == "broadcast":
+            out += [f"broadcast@{max(1, steps // 2)}", f"broadcast@{steps}"]
+        elif p == "reference":
+            out.append(f"reference+{EPSILON}")
+        else:
+            raise ValueError(f"--policies: {p!r} is not one of {list(POLICIES)}")
+    return out
+
+
 def plan(methods: Sequence[str], tier: str = "micro", quick: bool = False, settings: Sequence[str] | None = None,
          seeds: Sequence[int] | None = None, batches: int | None = None, continuations: int = 8,
-         suite: str | None = None) -> list[dict[str, Any]]:
-    """One JSON-able spec per (setting, training seed): what :func:`measure` plays."""
+         suite: str | None = None, policies: Sequence[str] = ("initial",),
+         policy_dir: str | Path = "runs/fidelity/policies") -> list[dict[str, Any]]:
+    """One JSON-able spec per (setting, training seed, policy): what :func:`measure` plays."""
     from leaderboard.suite import latest_suite, load_suite
 
     if tier not in TIER_SUITES:
@@ -78,14 +110,17 @@ def plan(methods: Sequence[str], tier: str = "micro", quick: bool = False, setti
             if chosen is not None and s.name not in chosen:
                 continue
             b = su.budget(s)
-            for seed in (seeds if seeds is not None else (b["seeds"][:3] if quick else b["seeds"])):
+            for seed, policy in [(sd, p) for sd in (seeds if seeds is not None else
+                                                    (b["seeds"][:3] if quick else b["seeds"]))
+                                 for p in _policy_names(policies, b["steps"])]:
                 specs.append({"suite": su.key, "family": fam.name, "knob_name": fam.knob, "setting": s.name,
                               "knob": s.knob, "env_id": s.env_id, "env_kwargs": dict(s.env_kwargs),
                               "action_mode": su.action_mode, "model": b["model"], "mode": b["mode"],
                               "partners": s.partners, "tasks_per_step": b["tasks_per_step"],
                               "group_size": b["group_size"], "seed": int(seed),
                               "batches": int(batches or (1 if quick else 2)), "continuations": int(continuations),
-                              "methods": list(methods), "policy": "initial"})
+                              "methods": list(methods), "policy": policy, "train_steps": b["steps"],
+                              "policy_dir": str(policy_dir)})
     return specs
 
 
@@ -98,8 +133,73 @@ def _weights_sha256(team) -> str:
     return h.hexdigest()
 
 
+def _trained_weights(spec: dict[str, Any], team, step: int) -> str:
+    """Load into ``team`` the weights of a ``broadcast`` training run of the spec's setting and seed after ``step``
+    steps (checkpoints at half and all of ``train_steps``), training it first unless a complete one is in
+    ``policy_dir`` (deterministic: the same run every time); returns the run folder."""
+    from baselines.outputs import writing
+    from baselines.train import TrainConfig, checkpoint, train
+    from leaderboard.suite import safe_name
+
+    total = int(spec["train_steps"])
+    every = max(1, total // 2)
+    if step % every or not 0 < step <= total:
+        raise ValueError(f"policy broadcast@{step}: the checkpoints are at steps {every} and {total}")
+    run = Path(spec["policy_dir"]) / safe_name(spec["setting"]) / f"seed{spec['seed']}" / f"broadcast-{total}"
+    want = run / "checkpoints" / f"step-{step:07d}"
+    with writing(run, wait=True):       # another process training this run now: wait, then reuse it
+        if checkpoint.latest(run / "checkpoints") is None or \
+                not (run / "checkpoints" / f"step-{total:07d}").is_dir():
+            for old in run.iterdir():
+                import shutil
+
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+            train(TrainConfig(env=spec["env_id"], env_kwargs=dict(spec["env_kwargs"]),
+                              action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],
+                              credit="broadcast", steps=total, tasks_per_step=spec["tasks_per_step"],
+                              group_size=spec["group_size"], seed=spec["seed"], partners=spec["partners"],
+                              out=str(run), save_every=every, keep_checkpoints=2, tensorboard=False))
+    _, tensors = checkpoint.load(want)
+    for learner, state in zip(team.learners, tensors["learners"]):
+        learner.load_state_dict(state["model"])
+    return str(run)
+
+
+def _policies(spec: dict[str, Any], team) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The role -> policy map the spec's ``policy`` names, and its record (kind, weights' hash or bot, run)."""
+    kind = spec["policy"]
+    policies = dict(team.policies)
+    if kind == "initial":
+        return policies, {"kind": kind, "weights_sha256": _weights_sha256(team)}
+    if kind.startswith("broadcast@"):
+        run = _trained_weights(spec, team, int(kind.split("@", 1)[1]))
+        return policies, {"kind": kind, "weights_sha256": _weights_sha256(team), "run": run}
+    if kind.startswith("reference+"):
+        from baselines.policies.scripted import MixedPolicy
+        from marl_llm_envs.reference import reference_policies
+
+        bots = reference_policies(spec["env_id"])
+        if not bots:
+            raise ValueError(f"{spec['env_id']} has no reference bot")
+        name, bot = next(iter(bots.items()))
+        eps = float(kind.split("+", 1)[1])
+        mixed = MixedPolicy(bot, eps, name=f"reference:{name}+{eps}")
+        for role in team.trainable:
+            policies[role] = mixed
+        return policies, {"kind": kind, "bot": name, "epsilon": eps}
+    raise ValueError(f"unknown policy {kind!r}")
+
+
 def _play_key(episodes) -> list:
     return [[(t.agent, t.action) for t in e.turns] for e in episodes]
+
+
+class _Played:
+    """What a method's :meth:`attach` gets: the team, with the policies actually playing (a reference bot may
+    stand in for the learners)."""
+
+    def __init__(self, team, policies: dict[str, Any]) -> None:
+        self.learners, self.trainable, self.policies = team.learners, team.trainable, policies
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
@@ -123,7 +223,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                       partners=spec["partners"], tensorboard=False)
     env = make(spec["env_id"], **kwargs)
     team = build_team(cfg, env, sorted(set(env.roles.values())))
-    policies, roles = team.policies, list(team.trainable)
+    policies, record = _policies(spec, team)
+    roles = list(team.trainable)
     methods: dict[str, Any] = {}
     out_methods: dict[str, dict[str, Any]] = {}
     for name in spec["methods"]:
@@ -133,7 +234,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         except ValueError as e:
             out_methods[name] = {"skip": str(e)}
             continue
-        m.attach(team)
+        m.attach(_Played(team, policies))
         methods[name] = m
         out_methods[name] = {"adv": [], "grad_cos": [], "branches": 0.0, "branch_decisions": 0.0, "episodes": 0}
     pool: dict = {}
@@ -183,7 +284,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     n_eps = spec["batches"] * spec["tasks_per_step"] * spec["group_size"]
     return {"spec": {k: v for k, v in spec.items() if k != "methods"}, "truth": truth_rows,
             "truth_branch_decisions": truth_cost / max(1, n_eps), "methods": out_methods,
-            "policy": {"kind": spec["policy"], "weights_sha256": _weights_sha256(team)},
+            "policy": record,
             "wall_s": time.perf_counter() - t0}
 
 
@@ -204,7 +305,8 @@ def summarize(results: Sequence[dict[str, Any]], reps: int = 2000) -> dict[str, 
     """Per setting: the pooled turns of its seeds and every method's figures (see the module docstring)."""
     by_setting: dict[str, list[dict[str, Any]]] = {}
     for r in results:
-        by_setting.setdefault(r["spec"]["setting"], []).append(r)
+        s, pol = r["spec"]["setting"], r["spec"]["policy"]
+        by_setting.setdefault(s if pol == "initial" else f"{s} [{pol}]", []).append(r)
     out: dict[str, Any] = {}
     for name, rs in by_setting.items():
         spec = rs[0]["spec"]
@@ -222,7 +324,8 @@ def summarize(results: Sequence[dict[str, Any]], reps: int = 2000) -> dict[str, 
         noise = math.sqrt(float(np.mean((h1 - h2) ** 2)) / 4) if a.size else 0.0
         null, deciding = np.asarray(cat["null"], bool), np.asarray(cat["deciding"], bool)
         roles = np.asarray(cat["role"])
-        row: dict[str, Any] = {"family": spec["family"], "knob": spec["knob"], "knob_name": spec["knob_name"],
+        row: dict[str, Any] = {"setting": spec["setting"], "policy": spec["policy"], "family": spec["family"],
+                               "knob": spec["knob"], "knob_name": spec["knob_name"],
                                "env_id": spec["env_id"], "turns": int(a.size), "clusters": int(len(np.unique(cl))),
                                "seeds": [r["spec"]["seed"] for r in rs], "reliability": rel, "noise_sd": noise,
                                "exact_fraction": float(np.mean(cat["exact"])) if a.size else 0.0,
@@ -267,12 +370,17 @@ def _family_boot(summary: dict[str, Any], settings: list[str], m: str, b: str, r
 
 
 def verdicts(summary: dict[str, Any], method: str, baselines: Sequence[str], reps: int = 2000,
-             seed: int = 0) -> list[str]:
-    """Paired verdicts per family: ``method`` against every baseline, then the control ``shuffled`` against
-    ``broadcast`` where both were measured; Holm's correction over all of them."""
+             seed: int = 0, per_setting: bool = False) -> list[str]:
+    """Paired verdicts per family (``per_setting``: per setting): ``method`` against every baseline, then the
+    control ``shuffled`` against ``broadcast`` where both were measured; Holm's correction over all of them. The
+    p-value of a difference is two-sided from its bootstrap standard error (normal approximation), so that Holm's
+    correction over many comparisons is not bounded by the number of bootstrap draws."""
+    from scipy.stats import norm
+
     families: dict[str, list[str]] = {}
     for s, row in summary.items():
-        families.setdefault(row["family"], []).append(s)
+        at = "" if row["policy"] == "initial" else f" [{row['policy']}]"
+        families.setdefault(s if per_setting else row["family"] + at, []).append(s)
     pairs = [(method, b) for b in baselines if b != method]
     if "shuffled" in (method, *baselines) and "broadcast" in (method, *baselines) \
             and ("shuffled", "broadcast") not in pairs and ("broadcast", "shuffled") not in pairs:
@@ -288,19 +396,56 @@ def verdicts(summary: dict[str, Any], method: str, baselines: Sequence[str], rep
             fb = float(np.mean([summary[s]["methods"][b]["r"] for s in both]))
             d = bm - bb
             lo, hi = np.percentile(d, [2.5, 97.5])
-            p = min(1.0, (2 * min(int((d <= 0).sum()), int((d >= 0).sum())) + 1) / (reps + 1))
+            sd = float(d.std(ddof=1))
+            p = float(2 * norm.sf(abs(fm - fb) / sd)) if sd > 0 else (0.0 if fm != fb else 1.0)
             comps.append((fam, both, m, b, fm, fb, float(lo), float(hi), p))
     adjusted = _holm([c[-1] for c in comps])
     lines = []
     for (fam, both, m, b, fm, fb, lo, hi, p), q in zip(comps, adjusted):
-        where = f"{fam} ({', '.join(both)})"
+        where = fam if per_setting else f"{fam} ({', '.join(both)})"
         diff = f"fidelity {fm:.2f} vs {fb:.2f}, difference {fm - fb:+.2f} [{lo:+.2f}, {hi:+.2f}]"
         if q < ALPHA and lo > 0 or q < ALPHA and hi < 0:
             word = f"{m} above {b}" if fm > fb else f"{m} below {b}"
             verdict = f"{word}: separated"
         else:
             verdict = f"{m} vs {b}: not separated"
-        lines.append(f"{verdict} on {where}: {diff}; Holm-adjusted p {q:.3g} over {len(comps)} comparisons")
+        lines.append(f"{verdict} on {where}: {diff}; Holm-adjusted p {max(q, 1e-300):.3g} over {len(comps)} comparisons")
+    return lines
+
+
+def trends(summary: dict[str, Any], methods: Sequence[str], reps: int = 2000, seed: int = 0) -> list[str]:
+    """Per swept knob with three or more settings (a family's variant, e.g. voting's fraction sweep) and per method:
+    the least-squares slope of fidelity on the knob (on log2 of the knob where every value is positive and the
+    knob is a size: team size, delay, idle seats), with a 95% interval from the settings' cluster bootstraps."""
+    variants: dict[str, list[str]] = {}
+    for s, row in summary.items():
+        if isinstance(row["knob"], (int, float)) and not isinstance(row["knob"], bool):
+            at = "" if row["policy"] == "initial" else f" [{row['policy']}]"
+            variants.setdefault(row["setting"].rsplit("/", 1)[0] + at, []).append(s)
+    lines = []
+    for variant, ss in variants.items():
+        if len(ss) < 3:
+            continue
+        ss = sorted(ss, key=lambda s: summary[s]["knob"])
+        knob = summary[ss[0]]["knob_name"] or "knob"
+        x = np.asarray([float(summary[s]["knob"]) for s in ss])
+        logged = knob in ("n_voters", "delay", "idle_seats") and bool((x > 0).all())
+        if logged:
+            x = np.log2(x)
+        xc = x - x.mean()
+        for m in methods:
+            if not all(_measured(summary[s], m) for s in ss):
+                continue
+            boot = np.stack([fid.cluster_bootstrap([summary[s]["methods"][m]["_x"]], summary[s]["_a"],
+                                                   summary[s]["_cluster"], reps, seed + k)[:, 0]
+                             for k, s in enumerate(ss)], axis=1)                   # (reps, settings)
+            r = np.asarray([summary[s]["methods"][m]["r"] for s in ss])
+            slope = float(xc @ r / (xc @ xc))
+            lo, hi = np.percentile(boot @ xc / (xc @ xc), [2.5, 97.5])
+            word = "falls" if hi < 0 else "rises" if lo > 0 else "no trend at 95%"
+            lines.append(f"{m} on {variant}: fidelity slope {slope:+.4f} per {'log2 ' if logged else ''}{knob} "
+                         f"[{lo:+.4f}, {hi:+.4f}] over {knob} = {', '.join(str(summary[s]['knob']) for s in ss)}: "
+                         f"{word}")
     return lines
 
 
@@ -336,7 +481,7 @@ def figure(summary: dict[str, Any], path: str | Path) -> Path | None:
     more than one setting, a 95% band per method; ``None`` when no family sweeps a knob here."""
     families: dict[str, list[str]] = {}
     for s, row in summary.items():
-        if isinstance(row["knob"], (int, float)) and not isinstance(row["knob"], bool):
+        if isinstance(row["knob"], (int, float)) and not isinstance(row["knob"], bool) and row["policy"] == "initial":
             families.setdefault(row["family"], []).append(s)
     families = {f: v for f, v in families.items() if len(v) > 1}
     if not families:
@@ -350,7 +495,7 @@ def figure(summary: dict[str, Any], path: str | Path) -> Path | None:
     for ax, (fam, settings) in zip(axes[0], families.items()):
         variants: dict[str, list[str]] = {}
         for s in settings:      # voting's fraction and plurality sweeps are two lines of one family
-            variants.setdefault(s.rsplit("/", 1)[0], []).append(s)
+            variants.setdefault(summary[s]["setting"].rsplit("/", 1)[0], []).append(s)
         methods = sorted({m for s in settings for m in summary[s]["methods"] if _measured(summary[s], m)})
         for vi, (variant, ss) in enumerate(variants.items()):
             ss = sorted(ss, key=lambda s: summary[s]["knob"])
@@ -393,32 +538,38 @@ def _public(summary: dict[str, Any]) -> dict[str, Any]:
 
 def run(method: str, baselines: Sequence[str], tier: str = "micro", quick: bool = False, out: str | Path = "",
         jobs: int = 1, settings: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
-        batches: int | None = None, continuations: int = 8, progress: bool = True) -> dict[str, Any]:
+        batches: int | None = None, continuations: int = 8, per_setting: bool = False,
+        policies: Sequence[str] = ("initial",)) -> dict[str, Any]:
     """Plan, measure (in ``jobs`` processes), summarize, and write ``results.json``, ``fidelity.md`` and
     ``fidelity.png`` into ``out`` (when given). Returns ``{"summary", "verdicts", "text"}``."""
     from leaderboard.suite import Workers
 
     methods = list(dict.fromkeys([method, *baselines]))
-    specs = plan(methods, tier, quick, settings, seeds, batches, continuations)
+    specs = plan(methods, tier, quick, settings, seeds, batches, continuations, policies=policies,
+                 policy_dir=Path(out or "runs/fidelity") / "policies")
     t0 = time.perf_counter()
     with Workers(jobs) as workers:
         results = workers.map(measure, specs, progress=False)
     wall = time.perf_counter() - t0
     summary = summarize(results)
-    lines = verdicts(summary, method, [b for b in baselines if b != method])
+    lines = verdicts(summary, method, [b for b in baselines if b != method], per_setting=per_setting)
+    slopes = trends(summary, methods)
     text = "\n".join([f"credit fidelity of {method} on {specs[0]['suite']}" + (" (quick subset)" if quick else "")
                       + f": {len(specs)} runs (setting x seed, initial policies), {wall:.0f} s wall", "",
                       table(summary), "", "Verdicts (paired over the same turns; 95% cluster bootstrap over task "
-                      "groups; Holm's correction over the comparisons printed):", *lines])
+                      "groups; Holm's correction over the comparisons printed):", *lines]
+                     + (["", "Trends (fidelity against the swept knob; 95% cluster bootstrap):", *slopes]
+                        if slopes else []))
     if out:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps({"method": method, "baselines": list(baselines),
                                                       "summary": _public(summary), "verdicts": lines,
+                                                      "trends": slopes,
                                                       "wall_s": wall}, indent=1, default=float))
         (out / "fidelity.md").write_text(text + "\n")
         figure(summary, out / "fidelity.png")
-    return {"summary": summary, "verdicts": lines, "text": text, "wall_s": wall}
+    return {"summary": summary, "verdicts": lines, "trends": slopes, "text": text, "wall_s": wall}
 
 
 # ---------------------------------------------------------------------- the command
@@ -436,6 +587,12 @@ def add_flags(p) -> None:
     p.add_argument("--batches", type=int, default=None, help="training batches per seed (default: 2; quick: 1)")
     p.add_argument("--continuations", type=int, default=8, help="continuations per forced move for A* "
                                                                  "(default: %(default)s)")
+    p.add_argument("--policies", default="initial", help="comma-separated policies to measure at: initial (the "
+                   "untrained MLP), broadcast (two checkpoints of a broadcast training run of the setting: half and "
+                   f"all of its budget), reference (the env's reference bot, epsilon = {EPSILON} random moves) "
+                   "(default: %(default)s)")
+    p.add_argument("--per-setting", action="store_true", help="verdicts per setting (default: per family, the "
+                                                                "mean over its settings)")
     p.add_argument("--jobs", type=int, default=1, help="measure the runs (setting x seed) in N processes")
     p.add_argument("--out", default="runs/fidelity", help="where results.json, fidelity.md and fidelity.png go "
                                                            "(default: %(default)s)")
@@ -455,6 +612,7 @@ def command(args) -> None:
         raise ValueError(f"--batches must be >= 1, got {args.batches}")
     result = run(args.method, [b.strip() for b in args.baselines.split(",") if b.strip()], args.tier, args.quick,
                  args.out, args.jobs, [s.strip() for s in args.settings.split(",") if s.strip()] or None,
-                 ints(args.seeds), args.batches, args.continuations)
+                 ints(args.seeds), args.batches, args.continuations, args.per_setting,
+                 [p.strip() for p in args.policies.split(",") if p.strip()])
     print(result["text"])
     print(f"wrote {Path(args.out) / 'results.json'}, fidelity.md and fidelity.png", file=sys.stderr)

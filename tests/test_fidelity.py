@@ -204,3 +204,24 @@ def test_fidelity_rejects_an_unknown_setting():
 
     with pytest.raises(ValueError, match="setting 'voting/n3' is not in credit-micro@3"):
         plan(["broadcast"], settings=["voting/n3"])
+
+
+def test_mixed_reference_policy_draws_from_the_distribution_it_reports():
+    """The reference bot (free riding's card matcher, deterministic) with epsilon = 0.2: its move with probability
+    0.8 + 0.2/3, each other 0.2/3; the draws follow exactly that, and the true advantage can be computed at it."""
+    from baselines.policies.scripted import MixedPolicy
+    from marl_llm_envs.reference import reference_policies
+
+    bot = reference_policies("free_riding-v0")["card_matcher"]
+    policy = MixedPolicy(bot, 0.2)
+    env = make("free_riding-v0", idle_seats=1, action_mode="discrete")
+    env.reset(seed=4)
+    request = request_for(env, "decider", policy.observes)
+    probs = policy.probs(env, "decider", request.legal_actions)
+    card = int(np.argmax(env.observe("decider", text=False)["observation"][:3]))
+    assert np.allclose(probs, [0.8 + 0.2 / 3 if j == card else 0.2 / 3 for j in range(3)])
+    draws = [policy.generate([request_for(env, "decider", policy.observes, key=(k,))], seed=1)[0].choice.index
+             for k in range(600)]
+    assert abs(np.mean(np.asarray(draws) == card) - probs[card]) < 0.05
+    with pytest.raises(ValueError, match="epsilon must be in"):
+        MixedPolicy(bot, 1.5)
