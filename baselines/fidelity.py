@@ -63,7 +63,8 @@ from baselines.policies.base import Policy, request_for
 from baselines.rollout import BranchSpec, RolloutEngine
 
 __all__ = ["TurnTruth", "Truth", "move_probs", "exact_q", "ground_truth", "truth_branches", "null_turns",
-           "readable_roles", "reliability", "noise_sd", "pearson", "cluster_bootstrap", "fidelity", "sign_agreement", "false_credit", "gradient_cosine",
+           "readable_roles", "reliability", "noise_sd", "pearson", "cluster_bootstrap", "fidelity", "sign_agreement",
+           "false_credit", "gradient_cosine",
            "branch_cost", "turn_values", "TRUTH_STREAM"]
 
 TRUTH_STREAM = 1     # the ground truth's branches sample with keys of their own (BranchSpec.stream)
@@ -384,21 +385,21 @@ def fidelity(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, reliability: fl
     return {"r": r, "low": float(lo), "high": float(hi), "disattenuated": dis}
 
 
-def reliability(truth: Truth) -> float:
-    """Spearman-Brown reliability ``2 r / (1 + r)`` of ``A*`` from the correlation of its two halves over turns."""
-    halves = np.asarray([t.half_advantages() for t in truth.measured()])
-    if len(halves) < 3:
+def reliability(h1: np.ndarray, h2: np.ndarray) -> float:
+    """Spearman-Brown reliability ``2 r / (1 + r)`` of ``A*`` from the correlation ``r`` of its two halves'
+    estimates (:meth:`TurnTruth.half_advantages`) over turns."""
+    if len(h1) < 3:
         return float("nan")
-    r = pearson(halves[:, 0], halves[:, 1])
+    r = pearson(h1, h2)
     return 2 * r / (1 + r) if r > -1 else float("nan")
 
 
-def noise_sd(truth: Truth) -> float:
-    """The standard deviation of a turn's ``A*`` estimate, pooled over turns from the halves: ``var(A1 - A2) / 4``."""
-    halves = np.asarray([t.half_advantages() for t in truth.measured()])
-    if not len(halves):
+def noise_sd(h1: np.ndarray, h2: np.ndarray) -> float:
+    """The standard deviation of a turn's ``A*`` estimate, pooled over turns from its halves: ``sqrt(E(A1 - A2)^2
+    / 4)`` (the full estimate is their mean)."""
+    if not len(h1):
         return 0.0
-    d = halves[:, 0] - halves[:, 1]
+    d = np.asarray(h1) - np.asarray(h2)
     return float(math.sqrt(float(np.mean(d * d)) / 4))
 
 

@@ -17,9 +17,10 @@ setting's scripted partners), and measured at the policies ``--policies`` names:
   (:class:`~baselines.policies.scripted.MixedPolicy`, which reports the distribution it draws from).
 
 Each policy is recorded in ``results.json`` (the weights' SHA-256, the training run's folder, or the bot), so another
-method is measured at the identical policy, and every method of one command is measured on the same episodes. ``--batches`` training batches are played
-with the seeds and groups training would use (:func:`baselines.rollout.training_seeds`, ``tasks_per_step x
-group_size`` episodes, the engine's run seed of that step), once with the ground truth's ``force`` branches
+method is measured at the identical policy, and every method of one command is measured on the same episodes.
+``--batches`` training batches are played with the seeds and groups training would use
+(:func:`baselines.rollout.training_seeds`, ``tasks_per_step x group_size`` episodes, the engine's run seed of that
+step), once with the ground truth's ``force`` branches
 (``A*``), and once per method with that method's own branches, exactly as its training would play them; the main
 episodes of all those runs are the same (checked), so every method is scored on the same turns. Only the turns of
 trained roles are scored.
@@ -45,7 +46,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -55,7 +55,8 @@ import numpy as np
 
 from baselines import fidelity as fid
 
-__all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run", "add_flags",
+__all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run",
+           "add_flags",
            "command"]
 
 QUICK = ("voting/fraction/n8", "think_solve/clue/a0.8", "free_riding/idle3", "kuhn_poker/self-play")
@@ -319,9 +320,7 @@ def summarize(results: Sequence[dict[str, Any]], reps: int = 2000) -> dict[str, 
         cat = {k: sum((list(r["truth"][k]) for r in rs), []) for k in ("a", "h1", "h2", "role", "null", "deciding",
                                                                          "exact")}
         a, h1, h2 = (np.asarray(cat[k], np.float64) for k in ("a", "h1", "h2"))
-        r_half = fid.pearson(h1, h2)
-        rel = 2 * r_half / (1 + r_half) if r_half > -1 else float("nan")
-        noise = math.sqrt(float(np.mean((h1 - h2) ** 2)) / 4) if a.size else 0.0
+        rel, noise = fid.reliability(h1, h2), fid.noise_sd(h1, h2)
         null, deciding = np.asarray(cat["null"], bool), np.asarray(cat["deciding"], bool)
         roles = np.asarray(cat["role"])
         row: dict[str, Any] = {"setting": spec["setting"], "policy": spec["policy"], "family": spec["family"],
@@ -409,7 +408,8 @@ def verdicts(summary: dict[str, Any], method: str, baselines: Sequence[str], rep
             verdict = f"{word}: separated"
         else:
             verdict = f"{m} vs {b}: not separated"
-        lines.append(f"{verdict} on {where}: {diff}; Holm-adjusted p {max(q, 1e-300):.3g} over {len(comps)} comparisons")
+        lines.append(f"{verdict} on {where}: {diff}; Holm-adjusted p {max(q, 1e-300):.3g} over {len(comps)} "
+                     "comparisons")
     return lines
 
 
@@ -472,7 +472,8 @@ def table(summary: dict[str, Any]) -> str:
             ci = f"{v['r']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}]"
             cos = f"{_fmt(v['grad_cos'])} ({_fmt(v['grad_cos_sd'])})"
             lines.append(f"  {m:<12} {ci:<22} {_fmt(v['disattenuated']):>7} {_fmt(v['sign_agreement']):>5} "
-                         f"{_fmt(v['false_credit']):>9} {cos:>14} {v['branches']:>11.1f} {v['branch_decisions']:>12.1f}")
+                         f"{_fmt(v['false_credit']):>9} {cos:>14} {v['branches']:>11.1f} "
+                         f"{v['branch_decisions']:>12.1f}")
     return "\n".join(lines)
 
 

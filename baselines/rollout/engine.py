@@ -56,9 +56,9 @@ a named agent (each of its turns) the engine keeps ``env.clone()`` taken just be
   (:mod:`baselines.fidelity`: the true advantage ``A*``). Continuation ``m`` of every move samples with the same
   keys (common random numbers): a later decision whose input does not depend on the forced move (a voter, who
   never sees the others' ballots) draws the same action after every ``b``, so differences of ``Q`` between moves
-  carry none of that decision's sampling noise, while each ``Q(h, b)`` is still the mean of ``M`` draws. ``stream`` (any spec) gives a spec's branches sampling
-  keys of their own: two runs that differ only in ``stream`` draw independent continuations (the ``oracle`` credit
-  control and the ground truth it is measured against).
+  carry none of that decision's sampling noise, while each ``Q(h, b)`` is still the mean of ``M`` draws.
+  ``stream`` (any spec) gives a spec's branches sampling keys of their own: two runs that differ only in ``stream``
+  draw independent continuations (the ``oracle`` credit control and the ground truth it is measured against).
 
 In a branch, another agent's decision (and the branch agent's own later decisions) reuses the main episode's recorded
 action when ``replay_others`` (default) and the agent sees exactly what it saw in the main episode (same observation
