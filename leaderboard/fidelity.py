@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -492,7 +493,7 @@ def figure(summary: dict[str, Any], path: str | Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(families), figsize=(4.5 * len(families), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(families), figsize=(4.5 * len(families), 4.2), squeeze=False)
     for ax, (fam, settings) in zip(axes[0], families.items()):
         variants: dict[str, list[str]] = {}
         for s in settings:      # voting's fraction and plurality sweeps are two lines of one family
@@ -519,8 +520,9 @@ def figure(summary: dict[str, Any], path: str | Path) -> Path | None:
             f"{'solid' if i == 0 else 'dashed'}: {v}" for i, v in enumerate(variants)) + ")"), fontsize=8)
         ax.axhline(0, color="grey", lw=0.5)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    ncol = min(len(labels), 3 * len(families))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8)
+    fig.tight_layout(rect=(0, 0.06 * math.ceil(len(labels) / ncol) + 0.02, 1, 1))
     path = Path(path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
