@@ -225,3 +225,38 @@ def test_mixed_reference_policy_draws_from_the_distribution_it_reports():
     assert abs(np.mean(np.asarray(draws) == card) - probs[card]) < 0.05
     with pytest.raises(ValueError, match="epsilon must be in"):
         MixedPolicy(bot, 1.5)
+
+
+class FreeText(Policy):
+    """Free text (no legal moves offered): the right answer (read from the env, as a scripted bot may) or a wrong
+    one, each half the time, seeded per request key."""
+
+    observes = frozenset({"text", "legal_actions", "env"})
+
+    def generate(self, requests, seed=None):
+        out = []
+        for r in requests:
+            assert not r.legal_actions
+            rng = np.random.default_rng([seed or 0, *[k % 2**63 for k in r.key]])
+            answer = r.env.task.answer
+            text = "\\boxed{%s}" % [answer, answer + "1"][int(rng.integers(2))]
+            out.append(Generation(action=text, text=text))
+        return out
+
+
+def test_free_text_turns_take_v_from_resampled_alternatives():
+    """A free-text turn has no moves to enumerate: Q(h, a) comes from continuations with the recorded text forced
+    (here the last decision, so it is the episode's own reward) and V(h) from the resample branches' mean."""
+    kwargs = {"n_voters": 1, "reward_scheme": "fraction", "action_mode": "text"}
+    episodes = RolloutEngine(FreeText(), show_progress=False).run(
+        VOTING, 6, 1, seed=2, env_kwargs=kwargs, branches=fid.truth_branches(["voter"], 4, free_text=True))
+    truth = fid.ground_truth(episodes, {"voter": FreeText()}, ["voter"], 4)
+    values = []
+    for e, (tt,) in zip(episodes, truth.turns):
+        resampled = [b.rewards["voter_0"] for b in e.branches if b.kind == "resample"]
+        assert len(resampled) == 4 and not tt.exact
+        assert tt.moves == [e.turns[0].action] and tt.q[0] == e.rewards["voter_0"]
+        assert tt.value == pytest.approx(np.mean(resampled))
+        assert tt.advantage == pytest.approx(e.rewards["voter_0"] - np.mean(resampled))
+        values.append(tt.value)
+    assert 0 < np.mean(values) < 1        # right and wrong answers both occur: the values are not all 0
