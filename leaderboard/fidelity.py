@@ -55,6 +55,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from baselines import fidelity as fid
+from baselines.outputs import replace_text
 
 __all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run",
            "add_flags",
@@ -566,11 +567,11 @@ def run(method: str, baselines: Sequence[str], tier: str = "micro", quick: bool 
     if out:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "results.json").write_text(json.dumps({"method": method, "baselines": list(baselines),
+        replace_text(out / "results.json", json.dumps({"method": method, "baselines": list(baselines),
                                                       "summary": _public(summary), "verdicts": lines,
                                                       "trends": slopes,
                                                       "wall_s": wall}, indent=1, default=float))
-        (out / "fidelity.md").write_text(text + "\n")
+        replace_text(out / "fidelity.md", text + "\n")
         figure(summary, out / "fidelity.png")
     return {"summary": summary, "verdicts": lines, "trends": slopes, "text": text, "wall_s": wall}
 
