@@ -7,6 +7,7 @@ and rank the entries.
     python -m leaderboard show [--wide]
     python -m leaderboard render [--store board/entries] [--out board/]
     python -m leaderboard benchmark-credit broadcast --tier micro --quick
+    python -m leaderboard fidelity loo --baselines broadcast,shuffled --quick
 """
 
 from __future__ import annotations
@@ -150,6 +151,12 @@ examples:
   python -m leaderboard benchmark-credit mypkg.credit:MyMethod --tier micro --out runs/mine
   python -m leaderboard benchmark-credit dr_mas --tier gpu --model Qwen/Qwen2.5-1.5B-Instruct --submit
 """,
+    "fidelity": """\
+examples:
+  python -m leaderboard fidelity loo --baselines broadcast,shuffled --quick       # the README demo
+  python -m leaderboard fidelity coma --settings voting/fraction/n8,free_riding/idle3 --jobs 2
+  python -m leaderboard fidelity mypkg.credit:MyMethod --tier micro --out runs/fidelity-mine
+""",
 }
 
 
@@ -179,6 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
     command("protocols", "list the protocols")
     _benchmark_flags(command("benchmark-credit", "train a credit method beside the built-in baselines under a "
                                                  "credit-track protocol, evaluate all, print the comparison"))
+    from leaderboard import fidelity
+
+    fidelity.add_flags(command("fidelity", "measure credit methods against the true advantage A* of every turn at "
+                                           "fixed policies (no training), over the suite's families"))
     return parser
 
 
@@ -395,7 +406,8 @@ def _protocols(args: argparse.Namespace) -> None:
 
 
 _COMMANDS = {"evaluate": _evaluate, "evaluate-private": _evaluate_private, "validate": _validate, "submit": _submit,
-             "show": _show, "render": _render, "benchmark-credit": _benchmark_credit, "protocols": _protocols}
+             "show": _show, "render": _render, "benchmark-credit": _benchmark_credit, "protocols": _protocols,
+             "fidelity": lambda args: __import__("leaderboard.fidelity").fidelity.command(args)}
 _VERDICTS = ("validate", "submit", "evaluate-private")       # commands whose refusal reads "rejected: ..."
 
 

@@ -37,6 +37,7 @@ The methods (each module's docstring states its equation and cites its source):
 ``mappo``      MAPPO: GAE(gamma, lambda) on each agent's turns with a learned centralized critic ``V(s_t)``
 ``ippo``       IPPO: the same with a learned per-agent critic ``V(o_a,t)`` on the agent's own observation
 ``shuffled``   a negative control: each turn gets broadcast's advantage of a random episode of its group
+``oracle``     a positive control: each turn's true advantage ``A*`` from forced-move branches (credit fidelity)
 =============  ===============================================================================================
 
 A method with a learned critic (``mappo``, ``ippo``) uses three more hooks, all no-ops on the Monte Carlo methods:
@@ -106,6 +107,7 @@ import textwrap
 
 from baselines.credit.base import CreditMethod, TokenAdvantages, TurnAdvantages, list_credits, make_credit, register
 from baselines.credit import broadcast, rae, marshal, coma, loo, ccpo, dr_mas, mappo, ippo, shuffled  # noqa: F401,E402
+from baselines.credit import oracle  # noqa: F401,E402
 
 
 def _quote_example(doc: str | None) -> str | None:

@@ -11,6 +11,11 @@ the team outcome, broadcast to every agent and turn ([1, 0, 0, 1] -> [+1, -1, -1
 is normalized over its own returns. An agent that exists only in some episodes of a group is normalized over those.
 ``std``: ``"population"`` (default), ``"sample"`` (TRL, verl) or ``None`` (Dr. GRPO: mean-centring only).
 
+Credit fidelity (``python -m leaderboard fidelity``): every agent's turns get the team's one number, so where the
+team reward is a sum of the agents' own terms (voting-v0 ``reward_scheme="fraction"``) an agent's own term is one of
+``n`` and broadcast's correlation with the true advantage falls with team size, roughly as ``1 / sqrt(n)``; seats that
+cannot matter (free riding's idle seats) get as much credit as the deciding seat (false credit 1).
+
 none: ``A = R`` on every turn of the agent (REINFORCE with no baseline; the leaderboard's control).
 """
 

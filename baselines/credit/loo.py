@@ -13,6 +13,11 @@ contribution clamped to the env's null action (``ablate``):
   continued from just before the turn with the agent playing its null action from there on. For an agent with one
   turn this is "the episode without it"; for later turns of a multi-turn agent, "without it from here on".
 
+Credit fidelity (``python -m leaderboard fidelity``): under an additive team reward (voting-v0 ``"fraction"``) this
+is the difference reward, the agent's own term, which differs from the true advantage only by the policy's baseline:
+its fidelity stays near 1 at every team size, far above broadcast's; seats whose null move is any move (free riding's
+idle seats) get exactly 0 (false credit 0).
+
 ``normalize=True`` subtracts the group mean of ``A`` per role (off by default, as C3).
 """
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from baselines.policies.base import Choice, Generation, Policy, Request
 
-__all__ = ["RandomPolicy", "ScriptedPolicy"]
+__all__ = ["MixedPolicy", "RandomPolicy", "ScriptedPolicy"]
 
 
 class ScriptedPolicy(Policy):
@@ -70,4 +70,59 @@ class RandomPolicy(Policy):
                                                     probs=probs)))
             else:
                 out.append(Generation(action=self.free_text, text=self.free_text))
+        return out
+
+
+class MixedPolicy(Policy):
+    """A scripted bot mixed with uniformly random moves, drawing from (and reporting) a known distribution: the
+    bot's move distribution at the state, estimated from ``calls`` calls of ``fn`` with generators seeded 0 ..
+    calls-1 (one move with probability 1 for a deterministic bot), times ``1 - epsilon``, plus ``epsilon`` spread
+    evenly over the legal moves. What it draws from is exactly what it reports in ``Choice.probs`` (so the true
+    advantage of its moves can be computed: :mod:`baselines.fidelity`), and the draw of each request is seeded by
+    the call seed and ``Request.key``. Discrete or choice mode only (a turn with legal moves)."""
+
+    observes = frozenset({"text", "legal_actions", "env"})
+
+    def __init__(self, fn: Callable[[Any, str, np.random.Generator], Any], epsilon: float, calls: int = 16,
+                 name: str | None = None) -> None:
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+            raise ValueError(f"calls must be a positive int, got {calls!r}")
+        self.fn, self.epsilon, self.calls = fn, float(epsilon), calls
+        self.name = name or f"mixed:{getattr(fn, '__name__', type(fn).__name__)}+{epsilon}"
+
+    def probs(self, env, agent: str, legal: Sequence[str]) -> np.ndarray:
+        """The distribution over ``legal`` (in order) this policy draws from at ``agent``'s decision in ``env``."""
+        from baselines.rollout.engine import env_action
+
+        n = len(legal)
+        ids = [int(i) for i in np.flatnonzero(env.action_mask(agent))] if env.action_mode == "discrete" else None
+        counts = np.zeros(n)
+        for c in range(self.calls):
+            move = self.fn(env, agent, np.random.default_rng(c))
+            if ids is not None:
+                move = env_action(env, agent, move, legal)
+                j = ids.index(move) if move in ids else -1
+            else:
+                j = list(legal).index(move) if move in legal else -1
+            if j < 0:
+                raise ValueError(f"{self.name}: the bot's move {move!r} is not legal for {agent}; legal: {list(legal)}")
+            counts[j] += 1
+        return (1.0 - self.epsilon) * counts / self.calls + self.epsilon / n
+
+    def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
+        out = []
+        for i, r in enumerate(requests):
+            if r.env is None or not r.legal_actions:
+                raise ValueError(f"{self.name} needs request.env and legal moves for {r.env_id}/{r.agent} (discrete "
+                                 "or choice mode): build the request with request_for(env, agent, policy.observes)")
+            p = self.probs(r.env, r.agent, r.legal_actions)
+            key = [int(k) % 2**63 for k in r.key] or [i]
+            rng = np.random.default_rng([0 if seed is None else int(seed), *key])
+            j = int(rng.choice(len(p), p=p))
+            action = r.legal_actions[j]
+            out.append(Generation(action=action, text=action,
+                                  choice=Choice(index=j, logprob=float(math.log(p[j])), scoring="scripted",
+                                                probs=p.tolist())))
         return out

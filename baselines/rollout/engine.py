@@ -47,6 +47,18 @@ a named agent (each of its turns) the engine keeps ``env.clone()`` taken just be
   voter abstains), the other agents act as described below.
 * ``BranchSpec("resample", agent, k=K)``: K continuations; in each, the agent's action at that point is sampled anew
   from its policy (the K samples are batched in one call), then play on to the end.
+* ``BranchSpec("force", agent, k=M)``: for every legal move ``b`` of the agent at that point (discrete mode: the
+  action ids its mask allows, in order; text mode: ``env.legal_actions(agent)``; a free-text turn, which has none:
+  the recorded move), M continuations whose first action is ``b``, forced (no policy call; the branch's first turn
+  has ``action = b`` and ``extra = {"forced": True}``), then play on to the end. ``Branch.sample_index`` is
+  ``j * M + m`` for the ``j``-th legal move and continuation ``m``. With ``replay_others=False`` every later
+  decision is the policy's own new draw, so the mean outcome of the M continuations of ``b`` estimates ``Q(h, b)``
+  (:mod:`baselines.fidelity`: the true advantage ``A*``). Continuation ``m`` of every move samples with the same
+  keys (common random numbers): a later decision whose input does not depend on the forced move (a voter, who
+  never sees the others' ballots) draws the same action after every ``b``, so differences of ``Q`` between moves
+  carry none of that decision's sampling noise, while each ``Q(h, b)`` is still the mean of ``M`` draws.
+  ``stream`` (any spec) gives a spec's branches sampling keys of their own: two runs that differ only in ``stream``
+  draw independent continuations (the ``oracle`` credit control and the ground truth it is measured against).
 
 In a branch, another agent's decision (and the branch agent's own later decisions) reuses the main episode's recorded
 action when ``replay_others`` (default) and the agent sees exactly what it saw in the main episode (same observation
@@ -85,7 +97,8 @@ from marl_llm_envs.text import parse_bracketed
 
 __all__ = ["BranchSpec", "RolloutEngine", "training_seeds"]
 
-BRANCH_KINDS = ("ablate", "resample")
+BRANCH_KINDS = ("ablate", "resample", "force")
+_NO_MOVE = object()      # _Job.forced when no move is forced
 STATE_KINDS = (None, "global", "observation")
 
 
@@ -96,15 +109,18 @@ class BranchSpec:
     ``agent`` is an agent name (``"thinker"``, ``"voter_0"``) or a role (``"voter"``: every agent with that role; in
     an env whose agents appear at run time, such as orchestrator-v0's role ``"worker"``, the agents of that role that
     took part in each episode).
-    ``k``: the number of resamples per decision point (``kind="resample"`` only). ``replay_others``: reuse the main
-    episode's recorded actions where the observation is unchanged (see the module docstring); ``False`` samples
-    every later decision anew.
+    ``k``: the number of resamples per decision point (``kind="resample"``), or of continuations per legal move
+    (``kind="force"``). ``replay_others``: reuse the main episode's recorded actions where the observation is
+    unchanged (see the module docstring); ``False`` samples every later decision anew. ``stream``: a non-negative
+    int that enters the branches' sampling keys (0: the keys of a spec without it), so otherwise identical specs
+    of two runs draw independent continuations.
     """
 
     kind: str
     agent: str
     k: int = 1
     replay_others: bool = True
+    stream: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in BRANCH_KINDS:
@@ -115,10 +131,12 @@ class BranchSpec:
             raise ValueError(f"branch k must be a positive int, got {self.k!r}")
         if self.kind == "ablate" and self.k != 1:
             raise ValueError("an ablate branch has k=1 (ablation is deterministic)")
+        if isinstance(self.stream, bool) or not isinstance(self.stream, int) or self.stream < 0:
+            raise ValueError(f"branch stream must be a non-negative int, got {self.stream!r}")
 
     @classmethod
     def parse(cls, text: str) -> list["BranchSpec"]:
-        """``"ablate:thinker,resample:solver:4"`` -> two specs."""
+        """``"ablate:thinker,resample:solver:4,force:voter:8"`` -> three specs."""
         specs = []
         for part in (p.strip() for p in text.split(",")):
             if not part:
@@ -126,14 +144,14 @@ class BranchSpec:
             bits = part.split(":")
             if len(bits) == 2:
                 specs.append(cls(bits[0], bits[1]))
-            elif len(bits) == 3 and bits[0] == "resample":
+            elif len(bits) == 3 and bits[0] in ("resample", "force"):
                 try:
                     k = int(bits[2])
                 except ValueError:
                     raise ValueError(f"branch {part!r}: K must be an int") from None
                 specs.append(cls(bits[0], bits[1], k))
             else:
-                raise ValueError(f"branch {part!r} is not KIND:AGENT or resample:AGENT:K")
+                raise ValueError(f"branch {part!r} is not KIND:AGENT, resample:AGENT:K or force:AGENT:M")
         return specs
 
     def agents(self, env, present: Iterable[str] | None = None) -> list[str]:
@@ -303,6 +321,7 @@ class _Job:
         self.source: _Recorded | None = None       # branch jobs: the main episode's record (None: nothing replays)
         self.source_env = None                     # branch jobs: the main episode's env (at its end by then)
         self.force_first = False           # resample: the first decision is sampled anew
+        self.forced: Any = _NO_MOVE        # force: the move its first decision plays (then _NO_MOVE)
         self.base_rewards: dict[str, float] = {}
         self.start_rewards: dict[str, float] = {}   # handed out before the first step (by ablate)
         self.turns: list[Turn] = []
@@ -335,10 +354,13 @@ class _Job:
 
     @classmethod
     def branch_of(cls, main: "_Job", env, branch: Branch, kind_id: int, rewards_before: dict[str, float],
-                  replay: bool, start_rewards: dict[str, float] | None = None) -> "_Job":
+                  replay: bool, start_rewards: dict[str, float] | None = None, stream: int = 0,
+                  draw: int | None = None) -> "_Job":
         record = main.record
         i = branch.turn_index
-        job = cls(env, (*main.key, kind_id, i, branch.sample_index), step_index=record.turns[i].step_index)
+        draw = branch.sample_index if draw is None else draw
+        key = (*main.key, kind_id, i, draw) + ((stream,) if stream else ())
+        job = cls(env, key, step_index=record.turns[i].step_index)
         job.branch, job.digest, job.source_env = branch, True, main.env
         job.base_rewards = dict(rewards_before)
         job.start_rewards = dict(start_rewards or {})
@@ -573,12 +595,29 @@ class RolloutEngine:
             # What ablate() handed out itself (its null move may end the episode) belongs to the branch.
             handed = {a: float(r) - before.get(a, 0.0) for a, r in env.rewards.items()}
             return [_Job.branch_of(job, env, Branch("ablate", agent, turn_index, 0), 1, rewards_before,
-                                   spec_.replay_others, start_rewards=handed)]
+                                   spec_.replay_others, start_rewards=handed, stream=spec_.stream)]
+        if spec_.kind == "force":
+            jobs = []
+            for j, move in enumerate(RolloutEngine._moves(clone, agent, job.turns[turn_index])):
+                for m in range(spec_.k):
+                    new = _Job.branch_of(job, clone.clone(), Branch("force", agent, turn_index, j * spec_.k + m), 3,
+                                         rewards_before, spec_.replay_others, stream=spec_.stream, draw=m)
+                    new.forced = move
+                    jobs.append(new)
+            return jobs
         siblings = [_Job.branch_of(job, clone.clone(), Branch("resample", agent, turn_index, s), 2, rewards_before,
-                                   spec_.replay_others) for s in range(spec_.k)]
+                                   spec_.replay_others, stream=spec_.stream) for s in range(spec_.k)]
         for sibling in siblings:
             sibling.siblings = siblings
         return siblings
+
+    @staticmethod
+    def _moves(env, agent: str, recorded: Turn) -> list[Any]:
+        """The moves a force branch plays at ``agent``'s decision in ``env``: in discrete mode the action ids its
+        mask allows, in order; in text mode the legal moves; on a free-text turn (no legal moves) the recorded one."""
+        if getattr(env, "action_mode", "text") == "discrete":
+            return [int(i) for i in np.flatnonzero(env.action_mask(agent))]
+        return list(env.legal_actions(agent)) or [recorded.action]
 
     @staticmethod
     def _branch(bj: _Job, episode: Episode) -> Branch:
@@ -649,6 +688,8 @@ class RolloutEngine:
                 for d, gen in zip(pending, gens):
                     if d.rec is not None:
                         self._step_replayed(d.job, d.agent, d.digest, d.rec, d.legal)
+                    elif d.request is None:
+                        self._step_forced(d.job, d.agent, d.legal)
                     else:
                         self._step(d.job, d.agent, d.request, d.digest, gen)
                 tick += 1
@@ -697,12 +738,12 @@ class RolloutEngine:
 
     def _decide(self, pending: list[_Decision], policies: list[Policy], index_of: dict[int, int], seed: int,
                 phase: int, tick: int) -> list[Generation | None]:
-        """One ``generate`` call per policy for the decisions that replay no recorded turn (``None`` for those that
-        do), seeded by ``(seed, phase, tick, policy index)``."""
+        """One ``generate`` call per policy for the decisions that replay no recorded turn and play no forced move
+        (``None`` for those), seeded by ``(seed, phase, tick, policy index)``."""
         gens: list[Generation | None] = [None] * len(pending)
         by_policy: dict[int, list[int]] = {}
         for n, d in enumerate(pending):
-            if d.rec is None:
+            if d.request is not None:
                 by_policy.setdefault(index_of[id(self._policy_for(d.request.role))], []).append(n)
         for pidx, idxs in by_policy.items():
             policy = policies[pidx]
@@ -719,6 +760,10 @@ class RolloutEngine:
         the observation digest (runs with branches), the recorded turn it replays (or ``None``) and the legal moves
         computed."""
         agent = env.agent_selection
+        if job.forced is not _NO_MOVE:          # a force branch's first decision: no observation, no policy
+            if agent != job.branch.agent:
+                raise RuntimeError(f"{env.env_id}: a force branch of {job.branch.agent} found {agent} to move")
+            return _Decision(job, agent, None, "", None, tuple(env.legal_actions(agent)))
         role = env.roles[agent]
         observes = self._policy_for(role).observes
         text, legal, vector, mask, digest, rec = "", (), None, None, "", None
@@ -759,6 +804,14 @@ class RolloutEngine:
         env = job.env
         turn = _replayed_turn(rec, agent, env.roles[agent], env.teams[agent])
         self._record_and_step(job, agent, turn, rec.action, digest, list(legal))
+
+    def _step_forced(self, job: _Job, agent: str, legal: tuple[str, ...]) -> None:
+        """A force branch's first decision: its forced move, recorded as a turn with no tokens."""
+        env = job.env
+        action, job.forced = job.forced, _NO_MOVE
+        turn = Turn(agent, env.roles[agent], env.teams[agent], [], [], [], str(action),
+                    action if type(action) in _PLAIN else json_safe(action), extra={"forced": True})
+        self._record_and_step(job, agent, turn, action, "", list(legal))
 
     def _step(self, job: _Job, agent: str, request: Request, digest: str, gen: Generation) -> None:
         env = job.env

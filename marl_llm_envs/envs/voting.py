@@ -99,6 +99,14 @@ A voter's prompt under ``reward_scheme="fraction"`` (text mode, voter_0 of 3)::
 
     Give your final answer as \\boxed{...}, for example \\boxed{42}. To abstain, reply [abstain].
 
+Credit fidelity (``python -m leaderboard fidelity``, :mod:`baselines.fidelity`). Under ``"fraction"`` the true
+advantage of voter ``i``'s ballot ``a`` at any fixed policy ``pi`` is ``A*(h, a) = ([a right] - P_pi(ballot right |
+h)) / n``, the right label read from the env's full state: no other voter's term depends on ``a`` (no voter sees
+another's ballot). Leave-one-out's ``G - G_{-i} = [a right] / n`` differs from it only by the policy's own
+baseline, so its fidelity (correlation with ``A*``) stays near 1 at every ``n``; broadcast's group-normalized team
+reward carries voter ``i``'s term among ``n - 1`` others of the same variance, so its fidelity falls with ``n``,
+roughly as ``1 / sqrt(n)``. Measured in ``benchmarks/RESULTS.md`` ("Credit fidelity").
+
 Version history. v0: first version. ``reward_scheme="plurality"`` (a synonym of ``"binary"``) and ``"fraction"``
 added later; the default is unchanged, so no version bump.
 """
