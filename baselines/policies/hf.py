@@ -118,8 +118,10 @@ def _model_context(model, tokenizer) -> int | None:
 
 
 def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]],
-                      temperature: float = 1.0, top_p: float = 1.0, pad_id: int = 0) -> list[torch.Tensor]:
-    """Per-token log-probabilities of each completion given its prompt, in one batched forward pass.
+                      temperature: float = 1.0, top_p: float = 1.0, pad_id: int = 0, with_entropy: bool = False):
+    """Per-token log-probabilities of each completion given its prompt, in one batched forward pass; with
+    ``with_entropy``, ``(log-probabilities, entropies)``: also the entropy of the same distribution at each
+    completion token (a trainer's entropy bonus over free text).
 
     Rows are laid out ``[pad.., prompt, completion, pad..]`` with every prompt ending at the same column, position
     ids from the attention mask, and logits computed only for the completion columns. ``temperature``/``top_p``
@@ -130,12 +132,13 @@ def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids
     if len(prompt_ids) != len(completion_ids):
         raise ValueError("prompt_ids and completion_ids must have the same length")
     if not prompt_ids:
-        return []
+        return ([], []) if with_entropy else []
     device = next(model.parameters()).device
     P = max(len(p) for p in prompt_ids)
     C = max(len(c) for c in completion_ids)
     if C == 0:
-        return [torch.zeros(0, device=device) for _ in prompt_ids]
+        empty = [torch.zeros(0, device=device) for _ in prompt_ids]
+        return (empty, list(empty)) if with_entropy else empty
     B = len(prompt_ids)
     ids = torch.full((B, P + C), pad_id, dtype=torch.long)
     mask = torch.zeros((B, P + C), dtype=torch.long)
@@ -152,7 +155,13 @@ def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids
     _, logits = forward_logits(model, ids, mask, pos, C + 1, use_cache=False)
     logp = process_logits(logits[:, :C], temperature, top_p)
     picked = logp.gather(-1, targets[..., None])[..., 0]
-    return [picked[i, :len(c)] for i, c in enumerate(completion_ids)]
+    rows = [picked[i, :len(c)] for i, c in enumerate(completion_ids)]
+    if not with_entropy:
+        return rows
+    # H = -sum_v p_v log p_v of the scored distribution at each completion position (tokens outside a top-p
+    # nucleus have p = 0 and add nothing; their -inf is replaced before the product so 0 * -inf is not NaN)
+    ent = -(logp.exp() * logp.masked_fill(~torch.isfinite(logp), 0.0)).sum(-1)
+    return rows, [ent[i, :len(c)] for i, c in enumerate(completion_ids)]
 
 
 class TransformersPolicy(Policy):

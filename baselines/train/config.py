@@ -85,7 +85,8 @@ class TrainConfig:
                    "stream of its own; model init too")
     # ---- sampling
     temperature: float = _f(1.0, "sampling temperature of the rollout policies")
-    top_p: float = _f(1.0, "top-p of the rollout policies")
+    top_p: float = _f(1.0, "top-p of the rollout policies; training refuses values below 1 (the update scores "
+                           "tokens under the full softmax, not the nucleus they were sampled from)")
     max_new_tokens: int = _f(32, "completion length limit (generate mode)")
     # ---- the update
     lr: float = _f(0.0, "AdamW learning rate; 0 = by what is trained: 3e-3 for an MLP, 3e-4 for the 'tiny' model's "
@@ -94,8 +95,9 @@ class TrainConfig:
     clip_low: float = _f(0.2, "PPO ratio clip below 1 (ratio >= 1 - clip_low)")
     clip_high: float = _f(0.28, "PPO ratio clip above 1 (ratio <= 1 + clip_high; DAPO's clip-higher)")
     kl_coef: float = _f(0.0, "coefficient of the k3 KL estimator to a frozen copy of the initial policy (0 = off)")
-    entropy_coef: float = _f(-1.0, "entropy bonus coefficient (mlp and choice mode; 0 = off); -1 = by what is "
-                                   "trained: 0.05 for the 'tiny' model, 0 otherwise")
+    entropy_coef: float = _f(-1.0, "entropy bonus coefficient (the policy's entropy at each trained decision or "
+                                   "free-text token; 0 = off); -1 = by what is trained: 0.05 for the 'tiny' model, "
+                                   "0 otherwise")
     aggregation: str = _f("token-mean", "loss aggregation: 'token-mean' (every trained token of the batch weighs "
                                         "the same) or 'seq-mean' (every turn weighs the same)")
     ppo_epochs: int = _f(0, "optimizer passes over each batch; 0 = by what is trained: 4 for the 'tiny' model, 1 "
@@ -256,6 +258,11 @@ class TrainConfig:
             raise ValueError(f"--entropy-coef must be >= 0, or -1 (by what is trained), got {self.entropy_coef!r}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"--top-p must be in (0, 1], got {self.top_p!r}")
+        if new_run and self.top_p < 1:
+            raise ValueError(f"--top-p {self.top_p!r}: training refuses top-p below 1. The rollout would sample "
+                             "from the top-p nucleus while the update scores each token under the full softmax, so "
+                             "the policy gradient would treat nucleus draws as draws from another distribution. "
+                             "Train with --top-p 1 (use --temperature to sharpen sampling)")
         if self.clip_low >= 1:
             raise ValueError(f"--clip-low must be < 1, got {self.clip_low!r}")
         if self.aggregation not in AGGREGATIONS:

@@ -214,9 +214,10 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
             if entropy is not None:
                 stats.entropy_sum += float((entropy.detach() * w).sum())
                 stats.entropy_weight += float(w.sum())
-        norm = torch.nn.utils.clip_grad_norm_(learner.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else math.inf,
-                                              foreach=learner.foreach)   # the MLP: one norm and one scale call
-        stats.grad_norm = max(stats.grad_norm, float(norm))
+        for group in learner.clip_groups():    # one norm per role's own weights (per-role adapters: per adapter)
+            norm = torch.nn.utils.clip_grad_norm_(group, cfg.grad_clip if cfg.grad_clip > 0 else math.inf,
+                                                  foreach=learner.foreach)   # the MLP: one norm and one scale call
+            stats.grad_norm = max(stats.grad_norm, float(norm))
         learner.optimizer.step()
 
 
@@ -465,8 +466,8 @@ def _resume_point(cfg: TrainConfig, out: Path) -> Path | None:
 
 
 def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
-    """Load the checkpoint ``--resume`` continues from (weights, optimizer moments, the credit method's state, every
-    RNG) and drop the metrics lines of steps after it; returns the step it was taken at."""
+    """Load the checkpoint ``--resume`` continues from (weights, optimizer moments, KL references, the credit
+    method's state, every RNG) and drop the metrics lines of steps after it; returns the step it was taken at."""
     meta, tensors = checkpoint.load(run.resume_from)
     if meta["config_hash"] != cfg.hash():
         raise ValueError(f"--resume: the run in {run.out} was made with another config (hash {meta['config_hash']}, "
@@ -479,6 +480,12 @@ def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
             learner.load_state_dict(state["model"])
             if learner.optimizer is not None and state["optimizer"] is not None:
                 learner.optimizer.load_state_dict(state["optimizer"])
+            if learner.reference is not None:      # the KL reference: the initial weights, as saved, never the resumed
+                if not isinstance(state.get("reference"), dict):
+                    raise ValueError(f"--resume: {run.resume_from} holds no KL reference for {learner.name} (written "
+                                     "before checkpoints kept it); with --kl-coef > 0 the run cannot continue "
+                                     "against the same reference: train again with another --out")
+                learner.load_reference_state(state["reference"])
         run.method.load_state_dict(meta["credit"])
         checkpoint.set_rng_state(tensors["rng"])
     except (RuntimeError, KeyError, TypeError, IndexError) as e:     # torch's own errors for a state that does not fit
@@ -536,10 +543,12 @@ def _roles_trained(cfg: TrainConfig, team: Team, step: int) -> set[str]:
 
 
 def _save(cfg: TrainConfig, out: Path, step: int, team: Team, method: CreditMethod) -> None:
-    """Checkpoint ``step``: every learner's weights and optimizer moments, the credit method's state, every RNG."""
+    """Checkpoint ``step``: every learner's weights, optimizer moments and KL reference (``--kl-coef``), the credit
+    method's state, every RNG."""
     meta = {"step": step, "config_hash": cfg.hash(), "credit": method.state_dict()}
     tensors = {"learners": [{"model": lr.state_dict(),
-                             "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None}
+                             "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None,
+                             "reference": lr.reference_state()}     # the KL reference's weights (None: none kept)
                             for lr in team.learners], "rng": checkpoint.rng_state()}
     checkpoint.save(out / CHECKPOINTS, step, meta, tensors, keep=cfg.keep_checkpoints)
 
