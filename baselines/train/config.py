@@ -31,9 +31,9 @@ CHOICE_SCORINGS = ("label", "mean", "sum")   # baselines.policies.hf.CHOICE_SCOR
 # Fields that say where a run is written and how it is shown: a record of what a run trained (the leaderboard's
 # train_config, from which a run is re-trained) leaves them out.
 OUTPUT_FIELDS = ("out", "resume", "progress", "tensorboard", "wandb")
-# Fields that never change a run's result: the output fields and the checkpoint cadence. TrainConfig.hash() leaves
-# them out.
-RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints")
+# Fields that never change a run's result: the output fields, the checkpoint cadence and the held-out evaluation.
+# TrainConfig.hash() leaves them out.
+RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints", "eval_every", "eval_episodes")
 RUN_CONFIG = "config.json"
 # config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
 LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
@@ -117,6 +117,12 @@ class TrainConfig:
     wandb: str = _f("", "W&B project to log to (needs wandb installed); empty = off")
     progress: bool = _f(True, "show progress: a bar on a terminal; written to a file or a pipe, a summary line "
                               "every 30 s and one when the run ends")
+    # ---- held-out evaluation (never changes what is trained: the policies' own seeded draws, no global RNG)
+    eval_every: int = _f(0, "exact held-out evaluation (baselines.train.exact_eval: expected team reward from the "
+                            "policies' choice distributions, on held-out seeds and the env's test split) of the "
+                            "untrained policy and after every N-th step's update, logged as eval/... in "
+                            "metrics.jsonl; 0 = off")
+    eval_episodes: int = _f(64, "held-out episodes (seeds) of each --eval-every evaluation")
 
     # ------------------------------------------------------------------ parsing
     @classmethod
@@ -284,6 +290,10 @@ class TrainConfig:
             raise ValueError(f"--dtype must be float32 or bfloat16, got {self.dtype!r}")
         if "action_mode" in self.env_kwargs:
             raise ValueError("give the action mode with --action-mode, not in --env-kwargs")
+        if not self.eval_every >= 0:
+            raise ValueError(f"--eval-every must be >= 0 (0 = off), got {self.eval_every!r}")
+        if not self.eval_episodes > 0:
+            raise ValueError(f"--eval-episodes must be > 0, got {self.eval_episodes!r}")
 
 
 @dataclass(frozen=True)

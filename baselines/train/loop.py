@@ -374,6 +374,7 @@ def _collect_once_per_step(enabled: bool):
 
 def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, freeze: bool) -> dict[str, Any]:
     """One training step: rollout, credit, update, metrics, checkpoint."""
+    initial = _evaluate(cfg, run, team, "eval_start") if dist.main and step == 0 and cfg.eval_every else {}
     t0 = time.perf_counter()
     # ---- rollout: fresh seeds per step, this process's shard of the tasks; every process gets the whole batch
     episodes, mine = _rollout(engine, cfg, run, dist, step)
@@ -399,6 +400,9 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     metrics["roles_trained"] = ",".join(sorted(roles_now))
     metrics.update({"time/rollout": t1 - t0, "time/credit": t2 - t1, "time/update": t3 - t2,
                     "time/step": t3 - t0})
+    metrics.update(initial)
+    if dist.main and cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
+        metrics.update(_evaluate(cfg, run, team, "eval"))
     if log is not None:
         log.write(step, metrics)
     # ---- checkpoint
@@ -540,6 +544,18 @@ def _roles_trained(cfg: TrainConfig, team: Team, step: int) -> set[str]:
         return set(team.trainable)
     order = sorted(team.trainable)
     return {order[(step // cfg.alternate_every) % len(order)]}
+
+
+def _evaluate(cfg: TrainConfig, run: _Run, team: Team, prefix: str) -> dict[str, float]:
+    """The exact held-out evaluation of the team's policies now (:mod:`baselines.train.exact_eval`), as
+    ``<prefix>/...`` metrics: ``eval_start/...`` in step 0's line (the untrained policy), ``eval/...`` after the
+    update of every ``--eval-every``-th step and of the last (with ``eval/time``, its seconds)."""
+    from baselines.train.exact_eval import evaluate
+
+    t = time.perf_counter()
+    values = evaluate(team.policies, cfg.env, run.env_kwargs, cfg.eval_episodes)
+    values["eval/time"] = time.perf_counter() - t
+    return {prefix + k[len("eval"):]: v for k, v in values.items()}
 
 
 def _save(cfg: TrainConfig, out: Path, step: int, team: Team, method: CreditMethod) -> None:
