@@ -32,16 +32,19 @@ Token ids are never re-tokenized from text. ``action`` is the decoded completion
 * ``"sum"``: the same, summed (the move's log-likelihood; GLAM's scoring, Carta et al. 2023, "Grounding Large
   Language Models in Interactive Environments with Online Reinforcement Learning", ICML).
 
-Why "label" is the default (measured, ``benchmarks/RESULTS.md``, "LLM teams that learn"): step-0 entropy of the
-choice distribution over 32 episodes (Kuhn poker player_0 against a random partner, max ln 2 = 0.693; the clue task's
-solver, max ln 4 = 1.386): ``tiny`` label 0.682 / 1.144, mean 0.693 / 1.368, sum 0.0001 / 1.260; SmolLM2-135M label
-0.493 / 1.285. With ``"sum"`` moves of different length sit nats apart, so the policy starts deterministic and a
-policy gradient has nothing to push on; ``"label"`` and ``"mean"`` both start near the maximum. ``"label"`` is the
-default because a move then costs one token, whatever its text (one forward pass over the prompt, no second pass
-over the moves), and it is the verbalized multiple-choice format instruction-tuned models read. With it the
-random-init ``tiny`` solver of the clue task learns to follow its teammate's hint on a CPU in a few minutes
-(RESULTS.md, "Why the tiny solver did not learn"); untrained SmolLM2-135M already leans towards the hinted letter
-(P(answer = hint) 0.30 on the four solver prompts, against 0.25 when the moves were labelled by digits).
+Why "label" is the default (measured 2026-12-03, ``benchmarks/RESULTS.md``, "LLM teams on the shortcut-free clue
+task"; ``python benchmarks/choice_entropy.py tiny smollm2-135m``): step-0 entropy of the choice distribution over 32
+episodes (Kuhn poker player_0 against a random partner, max ln 2 = 0.693; the clue task's solver, max ln 4 = 1.386):
+``tiny`` label 0.651 / 1.171, mean 0.692 / 1.275, sum 0.0002 / 0.664; SmolLM2-135M label 0.4925 / 1.014, mean
+0.453 / 1.371, sum 0.052 / 1.238. With ``"sum"`` moves of different length sit nats apart, so the policy starts
+(near) deterministic on Kuhn and a policy gradient has nothing to push on; ``"label"`` and ``"mean"`` start well
+spread. ``"label"`` is the default because a move then costs one token, whatever its text (one forward pass over
+the prompt, no second pass over the moves), and it is the verbalized multiple-choice format instruction-tuned models
+read. With it the random-init ``tiny`` solver of the bare-label clue task learns, on a CPU in a few minutes, to
+answer each of the task's four solver prompts with the hinted letter: a memorised table, not hint-following (with
+the labels renamed it is at chance; ``tests/test_tiny_probe.py``); untrained SmolLM2-135M already leans towards
+the hinted letter (P(answer = hint) 0.30 on the four solver prompts, against 0.25 when the moves were labelled by
+digits).
 
 All moves of a request are scored in one batched forward pass: the prompt once, then (``"sum"``/``"mean"``) the moves'
 tokens on its KV cache. ``prompt_ids`` are the ids the model saw (with the menu in ``"label"`` mode),
