@@ -15,8 +15,8 @@ Scoring a decision again. Free generation: the completion tokens' log-probabilit
 (:func:`~baselines.policies.hf.sequence_logprobs`), the distribution the rollout sampled from (a trainer refuses
 ``--top-p`` below 1: :meth:`~baselines.train.config.TrainConfig.check`), and the entropy of that distribution at
 each completion token (the entropy bonus). Choice mode: ``log softmax(score / T)[chosen]`` over the legal moves,
-with the score of the scoring the decision was sampled with (``"label"``, ``"mean"`` or ``"sum"``, recorded in the turn's
-``choice.scoring``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP:
+with the score of the scoring the decision was sampled with (``"label"``, ``"mean"`` or ``"sum"``, recorded in the
+turn's ``choice.scoring``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP:
 ``log softmax(logits / T)`` over the legal actions.
 """
 

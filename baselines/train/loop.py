@@ -2,7 +2,9 @@
 clipped policy-gradient update -> metrics and checkpoints. A credit method with a learned critic (``mappo``, ``ippo``)
 gets the turns' states recorded (``RolloutEngine(record_state=method.needs_state)``) and trains it with
 ``method.update(episodes)`` right after ``advantages``; what it returns is logged as ``credit/<name>`` (e.g.
-``credit/critic_loss``) and its state is in the checkpoint's ``credit`` entry.
+``credit/critic_loss``) and its state is in the checkpoint's ``credit`` entry. With ``--eval-every N`` the team's
+policies are scored exactly on held-out seeds (:mod:`baselines.train.exact_eval`): ``eval_start/...`` in step 0's
+line, ``eval/...`` after every N-th update and the last.
 
 Data parallel. Under ``accelerate launch --num_processes N`` each process plays a contiguous shard of the step's
 tasks, the episodes are gathered so every process computes the same advantages on the whole batch, and each process
