@@ -1,7 +1,7 @@
 """Step-0 entropy of choice mode under each ``choice_scoring`` (no training: one rollout batch of 8 tasks x 4).
 
 Kuhn poker player_0 against a random player_1, and think_solve-v0's clue task (discrete, clue accuracy 0.9) solver
-with the reference thinker; prints, per model and scoring, the mean entropy (nats) of the trained seat's choice
+with the reference thinker, on bare labels and on the shortcut-free ``clue_pool="words"``; prints, per model and scoring, the mean entropy (nats) of the trained seat's choice
 distribution and the mean reward. ``python benchmarks/choice_entropy.py tiny smollm2-135m``
 """
 import sys
@@ -23,6 +23,8 @@ for name in sys.argv[1:]:
         relay = ScriptedPolicy(next(iter(reference_policies("think_solve-v0").values())), seed=0)
         setups = (("kuhn_poker-v0", {}, {"player_0": pol, "player_1": RandomPolicy(seed=0)}, "player_0"),
                   ("think_solve-v0", {"thinker_clue_accuracy": 0.9, "action_mode": "discrete"},
+                   {"thinker": relay, "solver": pol}, "solver"),
+                  ("think_solve-v0", {"thinker_clue_accuracy": 0.9, "action_mode": "discrete", "clue_pool": "words"},
                    {"thinker": relay, "solver": pol}, "solver"))
         for env, kw, pols, role in setups:
             t = time.perf_counter()
@@ -36,5 +38,5 @@ for name in sys.argv[1:]:
                         H.append(float(-(p * np.log(p)).sum()))
             rew = np.mean([e.rewards["player_0"] if env == "kuhn_poker-v0" else list(e.team_rewards.values())[0]
                            for e in eps])
-            out.append(f"{env}: H0={np.mean(H):.4f} reward={rew:+.3f} {time.perf_counter()-t:.0f}s")
+            out.append(f"{env}{'/words' if 'clue_pool' in kw else ''}: H0={np.mean(H):.4f} reward={rew:+.3f} {time.perf_counter()-t:.0f}s")
         print(name, sc, " | ".join(out), flush=True)

@@ -32,16 +32,19 @@ Token ids are never re-tokenized from text. ``action`` is the decoded completion
 * ``"sum"``: the same, summed (the move's log-likelihood; GLAM's scoring, Carta et al. 2023, "Grounding Large
   Language Models in Interactive Environments with Online Reinforcement Learning", ICML).
 
-Why "label" is the default (measured, ``benchmarks/RESULTS.md``, "LLM teams that learn"): step-0 entropy of the
-choice distribution over 32 episodes (Kuhn poker player_0 against a random partner, max ln 2 = 0.693; the clue task's
-solver, max ln 4 = 1.386): ``tiny`` label 0.682 / 1.144, mean 0.693 / 1.368, sum 0.0001 / 1.260; SmolLM2-135M label
-0.493 / 1.285. With ``"sum"`` moves of different length sit nats apart, so the policy starts deterministic and a
-policy gradient has nothing to push on; ``"label"`` and ``"mean"`` both start near the maximum. ``"label"`` is the
-default because a move then costs one token, whatever its text (one forward pass over the prompt, no second pass
-over the moves), and it is the verbalized multiple-choice format instruction-tuned models read. With it the
-random-init ``tiny`` solver of the clue task learns to follow its teammate's hint on a CPU in a few minutes
-(RESULTS.md, "Why the tiny solver did not learn"); untrained SmolLM2-135M already leans towards the hinted letter
-(P(answer = hint) 0.30 on the four solver prompts, against 0.25 when the moves were labelled by digits).
+Why "label" is the default (measured 2026-12-03, ``benchmarks/RESULTS.md``, "LLM teams on the shortcut-free clue
+task"; ``python benchmarks/choice_entropy.py tiny smollm2-135m``): step-0 entropy of the choice distribution over 32
+episodes (Kuhn poker player_0 against a random partner, max ln 2 = 0.693; the clue task's solver, max ln 4 = 1.386):
+``tiny`` label 0.651 / 1.171, mean 0.692 / 1.275, sum 0.0002 / 0.664; SmolLM2-135M label 0.4925 / 1.014, mean
+0.453 / 1.371, sum 0.052 / 1.238. With ``"sum"`` moves of different length sit nats apart, so the policy starts
+(near) deterministic on Kuhn and a policy gradient has nothing to push on; ``"label"`` and ``"mean"`` start well
+spread. ``"label"`` is the default because a move then costs one token, whatever its text (one forward pass over
+the prompt, no second pass over the moves), and it is the verbalized multiple-choice format instruction-tuned models
+read. With it the random-init ``tiny`` solver of the bare-label clue task learns, on a CPU in a few minutes, to
+answer each of the task's four solver prompts with the hinted letter: a memorised table, not hint-following (with
+the labels renamed it is at chance; ``tests/test_tiny_probe.py``); untrained SmolLM2-135M already leans towards
+the hinted letter (P(answer = hint) 0.30 on the four solver prompts, against 0.25 when the moves were labelled by
+digits).
 
 All moves of a request are scored in one batched forward pass: the prompt once, then (``"sum"``/``"mean"``) the moves'
 tokens on its KV cache. ``prompt_ids`` are the ids the model saw (with the menu in ``"label"`` mode),
@@ -119,8 +122,10 @@ def _model_context(model, tokenizer) -> int | None:
 
 
 def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]],
-                      temperature: float = 1.0, top_p: float = 1.0, pad_id: int = 0) -> list[torch.Tensor]:
-    """Per-token log-probabilities of each completion given its prompt, in one batched forward pass.
+                      temperature: float = 1.0, top_p: float = 1.0, pad_id: int = 0, with_entropy: bool = False):
+    """Per-token log-probabilities of each completion given its prompt, in one batched forward pass; with
+    ``with_entropy``, ``(log-probabilities, entropies)``: also the entropy of the same distribution at each
+    completion token (a trainer's entropy bonus over free text).
 
     Rows are laid out ``[pad.., prompt, completion, pad..]`` with every prompt ending at the same column, position
     ids from the attention mask, and logits computed only for the completion columns. ``temperature``/``top_p``
@@ -131,12 +136,13 @@ def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids
     if len(prompt_ids) != len(completion_ids):
         raise ValueError("prompt_ids and completion_ids must have the same length")
     if not prompt_ids:
-        return []
+        return ([], []) if with_entropy else []
     device = next(model.parameters()).device
     P = max(len(p) for p in prompt_ids)
     C = max(len(c) for c in completion_ids)
     if C == 0:
-        return [torch.zeros(0, device=device) for _ in prompt_ids]
+        empty = [torch.zeros(0, device=device) for _ in prompt_ids]
+        return (empty, list(empty)) if with_entropy else empty
     B = len(prompt_ids)
     ids = torch.full((B, P + C), pad_id, dtype=torch.long)
     mask = torch.zeros((B, P + C), dtype=torch.long)
@@ -153,7 +159,13 @@ def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids
     _, logits = forward_logits(model, ids, mask, pos, C + 1, use_cache=False)
     logp = process_logits(logits[:, :C], temperature, top_p)
     picked = logp.gather(-1, targets[..., None])[..., 0]
-    return [picked[i, :len(c)] for i, c in enumerate(completion_ids)]
+    rows = [picked[i, :len(c)] for i, c in enumerate(completion_ids)]
+    if not with_entropy:
+        return rows
+    # H = -sum_v p_v log p_v of the scored distribution at each completion position (tokens outside a top-p
+    # nucleus have p = 0 and add nothing; their -inf is replaced before the product so 0 * -inf is not NaN)
+    ent = -(logp.exp() * logp.masked_fill(~torch.isfinite(logp), 0.0)).sum(-1)
+    return rows, [ent[i, :len(c)] for i, c in enumerate(completion_ids)]
 
 
 class TransformersPolicy(Policy):

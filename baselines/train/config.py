@@ -31,9 +31,9 @@ CHOICE_SCORINGS = ("label", "mean", "sum")   # baselines.policies.hf.CHOICE_SCOR
 # Fields that say where a run is written and how it is shown: a record of what a run trained (the leaderboard's
 # train_config, from which a run is re-trained) leaves them out.
 OUTPUT_FIELDS = ("out", "resume", "progress", "tensorboard", "wandb")
-# Fields that never change a run's result: the output fields and the checkpoint cadence. TrainConfig.hash() leaves
-# them out.
-RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints")
+# Fields that never change a run's result: the output fields, the checkpoint cadence and the held-out evaluation.
+# TrainConfig.hash() leaves them out.
+RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints", "eval_every", "eval_episodes")
 RUN_CONFIG = "config.json"
 # config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
 LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
@@ -85,7 +85,8 @@ class TrainConfig:
                    "stream of its own; model init too")
     # ---- sampling
     temperature: float = _f(1.0, "sampling temperature of the rollout policies")
-    top_p: float = _f(1.0, "top-p of the rollout policies")
+    top_p: float = _f(1.0, "top-p of the rollout policies; training refuses values below 1 (the update scores "
+                           "tokens under the full softmax, not the nucleus they were sampled from)")
     max_new_tokens: int = _f(32, "completion length limit (generate mode)")
     # ---- the update
     lr: float = _f(0.0, "AdamW learning rate; 0 = by what is trained: 3e-3 for an MLP, 3e-4 for the 'tiny' model's "
@@ -94,8 +95,9 @@ class TrainConfig:
     clip_low: float = _f(0.2, "PPO ratio clip below 1 (ratio >= 1 - clip_low)")
     clip_high: float = _f(0.28, "PPO ratio clip above 1 (ratio <= 1 + clip_high; DAPO's clip-higher)")
     kl_coef: float = _f(0.0, "coefficient of the k3 KL estimator to a frozen copy of the initial policy (0 = off)")
-    entropy_coef: float = _f(-1.0, "entropy bonus coefficient (mlp and choice mode; 0 = off); -1 = by what is "
-                                   "trained: 0.05 for the 'tiny' model, 0 otherwise")
+    entropy_coef: float = _f(-1.0, "entropy bonus coefficient (the policy's entropy at each trained decision or "
+                                   "free-text token; 0 = off); -1 = by what is trained: 0.05 for the 'tiny' model, "
+                                   "0 otherwise")
     aggregation: str = _f("token-mean", "loss aggregation: 'token-mean' (every trained token of the batch weighs "
                                         "the same) or 'seq-mean' (every turn weighs the same)")
     ppo_epochs: int = _f(0, "optimizer passes over each batch; 0 = by what is trained: 4 for the 'tiny' model, 1 "
@@ -115,6 +117,12 @@ class TrainConfig:
     wandb: str = _f("", "W&B project to log to (needs wandb installed); empty = off")
     progress: bool = _f(True, "show progress: a bar on a terminal; written to a file or a pipe, a summary line "
                               "every 30 s and one when the run ends")
+    # ---- held-out evaluation (never changes what is trained: the policies' own seeded draws, no global RNG)
+    eval_every: int = _f(0, "exact held-out evaluation (baselines.train.exact_eval: expected team reward from the "
+                            "policies' choice distributions, on held-out seeds and the env's test split) of the "
+                            "untrained policy and after every N-th step's update, logged as eval/... in "
+                            "metrics.jsonl; 0 = off")
+    eval_episodes: int = _f(64, "held-out episodes (seeds) of each --eval-every evaluation")
 
     # ------------------------------------------------------------------ parsing
     @classmethod
@@ -256,6 +264,11 @@ class TrainConfig:
             raise ValueError(f"--entropy-coef must be >= 0, or -1 (by what is trained), got {self.entropy_coef!r}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"--top-p must be in (0, 1], got {self.top_p!r}")
+        if new_run and self.top_p < 1:
+            raise ValueError(f"--top-p {self.top_p!r}: training refuses top-p below 1. The rollout would sample "
+                             "from the top-p nucleus while the update scores each token under the full softmax, so "
+                             "the policy gradient would treat nucleus draws as draws from another distribution. "
+                             "Train with --top-p 1 (use --temperature to sharpen sampling)")
         if self.clip_low >= 1:
             raise ValueError(f"--clip-low must be < 1, got {self.clip_low!r}")
         if self.aggregation not in AGGREGATIONS:
@@ -277,6 +290,10 @@ class TrainConfig:
             raise ValueError(f"--dtype must be float32 or bfloat16, got {self.dtype!r}")
         if "action_mode" in self.env_kwargs:
             raise ValueError("give the action mode with --action-mode, not in --env-kwargs")
+        if not self.eval_every >= 0:
+            raise ValueError(f"--eval-every must be >= 0 (0 = off), got {self.eval_every!r}")
+        if not self.eval_episodes > 0:
+            raise ValueError(f"--eval-episodes must be > 0, got {self.eval_episodes!r}")
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ Which weights, as a choice and not a fork of the code (:func:`build_team`):
 * a small MLP on the numeric observation (``--model mlp``, discrete mode): the micro tier.
 
 Scoring a decision again. Free generation: the completion tokens' log-probabilities under ``softmax(logits / T)``
-(:func:`~baselines.policies.hf.sequence_logprobs`), without the top-p cut, so every sampled token has a finite
-log-probability. Choice mode: ``log softmax(score / T)[chosen]`` over the legal moves, with the score of the
-scoring the decision was sampled with (``"label"``, ``"mean"`` or ``"sum"``, recorded in the turn's
-``choice.scoring``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP:
+(:func:`~baselines.policies.hf.sequence_logprobs`), the distribution the rollout sampled from (a trainer refuses
+``--top-p`` below 1: :meth:`~baselines.train.config.TrainConfig.check`), and the entropy of that distribution at
+each completion token (the entropy bonus). Choice mode: ``log softmax(score / T)[chosen]`` over the legal moves,
+with the score of the scoring the decision was sampled with (``"label"``, ``"mean"`` or ``"sum"``, recorded in the
+turn's ``choice.scoring``; see :mod:`baselines.policies.hf`), one "token" per decision. MLP:
 ``log softmax(logits / T)`` over the legal actions.
 """
 
@@ -116,6 +117,11 @@ class Learner:
     def parameters(self) -> list[nn.Parameter]:
         return [p for p in self.module.parameters() if p.requires_grad]
 
+    def clip_groups(self) -> list[list[nn.Parameter]]:
+        """The trained parameters, one list per set of weights whose gradient norm is clipped on its own: one list
+        (every role of the learner plays the same weights) unless a subclass holds several roles' separate weights."""
+        return [self.parameters()]
+
     def set_up_training(self, lr: float, weight_decay: float, prepare: Prepare, compile: bool = False) -> None:
         """The optimizer (AdamW over :meth:`parameters`) and the module the update's forward passes run through:
         ``prepare(module, optimizer)`` wraps both for data parallel (the identity on one process), and
@@ -136,13 +142,33 @@ class Learner:
         return pack(samples, [s.cost for s in samples], budget)
 
     def logprobs(self, samples: list[Sample]) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """New log-probabilities of every scored token of ``samples`` (flat, in order) and, where defined, the
-        policy's entropy at each (choice and MLP decisions)."""
+        """New log-probabilities of every scored token of ``samples`` (flat, in order) and the policy's entropy at
+        each (over the legal moves of a choice or MLP decision; over the vocabulary, under ``softmax(logits / T)``,
+        at each token of free text), or ``None`` for the entropies of a learner that cannot compute them."""
         raise NotImplementedError
 
     def ref_logprobs(self, samples: list[Sample]) -> torch.Tensor:
         """The same under the frozen initial policy (for the KL term)."""
         raise NotImplementedError
+
+    def keep_reference(self) -> None:
+        """Freeze a copy of the current weights as the KL term's reference (:meth:`ref_logprobs`); the trainer
+        calls it when the team is built, before any update or ``--resume``, so the reference is the initial policy.
+        Its weights are in the checkpoint (:meth:`reference_state`) and a resumed run reads them back."""
+        self.reference = copy.deepcopy(self.module).requires_grad_(False)
+
+    def reference_state(self) -> dict[str, torch.Tensor] | None:
+        """The KL reference's weights for the checkpoint, or ``None`` when the learner keeps none."""
+        if self.reference is None:
+            return None
+        return {k: v.detach().cpu() for k, v in self.reference.state_dict().items()}
+
+    def load_reference_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.reference.load_state_dict(state)
+
+    def _no_reference(self) -> RuntimeError:
+        return RuntimeError(f"{self.name}: no KL reference was kept (keep_reference() is called when the team is "
+                            "built for a run with --kl-coef > 0)")
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
@@ -166,6 +192,16 @@ def pack(items: list, costs: list[int], budget: int) -> list[list]:
     if cur:
         batches.append(cur)
     return batches
+
+
+def _adapter_name(parameter: str) -> str:
+    """The peft adapter a LoRA parameter belongs to: the name after its ``lora_A``/``lora_B``/... component
+    (``...q_proj.lora_A.thinker.weight`` -> ``thinker``); ``""`` for a parameter of no adapter."""
+    parts = parameter.split(".")
+    for k, part in enumerate(parts[:-1]):
+        if part.startswith("lora_"):
+            return parts[k + 1]
+    return ""
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -195,10 +231,21 @@ class MLPLearner(Learner):
 
     def ref_logprobs(self, samples):
         if self.reference is None:
-            self.reference = copy.deepcopy(self.policy)
-            self.reference.module = copy.deepcopy(self.policy.module).requires_grad_(False)
+            raise self._no_reference()
         with torch.no_grad():
             return self._score(self.reference, samples)[0]
+
+    def keep_reference(self):
+        self.reference = copy.copy(self.policy)       # the policy's settings, with a frozen copy of its weights
+        self.reference.module = copy.deepcopy(self.policy.module).requires_grad_(False)
+
+    def reference_state(self):
+        if self.reference is None:
+            return None
+        return {k: v.detach().cpu() for k, v in self.reference.module.state_dict().items()}
+
+    def load_reference_state(self, state):
+        self.reference.module.load_state_dict(state)
 
     def _score(self, policy, samples):
         if policy is self.policy and self.forward_module is not self.module:
@@ -219,6 +266,17 @@ class LLMLearner(Learner):
     def state_dict(self):
         state = super().state_dict()
         return {k: v for k, v in state.items() if "lora_" in k} if self.adapters != "none" else state
+
+    def clip_groups(self):
+        """Per-role adapters: one group per adapter (each role's gradient is clipped on its own, so one role's large
+        gradient never scales the other's step); otherwise one group."""
+        if self.adapters != "per_role":
+            return [self.parameters()]
+        groups: dict[str, list[nn.Parameter]] = {}
+        for name, p in self.module.named_parameters():
+            if "lora_" in name:    # the trained weights (set_adapter may have frozen another role's for a moment)
+                groups.setdefault(_adapter_name(name), []).append(p)
+        return list(groups.values())
 
     def load_state_dict(self, state):
         self.module.load_state_dict(state, strict=self.adapters == "none")
@@ -261,8 +319,12 @@ class LLMLearner(Learner):
                 with self.module.disable_adapter():
                     return self._score(samples, self.module, switch=False)[0]
             if self.reference is None:
-                self.reference = copy.deepcopy(self.module).requires_grad_(False)
+                raise self._no_reference()
             return self._score(samples, self.reference)[0]
+
+    def keep_reference(self):
+        if self.adapters == "none":    # with LoRA the reference is the base model, adapters disabled: nothing to keep
+            super().keep_reference()
 
     def _score(self, samples, model, switch: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         t = self.temperature if self.temperature > 0 else 1.0
@@ -277,10 +339,11 @@ class LLMLearner(Learner):
                     p.requires_grad_(True)   # trainable so the optimizer and the gradient clipping see them all
             gen = [i for i in idx if samples[i].kind == "generate"]
             if gen:
-                scores = sequence_logprobs(model, [samples[i].prompt_ids for i in gen],
-                                           [samples[i].completion_ids for i in gen], temperature=t, pad_id=self.pad_id)
-                for i, s in zip(gen, scores):
-                    out[i] = s
+                scores, entropies = sequence_logprobs(model, [samples[i].prompt_ids for i in gen],
+                                                      [samples[i].completion_ids for i in gen], temperature=t,
+                                                      pad_id=self.pad_id, with_entropy=True)
+                for i, s, h in zip(gen, scores, entropies):
+                    out[i], ent[i] = s, h
             choice = [i for i in idx if samples[i].kind == "choice"]
             for scoring in dict.fromkeys(samples[i].choice.scoring for i in choice):
                 # the distribution each decision was sampled from (its recorded scoring):
@@ -354,6 +417,8 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     if prepare is not None:
         for learner in learners:
             if learner.trainable:
+                if cfg.kl_coef > 0:
+                    learner.keep_reference()     # the initial weights, before any update (a resume loads the saved)
                 learner.set_up_training(cfg.learning_rate(learner.model_name), cfg.weight_decay, prepare, cfg.compile)
     return Team(learners, policies, trained)
 

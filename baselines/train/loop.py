@@ -2,7 +2,9 @@
 clipped policy-gradient update -> metrics and checkpoints. A credit method with a learned critic (``mappo``, ``ippo``)
 gets the turns' states recorded (``RolloutEngine(record_state=method.needs_state)``) and trains it with
 ``method.update(episodes)`` right after ``advantages``; what it returns is logged as ``credit/<name>`` (e.g.
-``credit/critic_loss``) and its state is in the checkpoint's ``credit`` entry.
+``credit/critic_loss``) and its state is in the checkpoint's ``credit`` entry. With ``--eval-every N`` the team's
+policies are scored exactly on held-out seeds (:mod:`baselines.train.exact_eval`): ``eval_start/...`` in step 0's
+line, ``eval/...`` after every N-th update and the last.
 
 Data parallel. Under ``accelerate launch --num_processes N`` each process plays a contiguous shard of the step's
 tasks, the episodes are gathered so every process computes the same advantages on the whole batch, and each process
@@ -215,9 +217,10 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
             if entropy is not None:
                 stats.entropy_sum += float((entropy.detach() * w).sum())
                 stats.entropy_weight += float(w.sum())
-        norm = torch.nn.utils.clip_grad_norm_(learner.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else math.inf,
-                                              foreach=learner.foreach)   # the MLP: one norm and one scale call
-        stats.grad_norm = max(stats.grad_norm, float(norm))
+        for group in learner.clip_groups():    # one norm per role's own weights (per-role adapters: per adapter)
+            norm = torch.nn.utils.clip_grad_norm_(group, cfg.grad_clip if cfg.grad_clip > 0 else math.inf,
+                                                  foreach=learner.foreach)   # the MLP: one norm and one scale call
+            stats.grad_norm = max(stats.grad_norm, float(norm))
         learner.optimizer.step()
 
 
@@ -374,6 +377,7 @@ def _collect_once_per_step(enabled: bool):
 
 def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, freeze: bool) -> dict[str, Any]:
     """One training step: rollout, credit, update, metrics, checkpoint."""
+    initial = _evaluate(cfg, run, team, "eval_start") if dist.main and step == 0 and cfg.eval_every else {}
     t0 = time.perf_counter()
     # ---- rollout: fresh seeds per step, this process's shard of the tasks; every process gets the whole batch
     episodes, mine = _rollout(engine, cfg, run, dist, step)
@@ -399,6 +403,9 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     metrics["roles_trained"] = ",".join(sorted(roles_now))
     metrics.update({"time/rollout": t1 - t0, "time/credit": t2 - t1, "time/update": t3 - t2,
                     "time/step": t3 - t0})
+    metrics.update(initial)
+    if dist.main and cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
+        metrics.update(_evaluate(cfg, run, team, "eval"))
     if log is not None:
         log.write(step, metrics)
     # ---- checkpoint
@@ -478,8 +485,8 @@ def _resume_point(cfg: TrainConfig, out: Path) -> Path | None:
 
 
 def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
-    """Load the checkpoint ``--resume`` continues from (weights, optimizer moments, the credit method's state, every
-    RNG) and drop the metrics lines of steps after it; returns the step it was taken at."""
+    """Load the checkpoint ``--resume`` continues from (weights, optimizer moments, KL references, the credit
+    method's state, every RNG) and drop the metrics lines of steps after it; returns the step it was taken at."""
     meta, tensors = checkpoint.load(run.resume_from)
     if meta["config_hash"] != cfg.hash():
         raise ValueError(f"--resume: the run in {run.out} was made with another config (hash {meta['config_hash']}, "
@@ -492,6 +499,12 @@ def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
             learner.load_state_dict(state["model"])
             if learner.optimizer is not None and state["optimizer"] is not None:
                 learner.optimizer.load_state_dict(state["optimizer"])
+            if learner.reference is not None:      # the KL reference: the initial weights, as saved, never the resumed
+                if not isinstance(state.get("reference"), dict):
+                    raise ValueError(f"--resume: {run.resume_from} holds no KL reference for {learner.name} (written "
+                                     "before checkpoints kept it); with --kl-coef > 0 the run cannot continue "
+                                     "against the same reference: train again with another --out")
+                learner.load_reference_state(state["reference"])
         run.method.load_state_dict(meta["credit"])
         checkpoint.set_rng_state(tensors["rng"])
     except (RuntimeError, KeyError, TypeError, IndexError) as e:     # torch's own errors for a state that does not fit
@@ -548,11 +561,25 @@ def _roles_trained(cfg: TrainConfig, team: Team, step: int) -> set[str]:
     return {order[(step // cfg.alternate_every) % len(order)]}
 
 
+def _evaluate(cfg: TrainConfig, run: _Run, team: Team, prefix: str) -> dict[str, float]:
+    """The exact held-out evaluation of the team's policies now (:mod:`baselines.train.exact_eval`), as
+    ``<prefix>/...`` metrics: ``eval_start/...`` in step 0's line (the untrained policy), ``eval/...`` after the
+    update of every ``--eval-every``-th step and of the last (with ``eval/time``, its seconds)."""
+    from baselines.train.exact_eval import evaluate
+
+    t = time.perf_counter()
+    values = evaluate(team.policies, cfg.env, run.env_kwargs, cfg.eval_episodes)
+    values["eval/time"] = time.perf_counter() - t
+    return {prefix + k[len("eval"):]: v for k, v in values.items()}
+
+
 def _save(cfg: TrainConfig, out: Path, step: int, team: Team, method: CreditMethod) -> None:
-    """Checkpoint ``step``: every learner's weights and optimizer moments, the credit method's state, every RNG."""
+    """Checkpoint ``step``: every learner's weights, optimizer moments and KL reference (``--kl-coef``), the credit
+    method's state, every RNG."""
     meta = {"step": step, "config_hash": cfg.hash(), "credit": method.state_dict()}
     tensors = {"learners": [{"model": lr.state_dict(),
-                             "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None}
+                             "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None,
+                             "reference": lr.reference_state()}     # the KL reference's weights (None: none kept)
                             for lr in team.learners], "rng": checkpoint.rng_state()}
     checkpoint.save(out / CHECKPOINTS, step, meta, tensors, keep=cfg.keep_checkpoints)
 

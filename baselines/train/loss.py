@@ -12,7 +12,10 @@ and the batch loss is ``sum_t w_t L_t`` with aggregation weights ``w_t``: ``1 / 
 tokens of the batch: every token weighs the same, as DAPO) or ``1 / (S * n_s)`` for ``"seq-mean"`` (S = trained
 turns, n_s = tokens of turn s: every turn weighs the same, as GRPO's paper). The weights are computed over the whole
 batch before it is split into micro-batches, so gradient accumulation gives the same gradient as one pass.
-Log-ratios are clamped to [-20, 20] before ``exp`` so one stale token cannot turn the loss into inf or NaN.
+``H_t`` is the entropy of the policy's distribution at token ``t``: over the legal moves for a choice (or MLP)
+decision, over the vocabulary for a token of free text. A bonus asked for and not computable is an error, never
+silently left out. Log-ratios are clamped to [-20, 20] before ``exp`` so one stale token cannot turn the loss into
+inf or NaN.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ def policy_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, adv: torch.Tensor, w
         k3 = torch.exp(d) - d - 1.0
         per_token = per_token + kl_coef * k3
         stats["kl"] = float((k3.detach() * weights).sum())
-    if entropy_coef > 0 and entropy is not None:
+    if entropy_coef > 0:
+        if entropy is None:     # refused, never dropped: a run asked for the bonus on every trained token
+            raise ValueError(f"entropy_coef={entropy_coef} but no entropy was given for this micro-batch; the "
+                             "learner must return one per scored token (or train with --entropy-coef 0)")
         per_token = per_token - entropy_coef * entropy
     return (per_token * weights).sum(), stats

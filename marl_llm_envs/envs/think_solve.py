@@ -7,7 +7,7 @@
 | Action space       | text: ``Text``; discrete: thinker ``Discrete(1 + num_candidates)``, solver ``Discrete(num_candidates)`` |
 | Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (F + 2 * num_candidates + 4 [+ num_candidates],)), [action_mask])``, F = the task source's feature size; the last ``num_candidates`` only with ``thinker_clue_accuracy`` |
 | Reward range       | ``reward_scheme="binary"``: {0, 1}; ``"signed"``: {-1, +1}; ``invalid_penalty`` on an invalid move |
-| Kwargs             | ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_thought_chars=2000``, ``thinker_clue_accuracy=None``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Kwargs             | ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_thought_chars=2000``, ``thinker_clue_accuracy=None``, ``clue_pool="labels"``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 | Reference policy   | ``reference_policies("think_solve-v0")["clue_relay"]`` (both seats; see :mod:`marl_llm_envs.reference.think_solve`) |
 
 The episode. A problem is drawn from ``tasks`` (see :mod:`marl_llm_envs.tasks`: ``"arithmetic"``,
@@ -55,6 +55,21 @@ which is ``a`` for every ``a >= 1/K`` (the suite's sweep). It is attained by :fu
 its clue, the solver follows the hint). The solver alone (thinker ablated, or a message that ignores the clue) is
 at chance, ``1/K``, whatever it does; uniformly random play scores ``1/K`` too. Both are measured in
 ``spec("think_solve-v0").anchors`` (rows ``"... thinker_clue_accuracy=a"``).
+
+The shortcut-free clue task (``clue_pool="words"``, with ``thinker_clue_accuracy`` and ``action_mode="discrete"``;
+default ``"labels"`` = the clue task above, unchanged). With bare labels the solver's prompt is fixed by the hint's
+letter (4 distinct prompts) and the answer is the letter printed in the hint, so a model can learn the task by
+copying a letter or by memorising four prompts. Here each episode's ``num_candidates`` candidates are distinct
+words drawn from a pool (:mod:`marl_llm_envs.envs.clue_words`: 243 common nouns), listed in the drawn order as
+``(A) word, (B) word, ...``, with the true one at a uniformly random position (so the content behind each menu
+label is a fresh permutation every episode; thousands of distinct prompts). The clue and the thinker's messages
+name the candidate's word, never its label ("I think the answer is river."); both seats still answer with labels
+(thinker ``[none]``, ``[A]``, ...; solver ``[A]``, ...), so following a hint means finding its word in the list.
+``split`` picks the pool: ``"train"`` (183 words) or ``"test"`` (60 held-out words, none of them in the train
+split), so a policy trained on one is evaluated on words it never saw. No problem of ``tasks`` is drawn; the final
+infos' ``ground_truth`` is the true word, ``clue`` the word the clue named, ``answer`` the solver's label, and
+``task_id`` ``"clue_words/<split>/<the words in order>"``. The numeric observation is that of the clue task (label
+positions only; the words are in no vector), and the optimum is the same, ``max(a, (1 - a) / (K - 1))``.
 
 Observation. ``observation`` = the task's features (F), the candidate values (num_candidates; 0 in text mode), the
 thinker's message one-hot (1 + num_candidates: none, A, B, ...; zeros until it is sent and in text mode), "a
@@ -136,8 +151,23 @@ The solver's prompt in the clue task (after the thinker sent ``[B]``)::
 
     Answer with the label of your choice in square brackets: [A], [B], [C], [D].
 
+The solver's prompt with ``clue_pool="words"`` (after the thinker sent ``[C]``; the thinker's prompt lists the same
+candidates, its clue as "the answer is camel." and its moves as ``[C] ("I think the answer is camel")``)::
+
+    You are the Solver in a team of two. Your teammate, the Thinker, read the same problem and sent you a message.
+    The team is scored only on your final answer.
+
+    Problem: hidden in this task (only the Thinker's private clue says which candidate is right).
+    Candidate answers: (A) circus, (B) berry, (C) camel, (D) sand
+
+    Message from the Thinker:
+    I think the answer is camel.
+
+    Answer with the label of your choice in square brackets: [A], [B], [C], [D].
+
 Version history. v0: first version. ``thinker_clue_accuracy`` added later (default ``None`` keeps every episode,
-observation and reward as before, so no version bump).
+observation and reward as before, so no version bump). ``clue_pool`` added later (default ``"labels"`` is recorded
+in no transcript and keeps every episode as before, so no version bump).
 """
 
 from __future__ import annotations
@@ -147,10 +177,13 @@ from typing import Any
 import numpy as np
 
 from marl_llm_envs.core import check_int
+from marl_llm_envs.envs.clue_words import clue_words
 from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv
+from marl_llm_envs.tasks import Task
 from marl_llm_envs.text import find_boxed, printable
 
 NO_HINT = "none"
+CLUE_POOLS = ("labels", "words")     # what the clue task's candidates are: bare labels, or words from a pool
 
 
 class raw_env(ProblemEnv):
@@ -162,8 +195,13 @@ class raw_env(ProblemEnv):
     metadata = {"render_modes": ["human", "ansi"], "name": "think_solve_v0", "is_parallelizable": False}
 
     def __init__(self, *, max_thought_chars: int = 2000, thinker_clue_accuracy: float | None = None,
-                 **kwargs: Any) -> None:
+                 clue_pool: str = "labels", **kwargs: Any) -> None:
         max_thought_chars = check_int("max_thought_chars", max_thought_chars, 1)
+        if clue_pool not in CLUE_POOLS:
+            raise ValueError(f"clue_pool={clue_pool!r} is not one of {list(CLUE_POOLS)}")
+        if clue_pool == "words" and (thinker_clue_accuracy is None or kwargs.get("action_mode") != "discrete"):
+            raise ValueError("clue_pool='words' is a setting of the clue task in discrete mode (an LLM plays it in "
+                             "choice mode): give thinker_clue_accuracy and action_mode='discrete' too")
         if thinker_clue_accuracy is not None:
             if (isinstance(thinker_clue_accuracy, bool) or not isinstance(thinker_clue_accuracy, (int, float))
                     or not 0.0 <= thinker_clue_accuracy <= 1.0):
@@ -172,7 +210,12 @@ class raw_env(ProblemEnv):
             thinker_clue_accuracy = float(thinker_clue_accuracy)
         self.max_thought_chars = max_thought_chars
         self.thinker_clue_accuracy = thinker_clue_accuracy
-        extra = {} if thinker_clue_accuracy is None else {"thinker_clue_accuracy": thinker_clue_accuracy}
+        self.clue_pool = clue_pool
+        extra: dict[str, Any] = {}
+        if thinker_clue_accuracy is not None:
+            extra["thinker_clue_accuracy"] = thinker_clue_accuracy
+        if clue_pool != "labels":       # the default is recorded nowhere: transcripts made before it stay the same
+            extra["clue_pool"] = clue_pool
         super().__init__(max_thought_chars=max_thought_chars, **extra, **kwargs)
 
     @property
@@ -195,6 +238,22 @@ class raw_env(ProblemEnv):
         return [NO_HINT, *self.labels] if agent == "thinker" else list(self.labels)
 
     # -------------------------------------------------------------- game
+    def _draw_problem(self) -> None:
+        if self.clue_pool != "words":
+            super()._draw_problem()
+            return
+        # the shortcut-free clue task: num_candidates distinct words of the split's pool, in a random order (the
+        # menu's order), and the true one at a uniformly random position; no problem of the task source is drawn
+        pool = clue_words(self.split)
+        words = [pool[int(i)] for i in self.np_random.choice(len(pool), self.num_candidates, replace=False)]
+        self._answer_index = self._random_index(self.num_candidates)
+        answer = words[self._answer_index]
+        self.candidates = words
+        self.task = Task(task_id=f"clue_words/{self.split}/{'-'.join(words)}", question="", answer=answer,
+                         source="clue_words", distractors=tuple(w for w in words if w != answer),
+                         features=(0.0,) * self.task_source.feature_size)
+        self._question = ""
+
     def _start(self) -> None:
         self._draw_problem()
         self.thought: str | None = None      # text mode: the message; discrete: NO_HINT or a label
@@ -226,7 +285,9 @@ class raw_env(ProblemEnv):
         mode), or ``None`` outside the clue task. Only the thinker's observation contains it."""
         if self._clue is None:
             return None
-        return self.labels[self._clue] if self.action_mode == "discrete" else printable(self._clue, 200)
+        if self.action_mode == "discrete":
+            return self.candidates[self._clue] if self.clue_pool == "words" else self.labels[self._clue]
+        return printable(self._clue, 200)
 
     def _legal_ids(self, agent: str) -> list[int]:
         return list(range(len(self.action_names(agent))))
@@ -285,7 +346,8 @@ class raw_env(ProblemEnv):
         solo = "thinker" in self.ablated
         if agent == "thinker":
             if self.action_mode == "discrete":
-                moves = ", ".join(f"[{label}] (\"I think the answer is ({label})\")" for label in self.labels)
+                moves = ", ".join(f"[{label}] (\"I think the answer is {self._named(k)}\")"
+                                  for k, label in enumerate(self.labels))
                 task = (f"Choose your message: [{NO_HINT}] (send no hint) or one of {moves}.\n"
                         "Reply with exactly one choice in square brackets.")
             else:
@@ -316,7 +378,7 @@ class raw_env(ProblemEnv):
             return ""
         wrong = self.num_candidates - 1
         if self.action_mode == "discrete":
-            shown, others = f"({self.clue()})", f"one of the {wrong} other candidates"
+            shown, others = self._named(self._clue), f"one of the {wrong} other candidates"
         else:
             wrong = min(wrong, len(self.task.distractors))
             shown, others = self.clue(), f"one of {wrong} plausible wrong answers"
@@ -327,8 +389,17 @@ class raw_env(ProblemEnv):
     def _problem_text(self) -> str:
         if not self._hidden_problem:
             return super()._problem_text()
+        if self.clue_pool == "words":
+            listed = ", ".join(f"({x}) {w}" for x, w in zip(self.labels, self.candidates))
+        else:
+            listed = ", ".join(f"({x})" for x in self.labels)
         return ("Problem: hidden in this task (only the Thinker's private clue says which candidate is right).\n"
-                "Candidate answers: " + ", ".join(f"({x})" for x in self.labels))
+                "Candidate answers: " + listed)
+
+    def _named(self, k: int) -> str:
+        """How a message or clue names candidate ``k`` (discrete mode): its label in brackets, ``(B)``, or with
+        ``clue_pool="words"`` its word, never its label."""
+        return self.candidates[k] if self.clue_pool == "words" else f"({self.labels[k]})"
 
     def _problem_vector(self, out: np.ndarray) -> None:
         if not self._hidden_problem:
@@ -340,7 +411,7 @@ class raw_env(ProblemEnv):
         if self.thought is None or self.thought == NO_HINT:
             return "(no hint)"
         if self.action_mode == "discrete":
-            return f"I think the answer is ({self.thought})."
+            return f"I think the answer is {self._named(self.labels.index(self.thought))}."
         return self.thought
 
     def _vector(self, agent: str, out: np.ndarray) -> None:
