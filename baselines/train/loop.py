@@ -346,6 +346,7 @@ def _train_in(cfg: TrainConfig, run: _Run, dist: _Dist, freeze: bool) -> dict[st
         write_run_config(run.out, cfg, run.action_mode)
     for learner in team.learners:
         learner.set_version(start)
+        learner.sync_rollouts(start)     # --backend vllm: the engine starts from the trainer's (resumed) weights
     log = _Log(cfg, run.out, start) if dist.main else None
     method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
     engine = RolloutEngine(team.policies, show_progress=False, record_state=method.needs_state)
@@ -405,6 +406,7 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     upd = _update(team, cfg, dist, local, total, roles_now)
     for learner in team.learners:
         learner.set_version(step + 1)
+        learner.sync_rollouts(step + 1)
     t3 = time.perf_counter()
     # ---- metrics
     metrics = _metrics(step, episodes, advantages, run.family, diag)
@@ -459,8 +461,9 @@ def _prepare(cfg: TrainConfig) -> _Run:
             import wandb  # noqa: F401
         except ImportError:
             raise ImportError("--wandb needs wandb: pip install wandb") from None
-    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda but no CUDA device is available")
+    from baselines.models import require_device
+
+    require_device(cfg.device)
     out = Path(cfg.out)
     return _Run(env, env_kwargs, action_mode, family, sorted(set(env.roles.values())), method, branches, out,
                 _resume_point(cfg, out))
