@@ -116,3 +116,41 @@ def test_three_steps_of_the_clue_task_with_per_role_lora_sync_each_update(tmp_pa
     assert rows[0]["grad_norm"] > 0 and rows[1]["grad_norm"] > 0     # the adapters did change between rollouts
     adapters = tmp_path / "run" / "vllm"
     assert sorted(p.name for p in adapters.glob("*/adapters/*/v*")) == ["v3", "v3"]   # the last version of each role
+
+
+@needs_vllm
+def test_smollm2_rollout_choice_and_sync_match_the_transformers_model(tmp_path):
+    from baselines.models import load_model
+    from baselines.policies.hf import TransformersPolicy, sequence_logprobs
+    from baselines.policies.vllm import VLLMPolicy
+
+    try:
+        model, tok = load_model("smollm2-135m")
+    except ImportError as e:
+        pytest.skip(f"smollm2-135m is not installed here: {e}")
+    policy = VLLMPolicy.from_model(model, tok, tmp_path / "engine", dtype="float32", seed=0, max_new_tokens=8,
+                                   max_model_len=2048)
+    try:
+        reqs = _requests("think_solve-v0", 2)
+
+        def gap(m):
+            gens = policy.generate(reqs, seed=1)
+            want = sequence_logprobs(m, [g.prompt_ids for g in gens], [g.completion_ids for g in gens],
+                                     pad_id=tok.pad_token_id)
+            return max(float((torch.tensor(g.logprobs) - w.detach()).abs().max()) for g, w in zip(gens, want))
+
+        assert gap(model) < 2e-3
+        vl = copy.copy(policy)
+        vl.mode = "choice"
+        hf = TransformersPolicy(model, tok, mode="choice")
+        kuhn = _requests("kuhn_poker-v0", 2)
+        for a, b in zip(vl.generate(kuhn, seed=0), hf.generate(kuhn, seed=0)):
+            assert a.choice.probs == pytest.approx(b.choice.probs, abs=1e-3)
+        changed = copy.deepcopy(model)
+        with torch.no_grad():
+            for layer in changed.model.layers[:4]:
+                layer.mlp.down_proj.weight.mul_(1.5)
+        policy.sync(changed, 1)
+        assert gap(changed) < 2e-3 and gap(model) > 1e-2
+    finally:
+        policy.close()
