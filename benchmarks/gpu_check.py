@@ -212,12 +212,15 @@ def sync_lora(ctx: Ctx) -> dict:
             for role in roles:
                 peft_model.set_adapter(role)
                 out[f"v{version}_{role}"] = _summary(_gaps(engine.for_adapter(role), peft_model, reqs), ctx)
+            a, b = (engine.for_adapter(r).generate(reqs, seed=1) for r in roles)
+            out[f"v{version}_roles_differ"] = any(x.logprobs != y.logprobs for x, y in zip(a, b))
         base = _summary(_gaps(engine.for_adapter(roles[0]), model, reqs), ctx)
     finally:
         engine.close()
     out["v1_thinker_vs_base_model"] = base
     out["ok"] = all(v["ok"] for k, v in out.items() if k.startswith("v") and isinstance(v, dict)
-                    and k != "v1_thinker_vs_base_model") and base["max_gap"] > 10 * ctx.tol_mean
+                    and k != "v1_thinker_vs_base_model") and base["max_gap"] > 10 * ctx.tol_mean \
+        and out["v0_roles_differ"] and out["v1_roles_differ"]
     return out
 
 

@@ -154,3 +154,18 @@ def test_smollm2_rollout_choice_and_sync_match_the_transformers_model(tmp_path):
         assert gap(changed) < 2e-3 and gap(model) > 1e-2
     finally:
         policy.close()
+
+
+@needs_vllm
+def test_the_rollout_command_plays_with_backend_vllm(tmp_path, capsys):
+    from baselines.episode import read_jsonl
+    from baselines.rollout.cli import main
+
+    out = tmp_path / "episodes.jsonl"
+    summary = main(["--env", "think_solve-v0", "--model", MODEL, "--backend", "vllm", "--mode", "choice",
+                    "--env-kwargs", '{"action_mode": "discrete"}', "--episodes", "4", "--dtype", "float32",
+                    "--no-progress", "--out", str(out)])
+    assert summary["episodes"] == 4
+    episodes = read_jsonl(out)
+    turns = [t for e in episodes for t in e.turns]
+    assert turns and all(t.choice is not None and t.choice.scoring == "label" for t in turns)

