@@ -391,8 +391,9 @@ def run_backends(args) -> None:
                 rows.append((name, f"{label} ({args.vllm_episodes} `{args.env}` episodes)", "-",
                              sum(e.tokens_generated for e in eps), time.perf_counter() - t0))
             vl.close()
-        print(f"({name}: done; mean prompt {prompt_tokens:.0f} tokens)", flush=True)
         rows = [r if r[0] != name else (*r, anchor) for r in rows]
+        print(f"({name}: done; mean prompt {prompt_tokens:.0f} tokens; "
+              + "; ".join(f"{r[1]} {r[3] / r[4]:.1f} tok/s" for r in rows if r[0] == name) + ")", flush=True)
     print(f"\n### The transformers backend and vLLM on the same workload ({args.vllm_prompts} prompts of "
           f"~{args.vllm_prompt_chars} characters, {M} new tokens, temperature 1; anchor: transformers "
           f"`model.generate`, same prompts, same run)\n")
