@@ -11,6 +11,11 @@ Which weights, as a choice and not a fork of the code (:func:`build_team`):
   player_1=reference``);
 * a small MLP on the numeric observation (``--model mlp``, discrete mode): the micro tier.
 
+Who plays the roles: the learner's own model (``--backend hf``, the default), or with ``--backend vllm`` a vLLM
+engine started on a copy of its initial weights, sent the learner's weights (or its LoRA adapters, one request per
+role) before the first rollout and after every update (:meth:`Learner.sync_rollouts`,
+:mod:`baselines.policies.weight_sync`); the update always scores with the learner's own model.
+
 Scoring a decision again. Free generation: the completion tokens' log-probabilities under ``softmax(logits / T)``
 (:func:`~baselines.policies.hf.sequence_logprobs`), without the top-p cut, so every sampled token has a finite
 log-probability. Choice mode: ``log softmax(score / T)[chosen]`` over the legal moves, with the score of the
