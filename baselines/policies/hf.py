@@ -99,7 +99,7 @@ import torch
 from baselines.models import load_model
 from baselines.policies.base import Choice, Generation, Policy, Request, set_decoding
 from baselines.policies.decoding import DecodeStats, cache_kw, forward_logits, prefill, process_logits, sample_batch
-from baselines.policies.prompts import LABEL_CHARS, chat_prompt_ids, choice_labels, label_menu
+from baselines.policies.prompts import chat_prompt_ids, label_menu, label_token_ids, move_token_ids
 
 __all__ = ["CHOICE_SCORINGS", "DEFAULT_CHOICE_SCORING", "TransformersPolicy", "process_logits", "sequence_logprobs"]
 
@@ -399,33 +399,16 @@ class TransformersPolicy(Policy):
         logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, a_ids[..., None])[..., 0]
         return [logp[j, :len(a)] for j, a in enumerate(flat)]
 
-    def _action_ids(self, legal: Sequence[str]) -> list[list[int]]:
-        out = []
-        for a in legal:
-            a_ids = list(self.tokenizer(a, add_special_tokens=False)["input_ids"])
-            if not a_ids:
-                raise ValueError(f"legal action {a!r} tokenizes to nothing")
-            out.append(a_ids)
-        return out
-
     def label_ids(self) -> dict[str, int]:
         """The token id of each label character (``"label"`` scoring), checked to be one token each."""
         if self._label_ids is None:
-            ids = {c: list(self.tokenizer(c, add_special_tokens=False)["input_ids"])
-                   for c in LABEL_CHARS}
-            bad = [c for c, x in ids.items() if len(x) != 1]
-            if bad:
-                raise ValueError(f"choice_scoring='label' needs one token per label character; this tokenizer splits "
-                                 f"{bad[:5]}; use choice_scoring='mean'")
-            self._label_ids = {c: x[0] for c, x in ids.items()}
+            self._label_ids = label_token_ids(self.tokenizer)
         return self._label_ids
 
     def move_ids(self, legal: Sequence[str], scoring: str | None = None) -> list[list[int]]:
         """The scored tokens of each legal move: its label's token (``"label"``), else its text's tokens."""
-        if (scoring or self.choice_scoring) == "label":
-            ids = self.label_ids()
-            return [[ids[c]] for c in choice_labels(legal)]
-        return self._action_ids(legal)
+        scoring = scoring or self.choice_scoring
+        return move_token_ids(self.tokenizer, legal, scoring, self.label_ids() if scoring == "label" else None)
 
     def choice_log_policy(self, prompts: list[list[int]], moves: list[list[list[int]]], scoring: str | None = None,
                           model=None) -> list[tuple[torch.Tensor, list[torch.Tensor]]]:

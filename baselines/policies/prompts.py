@@ -73,3 +73,30 @@ def label_menu(text: str, legal: Sequence[str]) -> str:
     kind = ("number" if all(c.isdigit() for c in labels) else "letter" if all(c.isalpha() for c in labels)
             else "label")
     return f"{text}\n\nChoices: {menu}\nAnswer with the {kind} of your choice."
+
+
+def label_token_ids(tokenizer: Any) -> dict[str, int]:
+    """The token id of each label character (``"label"`` scoring), checked to be one token each: a ``ValueError``
+    naming the characters this tokenizer splits otherwise."""
+    ids = {c: list(tokenizer(c, add_special_tokens=False)["input_ids"]) for c in LABEL_CHARS}
+    bad = [c for c, x in ids.items() if len(x) != 1]
+    if bad:
+        raise ValueError(f"choice_scoring='label' needs one token per label character; this tokenizer splits "
+                         f"{bad[:5]}; use choice_scoring='mean'")
+    return {c: x[0] for c, x in ids.items()}
+
+
+def move_token_ids(tokenizer: Any, legal: Sequence[str], scoring: str, label_ids: dict[str, int] | None = None
+                   ) -> list[list[int]]:
+    """The scored tokens of each legal move under ``scoring``: its label's token (``"label"``; ``label_ids`` from
+    :func:`label_token_ids`, computed when not given), else its text's tokens (``"mean"``, ``"sum"``)."""
+    if scoring == "label":
+        ids = label_ids if label_ids is not None else label_token_ids(tokenizer)
+        return [[ids[c]] for c in choice_labels(legal)]
+    out = []
+    for a in legal:
+        a_ids = list(tokenizer(a, add_special_tokens=False)["input_ids"])
+        if not a_ids:
+            raise ValueError(f"legal action {a!r} tokenizes to nothing")
+        out.append(a_ids)
+    return out

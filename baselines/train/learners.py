@@ -11,6 +11,11 @@ Which weights, as a choice and not a fork of the code (:func:`build_team`):
   player_1=reference``);
 * a small MLP on the numeric observation (``--model mlp``, discrete mode): the micro tier.
 
+Who plays the roles: the learner's own model (``--backend hf``, the default), or with ``--backend vllm`` a vLLM
+engine started on a copy of its initial weights, sent the learner's weights (or its LoRA adapters, one request per
+role) before the first rollout and after every update (:meth:`Learner.sync_rollouts`,
+:mod:`baselines.policies.weight_sync`); the update always scores with the learner's own model.
+
 Scoring a decision again. Free generation: the completion tokens' log-probabilities under ``softmax(logits / T)``
 (:func:`~baselines.policies.hf.sequence_logprobs`), the distribution the rollout sampled from (a trainer refuses
 ``--top-p`` below 1: :meth:`~baselines.train.config.TrainConfig.check`), and the entropy of that distribution at
@@ -129,6 +134,10 @@ class Learner:
         optimizer = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=weight_decay, foreach=self.foreach)
         module, self.optimizer = prepare(self.module, optimizer)
         self.forward_module = torch.compile(module) if compile else module
+
+    def sync_rollouts(self, version: int) -> None:
+        """Send the current weights to the engine that plays this learner's roles, as version ``version`` (after
+        each update, and before the first rollout). Nothing to do when the learner's own model plays."""
 
     def set_version(self, version: int) -> None:
         for p in self.policies.values():
@@ -262,6 +271,11 @@ class LLMLearner(Learner):
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.hf_policy = hf_policy     # the TransformersPolicy over the same model (choice mode's shared-prompt scorer)
         self._lora: list[nn.Parameter] | None = None    # every adapter's parameters (per-role adapters)
+        self.engine: Any = None        # --backend vllm: the VLLMPolicy that plays the roles (synced after updates)
+
+    def sync_rollouts(self, version: int) -> None:
+        if self.engine is not None:
+            self.engine.sync(self.module, version)
 
     def state_dict(self):
         state = super().state_dict()
@@ -443,10 +457,14 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
     model.requires_grad_(True)
     settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                     choice_scoring=cfg.choice_scoring)
+    backend = getattr(cfg, "backend", "hf")
+    engine = _vllm_engine(cfg, name, label, model, tok, settings, roles) if backend == "vllm" else None
     if cfg.adapters == "none":
         policy = TransformersPolicy(model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
-        return LLMLearner(model, tok, {r: policy for r in roles}, trainable, label, name, "none", cfg.temperature,
-                          hf_policy=policy)
+        played = {r: engine for r in roles} if engine is not None else {r: policy for r in roles}
+        learner = LLMLearner(model, tok, played, trainable, label, name, "none", cfg.temperature, hf_policy=policy)
+        learner.engine = engine
+        return learner
     try:
         from peft import LoraConfig, get_peft_model  # lazy: an optional package, only --adapters lora needs it
     except ImportError:
@@ -460,6 +478,27 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
     for n, p in peft_model.named_parameters():
         p.requires_grad_("lora_" in n)
     inner = TransformersPolicy(peft_model, tok, name=f"hf:{name}:{cfg.mode}", **settings)
-    policies = {r: AdapterPolicy(inner, peft_model, r if cfg.adapters == "per_role" else "shared") for r in roles}
-    return LLMLearner(peft_model, tok, policies, trainable, label, name, cfg.adapters, cfg.temperature,
-                      hf_policy=inner)
+    adapter_of = {r: r if cfg.adapters == "per_role" else "shared" for r in roles}
+    if engine is not None:
+        policies: dict[str, Policy] = {r: engine.for_adapter(a) for r, a in adapter_of.items()}
+    else:
+        policies = {r: AdapterPolicy(inner, peft_model, a) for r, a in adapter_of.items()}
+    learner = LLMLearner(peft_model, tok, policies, trainable, label, name, cfg.adapters, cfg.temperature,
+                         hf_policy=inner)
+    learner.engine = engine
+    return learner
+
+
+def _vllm_engine(cfg, name: str, label: str, model, tok, settings: dict, roles: list[str]):
+    """``--backend vllm``: a vLLM engine on a copy of the learner's initial weights (written under ``--out``), serving
+    one LoRA adapter per role (``--adapters per_role``), one shared adapter (``shared``) or full weights (``none``).
+    Its weights are sent by :meth:`Learner.sync_rollouts` before the first rollout and after every update."""
+    from pathlib import Path
+
+    from baselines.policies.vllm import VLLMPolicy
+
+    adapters = list(roles) if cfg.adapters == "per_role" else ["shared"] if cfg.adapters == "shared" else []
+    folder = Path(cfg.out) / "vllm" / "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    return VLLMPolicy.from_model(model, tok, folder / "model", name=f"vllm:{name}:{cfg.mode}",
+                                 dtype=cfg.dtype, seed=cfg.seed, lora_adapters=adapters, lora_rank=cfg.lora_r,
+                                 lora_folder=folder / "adapters", **settings)

@@ -35,7 +35,7 @@ from baselines.rollout import BranchSpec, RolloutEngine, episode_stats, training
 from baselines.train import checkpoint
 from baselines.train.config import TrainConfig, write_run_config
 from baselines.train.learners import Learner, Sample, Team, build_team
-from baselines.train.loss import policy_loss, token_weight
+from baselines.train.loss import policy_loss, tis_weights, token_weight
 from marl_llm_envs import make, spec
 
 __all__ = ["train"]
@@ -137,6 +137,9 @@ class _UpdateStats:
     gaps: list[float] = field(default_factory=list)    # |recomputed - sampled| log-probability of each scored token
     entropy_sum: float = 0.0       # the weighted mean entropy of the decisions the update trains
     entropy_weight: float = 0.0
+    mismatch_kl: float = 0.0       # sampler against trainer (tis_weights): k3 KL summed over tokens, their count, max r
+    mismatch_tokens: int = 0
+    mismatch_max_ratio: float = 1.0
 
     def as_dict(self) -> dict[str, float]:
         gap_max, gap_mean = (float(max(self.gaps)), float(np.mean(self.gaps))) if self.gaps else (0.0, 0.0)
@@ -145,7 +148,9 @@ class _UpdateStats:
         entropy = self.entropy_sum / self.entropy_weight if self.entropy_weight > 0 else 0.0
         return {"clip_frac": self.clip_frac, "kl": self.kl, "ratio_max": self.ratio_max, "entropy": entropy,
                 "recompute_gap_max": gap_max, "recompute_gap_mean": gap_mean, "trained_tokens": self.trained_tokens,
-                "grad_norm": self.grad_norm}
+                "grad_norm": self.grad_norm,
+                "mismatch/kl": self.mismatch_kl / self.mismatch_tokens if self.mismatch_tokens else 0.0,
+                "mismatch/max_ratio": self.mismatch_max_ratio}
 
 
 def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], total: dict[str, list[int]],
@@ -185,6 +190,8 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
     # extra pass is needed.
     old: list[torch.Tensor | None] = [None] * len(batches)
     ref: list[torch.Tensor | None] = [None] * len(batches)
+    tis: list[torch.Tensor | None] = [None] * len(batches)   # TIS weights (an outside sampler: --backend vllm)
+    apply_tis = cfg.backend != "hf" and cfg.tis_cap > 0
     epochs = cfg.epochs(learner.model_name)
     for _ in range(epochs):
         learner.optimizer.zero_grad(set_to_none=True)
@@ -202,6 +209,12 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
                     sampled = np.array([x for s in mb for x in s.sampler_lp], dtype=np.float32)
                     finite = np.isfinite(sampled)      # a sampler's -inf never reaches the loss; skip it here too
                     stats.gaps.extend(np.abs(old[n].cpu().numpy() - sampled)[finite].tolist())
+                    weights, mm = tis_weights(old[n], torch.from_numpy(sampled), cfg.tis_cap or math.inf)
+                    stats.mismatch_kl += mm["kl"]
+                    stats.mismatch_tokens += mm["tokens"]
+                    stats.mismatch_max_ratio = max(stats.mismatch_max_ratio, mm["max_ratio"])
+                    if apply_tis:
+                        tis[n] = weights
                     if cfg.kl_coef > 0:
                         ref[n] = learner.ref_logprobs(mb).detach().float()
                 dev = new.device
@@ -209,7 +222,8 @@ def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[S
                 w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
                 loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
                                        clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
-                                       kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef)
+                                       kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef,
+                                       is_weight=None if tis[n] is None else tis[n].to(dev))
                 dist.backward(loss * scale if scale != 1.0 else loss)    # x * 1.0 is x, and so is its gradient
             stats.clip_frac += st["clipped"] / epochs
             stats.kl += st.get("kl", 0.0) / epochs
@@ -336,6 +350,7 @@ def _train_in(cfg: TrainConfig, run: _Run, dist: _Dist, freeze: bool) -> dict[st
         write_run_config(run.out, cfg, run.action_mode)
     for learner in team.learners:
         learner.set_version(start)
+        learner.sync_rollouts(start)     # --backend vllm: the engine starts from the trainer's (resumed) weights
     log = _Log(cfg, run.out, start) if dist.main else None
     method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
     engine = RolloutEngine(team.policies, show_progress=False, record_state=method.needs_state)
@@ -396,6 +411,8 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     upd = _update(team, cfg, dist, local, total, roles_now)
     for learner in team.learners:
         learner.set_version(step + 1)
+        if set(learner.trainable) & roles_now:      # --backend vllm: the engine plays the updated weights next
+            learner.sync_rollouts(step + 1)
     t3 = time.perf_counter()
     # ---- metrics
     metrics = _metrics(step, episodes, advantages, run.family, diag)
@@ -453,8 +470,9 @@ def _prepare(cfg: TrainConfig) -> _Run:
             import wandb  # noqa: F401
         except ImportError:
             raise ImportError("--wandb needs wandb: pip install wandb") from None
-    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda but no CUDA device is available")
+    from baselines.models import require_device
+
+    require_device(cfg.device)
     out = Path(cfg.out)
     return _Run(env, env_kwargs, action_mode, family, sorted(set(env.roles.values())), method, branches, out,
                 _resume_point(cfg, out))

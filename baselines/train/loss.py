@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["policy_loss", "token_weight"]
+__all__ = ["policy_loss", "tis_weights", "token_weight"]
 
 
 def token_weight(length: int, batch_lengths: list[int], aggregation: str) -> float:
@@ -37,15 +37,19 @@ def token_weight(length: int, batch_lengths: list[int], aggregation: str) -> flo
 
 def policy_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, adv: torch.Tensor, weights: torch.Tensor, *,
                 clip_low: float, clip_high: float, ref_lp: torch.Tensor | None = None, kl_coef: float = 0.0,
-                entropy: torch.Tensor | None = None, entropy_coef: float = 0.0) -> tuple[torch.Tensor, dict]:
+                entropy: torch.Tensor | None = None, entropy_coef: float = 0.0,
+                is_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
     """The weighted loss of a micro-batch of tokens (1-D tensors of equal length) and its statistics (weighted
-    sums, so micro-batches add up: ``clipped``, ``kl``, ``ratio_max``)."""
+    sums, so micro-batches add up: ``clipped``, ``kl``, ``ratio_max``). ``is_weight``: a per-token importance
+    weight of the clipped surrogate (:func:`tis_weights`; None = 1)."""
     log_ratio = (new_lp - old_lp).clamp(-20.0, 20.0)
     ratio = torch.exp(log_ratio)
     neg_adv = -adv
     unclipped = neg_adv * ratio
     clipped = neg_adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
     per_token = torch.maximum(unclipped, clipped)
+    if is_weight is not None:
+        per_token = per_token * is_weight
     with torch.no_grad():
         stats = {"clipped": float(((clipped > unclipped).float() * weights).sum()),
                  "ratio_max": float(ratio.max()) if ratio.numel() else 1.0}
@@ -60,3 +64,29 @@ def policy_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, adv: torch.Tensor, w
                              "learner must return one per scored token (or train with --entropy-coef 0)")
         per_token = per_token - entropy_coef * entropy
     return (per_token * weights).sum(), stats
+
+
+def tis_weights(trainer_old_lp: torch.Tensor, sampler_lp: torch.Tensor, cap: float) -> tuple[torch.Tensor, dict]:
+    """Truncated importance sampling (TIS) of a sampler that is not the trainer (a vLLM engine, bf16 kernels): the
+    per-token weight ``min(exp(o_t - s_t), cap)`` that multiplies the clipped surrogate of :func:`policy_loss`, where
+    ``o_t`` is the trainer's old log-probability (its recompute before the update) and ``s_t`` the sampler's (recorded
+    on the turn). The sampled tokens come from the sampler's distribution, the surrogate assumes the trainer's:
+    ``exp(o_t - s_t)`` corrects that, and the cap bounds the variance a token the sampler found unlikely would add
+    (Yao, Liu et al. 2025, "Your Efficient RL Framework Secretly Brings You Off-Policy RL Training", TIS:
+    ``min(pi_trainer_old / pi_sampler, C)`` with ``C = 2`` in their runs, the default of ``--tis-cap``).
+
+    Returns the weights (no gradient) and the mismatch statistics: ``kl`` (sum over tokens of the k3 estimate of
+    KL(sampler || trainer), ``r - 1 - log r`` with ``r = exp(o_t - s_t)``: zero when the two agree, never negative)
+    and ``max_ratio`` (the largest ``r`` before the cap). A sampler log-probability that is not finite (-inf: a token
+    outside the sampler's top-p) gets weight ``cap`` and is left out of the statistics; log-ratios are clamped to
+    [-20, 20] as in :func:`policy_loss`."""
+    with torch.no_grad():
+        s = sampler_lp.to(trainer_old_lp.device, torch.float32)
+        finite = torch.isfinite(s)
+        log_r = (trainer_old_lp.float() - torch.where(finite, s, torch.zeros_like(s))).clamp(-20.0, 20.0)
+        r = torch.exp(log_r)
+        weights = torch.where(finite, r.clamp(max=cap), torch.full_like(r, cap))
+        k3 = (r - 1.0 - log_r)[finite]
+        stats = {"kl": float(k3.sum()), "tokens": int(finite.sum()),
+                 "max_ratio": float(r[finite].max()) if bool(finite.any()) else 1.0}
+    return weights, stats
