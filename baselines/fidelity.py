@@ -61,6 +61,7 @@ import numpy as np
 from baselines.episode import Episode, Turn
 from baselines.policies.base import Policy, request_for
 from baselines.rollout import BranchSpec, RolloutEngine
+from marl_llm_envs import replay
 
 __all__ = ["TurnTruth", "Truth", "move_probs", "exact_q", "ground_truth", "truth_branches", "null_turns",
            "readable_roles", "reliability", "noise_sd", "pearson", "cluster_bootstrap", "fidelity", "sign_agreement",
@@ -133,7 +134,7 @@ def move_probs(policy: Policy | None, turn: Turn) -> np.ndarray:
         if policy is None or not hasattr(policy, "log_policy"):
             raise ValueError(f"turn {turn.turn_index} of {turn.agent} was played by an MLP; pass its MLPPolicy to "
                              "read pi(b|h)")
-        import torch
+        import torch  # lazy: torch, seconds to import
 
         with torch.no_grad():
             logp, mask = policy.log_policy([choice.inputs])
@@ -229,8 +230,6 @@ def truth_branches(roles: Sequence[str], continuations: int, free_text: bool = F
 
 def _state_at(episode: Episode, turn: Turn):
     """The env at ``turn``'s decision, rebuilt from the episode's transcript (its full state, RNG included)."""
-    from marl_llm_envs import replay
-
     tr = dict(episode.transcript)
     tr["actions"] = list(tr["actions"])[:turn.step_index]
     return replay(tr)
@@ -428,7 +427,7 @@ def gradient_cosine(policies: Mapping[str, Policy], episodes: Sequence[Episode],
     advantages of the measured turns) and the all-action reference ``sum_t sum_b pi(b|h_t) A*(h_t, b) grad log
     pi(b|h_t)``, over the parameters of the MLP policies that played the measured turns. nan where no measured
     turn was played by an MLP or either gradient is 0."""
-    import torch
+    import torch  # lazy: torch, seconds to import
 
     rows: dict[int, tuple[Any, list]] = {}
     for n, tt in enumerate(truth.measured()):

@@ -177,7 +177,7 @@ def require_device(device: str, flag: str = "--device") -> None:
         if text not in ("cpu",) and not text.startswith(("cpu", "mps", "xpu")):
             raise ValueError(f"{flag} {text!r} is not a torch device: give cpu or cuda (cuda:N for one GPU)")
         return
-    import torch
+    import torch  # lazy: torch, seconds to import
 
     if not torch.cuda.is_available():
         raise ValueError(f"{flag} {text}: no CUDA device is available here (torch {torch.__version__}, "

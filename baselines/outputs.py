@@ -20,6 +20,7 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
+import numpy as np
 
 __all__ = ["JSON_CAP", "MAX_JSON_DEPTH", "FolderBusy", "escape_controls", "file_problem", "folder_problem",
            "json_shape_problem", "loads_bounded", "read_capped", "read_json_object", "replace_text", "replacing",
@@ -124,8 +125,6 @@ def json_shape_problem(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> st
     brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
     opened = len(brackets) - brackets.count(b"]") - brackets.count(b"}")
     if opened > max_depth:
-        import numpy as np
-
         steps = np.frombuffer(brackets, dtype=np.uint8)
         deepest = int(np.cumsum(np.where((steps == ord("[")) | (steps == ord("{")), 1, -1), dtype=np.int64).max())
         if deepest > max_depth:

@@ -30,6 +30,7 @@ from leaderboard.reproduce import reproduce
 from leaderboard.store import DEFAULT_STORE, submit
 from leaderboard.suite import list_suites, load_suite
 from leaderboard.validate import Limits, SubmissionError, validate
+from leaderboard import fidelity
 
 BOARD_DIR = DEFAULT_STORE.parent          # render writes LEADERBOARD.md and index.html here
 _STORE_HELP = f"the entry store (default: {DEFAULT_STORE}, in the current folder)"
@@ -186,7 +187,6 @@ def build_parser() -> argparse.ArgumentParser:
     command("protocols", "list the protocols")
     _benchmark_flags(command("benchmark-credit", "train a credit method beside the built-in baselines under a "
                                                  "credit-track protocol, evaluate all, print the comparison"))
-    from leaderboard import fidelity
 
     fidelity.add_flags(command("fidelity", "measure credit methods against the true advantage A* of every turn at "
                                            "fixed policies (no training), over the suite's families"))

@@ -35,6 +35,18 @@ from baselines.outputs import replace_text, writing
 from leaderboard.players import load_player, opponent_policy
 from leaderboard.protocol import Protocol, canonical_sha256
 from marl_llm_envs.text import short_repr
+import dataclasses
+from baselines.train import TrainConfig
+from baselines.train.config import RESULT_NEUTRAL_FIELDS
+from baselines.credit import list_credits
+from leaderboard.players import credit_sha256
+from baselines.outputs import loads_bounded, read_capped
+import importlib.util
+import shutil
+from leaderboard.players import SeededMoves, decision_stream
+from marl_llm_envs import make
+from baselines.rollout import RolloutEngine
+from baselines.episode import write_jsonl
 
 SUBMISSION_SCHEMA = "marl_llm_submission"
 SUBMISSION_VERSION = 1
@@ -112,10 +124,6 @@ BOUNDED_FIELDS = {"alternate_every": ("an integer from 0 to the protocol's steps
 def pinned_train_config(protocol: Protocol, env_id: str, run: int) -> dict[str, Any]:
     """The value the protocol fixes for every ``TrainConfig`` field of run ``run`` on ``env_id`` but those the
     method chooses (:data:`METHOD_FIELDS`, :data:`BOUNDED_FIELDS`), the hardware and the result-neutral ones."""
-    import dataclasses
-
-    from baselines.train import TrainConfig
-    from baselines.train.config import RESULT_NEUTRAL_FIELDS
 
     train = protocol.train
     free = set(METHOD_FIELDS) | set(HARDWARE_FIELDS) | set(BOUNDED_FIELDS) | set(RESULT_NEUTRAL_FIELDS)
@@ -137,8 +145,6 @@ def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: 
     settings, ``partners``, ``ppo_epochs``, ``lr`` ...), the method's own bounded fields within their bounds,
     evaluated after the last step, within the token budget (``ValueError`` naming ``where`` and the field
     otherwise)."""
-    from baselines.train import TrainConfig
-
     train = protocol.train
     cfg = provenance.get("train_config")
     if not isinstance(cfg, dict):
@@ -184,9 +190,6 @@ def check_method(method: str, runs: Sequence[dict[str, Any]], where: str) -> Non
     the SHA-256 of the method's source (``credit_sha256``), which for a built-in must be this package's file
     (``ValueError`` naming the field otherwise). A method of one's own (``package.module:Class``) may be named
     freely; its source hash is recorded for the maintainer, and it is self-reported unless re-trained."""
-    from baselines.credit import list_credits
-    from leaderboard.players import credit_sha256
-
     configs = [p.get("train_config") if isinstance(p.get("train_config"), dict) else {} for p in runs]
     methods = {(str(c.get("credit")), canonical_sha256(c.get("credit_options", {}))) for c in configs}
     if len(methods) != 1:
@@ -210,8 +213,6 @@ def check_method(method: str, runs: Sequence[dict[str, Any]], where: str) -> Non
 def _run_metrics(run_dir: Path | None, max_points: int = 500) -> tuple[dict[str, int], dict[str, list[float]]]:
     """A trainer run's generated tokens (main episodes and counterfactual branches) and its learning curve (the team
     rewards per step, at most ``max_points`` evenly spaced steps), from its metrics.jsonl."""
-    from baselines.outputs import loads_bounded, read_capped
-
     tokens = {"main": 0, "branches": 0}
     rows = []
     path = None if run_dir is None else run_dir / "metrics.jsonl"
@@ -237,8 +238,6 @@ def opponent_for(protocol: Protocol, task, run: int):
     """The protocol's opponent in the versus cells of ``task`` and ``run``, as evaluate plays it and validate
     re-derives it. Both seats get the same opponent: with ``seeded_moves`` a decision's seed names the seat that
     decides (:func:`~leaderboard.players.decision_seed`)."""
-    from leaderboard.players import SeededMoves, decision_stream
-
     opponent = opponent_policy(task.env_id, task.opponent, seed=0)
     if protocol.seeded_moves:
         opponent = SeededMoves(opponent, decision_stream(protocol.key, task.name, run))
@@ -250,9 +249,6 @@ def cell_policies(protocol: Protocol, task, seat: str, run: int, player) -> dict
     the protocol's opponent in the other; with ``protocol.seeded_moves`` each wrapped in
     :class:`~leaderboard.players.SeededMoves` on the stream of (protocol, task, run): a decision's seed is then
     (task, run, episode seed, step, deciding seat)."""
-    from leaderboard.players import SeededMoves, decision_stream
-    from marl_llm_envs import make
-
     env = make(task.env_id, **protocol.env_kwargs(task))
 
     stream = decision_stream(protocol.key, task.name, run)
@@ -268,8 +264,6 @@ def play_cell(protocol: Protocol, task, seat: str, run: int, player, seeds: Sequ
     """The episodes of one (task, seat, run) cell, as :func:`evaluate` plays them (``seeds``: a subset of the
     protocol's seeds; with ``seeded_moves`` a subset plays the same episodes as the whole cell). ``env_pool``: envs
     to reuse, shared by the cells of one evaluation (see :class:`~baselines.rollout.RolloutEngine`)."""
-    from baselines.rollout import RolloutEngine
-
     seeds = list(protocol.seeds if seeds is None else seeds)
     engine = RolloutEngine(cell_policies(protocol, task, seat, run, player), show_progress=progress,
                            env_pool=env_pool)
@@ -282,8 +276,6 @@ def evaluate(protocol: Protocol, players: dict[str, Sequence[str]], out: str | P
     """Play ``protocol`` with ``players`` (env id -> one player spec per run) and write the submission to ``out``.
 
     Returns the manifest (also written as ``out/submission.json``)."""
-    from baselines.episode import write_jsonl
-
     out = Path(out)
     _check_request(protocol, players, out, method)
     t0 = time.perf_counter()
@@ -307,10 +299,6 @@ def _ship_method(out: Path, loaded: dict[str, list]) -> None:
     """A credit method of one's own (``<module>:<Class>``, not a built-in) defined in a top-level module file travels
     with the submission as ``<module>.py``, so ``validate --reproduce`` can re-train its runs (in a sandbox, see
     :mod:`leaderboard.reproduce`); a method inside a package is not shipped, and its runs stay self-reported."""
-    import importlib.util
-    import shutil
-
-    from baselines.credit import list_credits
 
     credits = {str(p.provenance.get("train_config", {}).get("credit")) for runs in loaded.values() for p in runs}
     module, _, name = next(iter(credits)).partition(":")

@@ -67,6 +67,7 @@ from leaderboard.suite import latest_suite, load_suite, safe_name
 from leaderboard.workers import Workers
 from marl_llm_envs import make
 from marl_llm_envs.reference import reference_policies
+import shutil
 
 __all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run",
            "add_flags",
@@ -159,8 +160,6 @@ def _trained_weights(spec: dict[str, Any], team, step: int) -> str:
         if checkpoint.latest(run / "checkpoints") is None or \
                 not (run / "checkpoints" / f"step-{total:07d}").is_dir():
             for old in run.iterdir():
-                import shutil
-
                 shutil.rmtree(old) if old.is_dir() else old.unlink()
             train(TrainConfig(env=spec["env_id"], env_kwargs=dict(spec["env_kwargs"]),
                               action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],
@@ -211,7 +210,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Play one spec (a setting at one training seed's initial policy, ``batches`` training batches): the ground
     truth and every method's advantages on the same turns. A top-level function of JSON-able input and output (a
     process pool calls it)."""
-    import torch
+    import torch  # lazy: torch, seconds to import
 
 
     torch.set_num_threads(1)
@@ -472,10 +471,10 @@ def figure(summary: dict[str, Any], path: str | Path) -> Path | None:
     families = {f: v for f, v in families.items() if len(v) > 1}
     if not families:
         return None
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, slow to import
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib, slow to import
 
     fig, axes = plt.subplots(1, len(families), figsize=(4.5 * len(families), 4.2), squeeze=False)
     for ax, (fam, settings) in zip(axes[0], families.items()):

@@ -27,6 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from baselines.policies.base import Policy
+from baselines.credit import make_credit
+from baselines.policies.scripted import ScriptedPolicy
+from marl_llm_envs.reference import reference_policies
+from marl_llm_envs.scripted import random_legal
+import numpy as np
+from baselines.train import checkpoint
+from baselines.train.config import OUTPUT_FIELDS, read_run_config
+from baselines.train.learners import build_team
+from marl_llm_envs import make
 
 __all__ = ["Player", "SeededMoves", "credit_sha256", "decision_stream", "load_player", "opponent_policy"]
 
@@ -62,8 +71,6 @@ def _source_sha256(fn) -> str:
 def credit_sha256(credit: str) -> str | None:
     """SHA-256 of the source file of the credit method ``credit`` (a registered name or ``package.module:Class``)
     as this machine has it; None where it has no source file or does not load here."""
-    from baselines.credit import make_credit
-
     try:
         return _source_sha256(type(make_credit(credit)))
     except Exception:  # noqa: BLE001 - a method that does not load here has no source to hash
@@ -71,10 +78,6 @@ def credit_sha256(credit: str) -> str | None:
 
 
 def _scripted(env_id: str, name: str, seed: int):
-    from baselines.policies.scripted import ScriptedPolicy
-    from marl_llm_envs.reference import reference_policies
-    from marl_llm_envs.scripted import random_legal
-
     if name == "random":
         return ScriptedPolicy(random_legal, seed=seed, name="random"), _source_sha256(random_legal)
     bots = reference_policies(env_id)
@@ -100,8 +103,6 @@ def decision_seed(stream: int, key: tuple[int, ...], agent: str = "") -> int:
     """The seed of one decision: ``(stream, Request.key, agent)``, i.e. (episode seed, sample, step) and the seat
     that decides, within a stream. It does not depend on which policy decides, so a policy playing itself in both
     seats of a duplicate pair draws the same numbers in each seat (common random numbers: the pair cancels)."""
-    import numpy as np
-
     seat = int.from_bytes(hashlib.sha256(agent.encode("utf-8")).digest()[:4], "big")
     state = np.random.SeedSequence([int(stream), *[int(k) % 2**63 for k in key], seat]).generate_state(2, np.uint32)
     return (int(state[0]) << 32 | int(state[1])) >> 1
@@ -149,8 +150,6 @@ def load_player(spec: str, env_id: str, roles: list[str], action_mode: str, gree
     """Build the player ``spec`` for ``env_id`` (see the module docstring); ``greedy``: temperature 0 where the
     policy samples (MLPs)."""
     if spec == "random" or spec == "reference" or spec.startswith("reference:"):
-        from marl_llm_envs.reference import reference_policies
-
         name = "random" if spec == "random" else spec.partition(":")[2]
         if spec == "reference":
             bots = reference_policies(env_id)
@@ -184,11 +183,6 @@ def _hf_player(spec: str, env_id: str, roles: list[str], greedy: bool) -> Player
 
 def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], action_mode: str,
                        greedy: bool) -> Player:
-    from baselines.train import checkpoint
-    from baselines.train.config import OUTPUT_FIELDS, read_run_config
-    from baselines.train.learners import build_team
-    from marl_llm_envs import make
-
     if (path / "meta.json").is_file():
         step_dir, run_dir = path, path.parent.parent
     else:

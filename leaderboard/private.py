@@ -31,6 +31,7 @@ from leaderboard.evaluate import evaluate
 from leaderboard.protocol import EVAL_SEED_START, Protocol
 from leaderboard.reproduce import reproduce
 from leaderboard.validate import Validated, validate
+from leaderboard.store import add_entry
 
 __all__ = ["PRIVATE_SEED_START", "evaluate_private", "private_protocol"]
 
@@ -68,7 +69,5 @@ def evaluate_private(protocol: Protocol, players: dict[str, Sequence[str]], out:
                                     for r in range(len(players[env_id]))]}
     entry = None
     if store is not None:
-        from leaderboard.store import add_entry
-
         entry = add_entry(v, store, seeds="private")
     return v, entry

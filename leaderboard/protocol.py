@@ -56,6 +56,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
+from marl_llm_envs import spec
+from marl_llm_envs import make
+from marl_llm_envs.reference import reference_policies
 
 SCHEMA = "marl_llm_protocol"
 EVAL_SEED_START = 2**40
@@ -95,8 +98,6 @@ class Task:
     def seats(self) -> list[str]:
         """The seats the submission takes: every agent at once for ``self`` (one entry ``"all"``), else each agent
         of the env."""
-        from marl_llm_envs import spec
-
         return ["all"] if self.play == "self" else list(spec(self.env_id).agents)
 
 
@@ -159,15 +160,11 @@ class Protocol(Header):
 
     def roles(self, env_id: str) -> list[str]:
         """The roles of ``env_id`` as this protocol plays it, sorted: what a player is built for."""
-        from marl_llm_envs import make
-
         return sorted(set(make(env_id, **self.env_kwargs(self.env_task(env_id))).roles.values()))
 
     def env_record(self, task: Task) -> dict[str, Any]:
         """``{"env_id", "env_version", "env_kwargs"}`` with the env's full kwargs (defaults included), as its
         transcripts record them."""
-        from marl_llm_envs import make
-
         env = make(task.env_id, **self.env_kwargs(task))
         env.reset(seed=self.seed_start)
         return {"env_id": task.env_id, "env_version": int(env.version), "env_kwargs": env.transcript()["kwargs"]}
@@ -345,8 +342,6 @@ def parse_env(d: dict, where: str, noun: str) -> tuple[str, Any, int, dict[str, 
     """``(env_id, spec, env_version, env_kwargs)`` of a task or setting (``noun``: who is speaking in the messages,
     ``"protocol"`` or ``"suite"``): a registered env at this package's version, with kwargs it accepts (the action
     mode is the file's, not a kwarg)."""
-    from marl_llm_envs import spec
-
     env_id = get_field(d, "env_id", str, where)
     try:
         env_spec = spec(env_id)
@@ -379,7 +374,6 @@ def parse_play(d: dict, where: str, env_spec, item: str) -> tuple[str, str | Non
                                 f"{env_spec.family} with {len(env_spec.agents)} agents")
         if opponent is None:
             raise ProtocolError(f"{where}.opponent: a 'versus' {item} names its opponent")
-        from marl_llm_envs.reference import reference_policies
 
         known = ["random", *reference_policies(env_spec.id)]
         if opponent not in known:

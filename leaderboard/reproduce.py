@@ -33,13 +33,18 @@ from __future__ import annotations
 
 import math
 import random
-import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, play_cell, run_label
 from leaderboard.validate import SubmissionError, Validated, draw_audit_seed
+import ctypes
+import resource
+import json
+import shutil
+import subprocess
+import sys
 
 __all__ = ["DETECT_FRACTION", "DETECT_PROBABILITY", "detection_probability", "detection_sample", "draw_audit_seed",
            "reproduce"]
@@ -102,9 +107,6 @@ def _sandbox(cpu_s: int, memory_bytes: int, file_bytes: int):
     """The child's limits, set between fork and exec: CPU seconds, address space, the size of any file it writes; and,
     where the kernel lets an unprivileged process do it, a network namespace of its own (no network)."""
     def apply() -> None:
-        import ctypes
-        import resource
-
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
@@ -120,11 +122,6 @@ def _train_sandboxed(fields: dict[str, Any], out: Path, source: Path, where: str
     """Train one run of a method shipped as ``source`` in a child process (:data:`SANDBOX` limits, no network where
     the OS allows, ``-I``: no environment variables or user site; imports from a copy of the method's file, this
     package and the installed packages only). Any failure, a limit included, is a :class:`SubmissionError`."""
-    import json
-    import shutil
-    import subprocess
-    import sys
-
     limits = {**SANDBOX, **(limits or {})}
     home = out.parent / f"{out.name}-method"
     home.mkdir(parents=True, exist_ok=True)

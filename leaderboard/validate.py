@@ -51,6 +51,13 @@ from marl_llm_envs.text import short_repr
 from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_method,
                                   check_run, config_sha256, file_sha256, parse_run_label, run_label)
 from leaderboard.protocol import Protocol, ProtocolError, Task, canonical_sha256, load_protocol, registered_protocol
+from marl_llm_envs.reference import reference_policies
+from baselines.episode import READABLE_VERSIONS, SCHEMA, Episode
+from marl_llm_envs import spec
+from leaderboard.evaluate import opponent_for
+from baselines.policies.base import request_for
+from baselines.rollout import env_action
+from marl_llm_envs import make
 
 __all__ = ["Limits", "SubmissionError", "Validated", "validate"]
 
@@ -476,8 +483,6 @@ def _check_model_id(p: dict, env_id: str, where: str) -> None:
     if spec == "random" or spec.startswith("reference:"):
         want = spec
     elif spec == "reference":
-        from marl_llm_envs.reference import reference_policies
-
         want = f"reference:{next(iter(reference_policies(env_id)), '')}"
     elif spec.startswith("hf:"):
         want = spec[len("hf:"):].partition(":")[0]
@@ -515,8 +520,6 @@ def _check_envs(manifest: dict, proto: Protocol) -> None:
 
 def _read_episodes(path: Path, limits: Limits) -> list:
     """``[(line number, Episode)]`` read strictly (see the module docstring)."""
-    from baselines.episode import READABLE_VERSIONS, SCHEMA, Episode
-
     episodes = []
     with open(path, "rb") as f:
         for lineno, line in enumerate(iter(lambda: f.readline(limits.line_bytes + 1), b""), 1):
@@ -700,8 +703,6 @@ def _check_complete(cells: dict, proto: Protocol, seeds: set[int]) -> None:
 
 
 def _spec(env_id: str):
-    from marl_llm_envs import spec
-
     return spec(env_id)
 
 
@@ -734,8 +735,6 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
         if proto.seeded_moves and seat != "all":
             key = (task.name, seat, run)
             if key not in opponents:
-                from leaderboard.evaluate import opponent_for
-
                 opponents[key] = opponent_for(proto, task, run)
             opponent = opponents[key]
         totals, env, n = _replay(e, where, seat, opponent, envs)
@@ -760,10 +759,6 @@ def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int 
 def _replay(e, where: str, seat: str, opponent, envs: dict) -> tuple[dict[str, float], Any, int]:
     """Replay ``e``'s transcript (see :func:`_audit`): the rewards it gives each agent, the env at its end, and the
     opponent moves re-derived. ``envs``: made envs by (env id, kwargs), reused (``reset(seed)`` starts afresh)."""
-    from baselines.policies.base import request_for
-    from baselines.rollout import env_action
-    from marl_llm_envs import make
-
     tr = e.transcript
     try:
         key = (tr["env_id"], json.dumps(tr["kwargs"], sort_keys=True))

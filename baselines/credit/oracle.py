@@ -25,6 +25,7 @@ from typing import Sequence
 from baselines.credit.base import CreditMethod, check_batch, register, roles_of
 from baselines.episode import Episode
 from baselines.rollout import BranchSpec
+from baselines.fidelity import ground_truth, readable_roles
 
 
 @register("oracle")
@@ -44,8 +45,6 @@ class Oracle(CreditMethod):
         self.trained = list(team.trainable)
 
     def advantages(self, episodes: Sequence[Episode]) -> list[list[float]]:
-        from baselines.fidelity import ground_truth, readable_roles
-
         episodes = check_batch(episodes, self.name)
         roles = readable_roles(episodes, self.policies, self.trained)
         truth = ground_truth(episodes, self.policies, roles, self.k)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from baselines.policies.base import Choice, Generation, Policy, Request
+from baselines.rollout.engine import env_action
 
 __all__ = ["MixedPolicy", "RandomPolicy", "ScriptedPolicy"]
 
@@ -94,8 +95,6 @@ class MixedPolicy(Policy):
 
     def probs(self, env, agent: str, legal: Sequence[str]) -> np.ndarray:
         """The distribution over ``legal`` (in order) this policy draws from at ``agent``'s decision in ``env``."""
-        from baselines.rollout.engine import env_action
-
         n = len(legal)
         ids = [int(i) for i in np.flatnonzero(env.action_mask(agent))] if env.action_mode == "discrete" else None
         counts = np.zeros(n)

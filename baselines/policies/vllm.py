@@ -60,6 +60,9 @@ from typing import Any
 
 from baselines.policies.base import Choice, Generation, Policy, Request, set_decoding
 from baselines.policies.prompts import chat_prompt_ids, label_menu, label_token_ids, move_token_ids
+from baselines.policies.weight_sync import AdapterVersions, max_loras
+from baselines.policies.weight_sync import model_weights
+from baselines.policies.weight_sync import engine_weights, save_weights
 
 __all__ = ["VLLMPolicy", "WeightLoaderExtension"]
 
@@ -159,8 +162,6 @@ class VLLMPolicy(Policy):
                  enable_weight_updates: bool = True, choice_scoring: str = "label",
                  lora_adapters: Sequence[str] = (), lora_rank: int = 8, staleness: int = 0,
                  lora_folder: str | os.PathLike | None = None, **llm_kwargs: Any) -> None:
-        from baselines.policies.weight_sync import AdapterVersions, max_loras
-
         if choice_scoring not in CHOICE_SCORINGS:
             raise ValueError(f"choice_scoring={choice_scoring!r} is not one of {list(CHOICE_SCORINGS)}")
         set_decoding(self, mode=mode, modes=("generate", "choice"), temperature=temperature, top_p=top_p,
@@ -372,14 +373,12 @@ class VLLMPolicy(Policy):
                 name, lora_id, folder = self._versions.publish(model, adapter, adapter, version)
                 self.load_adapter(adapter, name, lora_id, folder)
         else:
-            from baselines.policies.weight_sync import model_weights
-
             self.load_weights(model_weights(model))
 
     def load_adapter(self, adapter: str, name: str, lora_int_id: int, folder: str | os.PathLike) -> None:
         """Serve ``adapter`` from the PEFT folder ``folder`` as request ``(name, lora_int_id)`` from now on (the
         previous request of the adapter is dropped from the engine), then reset the prefix cache."""
-        from vllm.lora.request import LoRARequest
+        from vllm.lora.request import LoRARequest  # lazy: vllm, an optional extra
 
         old = self._requests.get(adapter)
         self._requests[adapter] = LoRARequest(name, lora_int_id, str(folder))
@@ -399,8 +398,6 @@ class VLLMPolicy(Policy):
         if isinstance(weights, (str, os.PathLike)):
             counts = self.llm.collective_rpc("marl_load_weights", args=(str(weights),))
         else:
-            from baselines.policies.weight_sync import engine_weights, save_weights
-
             with tempfile.TemporaryDirectory(prefix="marl_vllm_weights_") as tmp:
                 path = save_weights(engine_weights(weights), os.path.join(tmp, "weights.safetensors"))
                 counts = self.llm.collective_rpc("marl_load_weights", args=(str(path),))

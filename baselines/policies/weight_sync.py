@@ -132,7 +132,7 @@ def model_weights(model, merge: str | None = None) -> dict[str, Any]:
 def save_weights(weights: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """Write a name -> tensor mapping for the engine's workers to read (one ``.safetensors`` file), each tensor as
     its own contiguous CPU copy (tied or otherwise shared tensors included: module docstring)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # lazy: safetensors.torch imports torch
 
     save_file({k: _copy(v) for k, v in weights.items()}, str(path))
     return Path(path)
@@ -149,8 +149,8 @@ def _suffixes(target_modules: Any) -> list[str] | str:
 def write_adapter(model, adapter: str, folder: str | os.PathLike) -> Path:
     """Write ``adapter`` of the peft ``model`` (its tensors only, as CPU copies) to ``folder`` in the PEFT adapter
     format, replacing the folder in one step (a reader never sees half a folder). Returns the folder."""
-    from peft import get_peft_model_state_dict
-    from safetensors.torch import save_file
+    from peft import get_peft_model_state_dict  # lazy: peft, imports torch
+    from safetensors.torch import save_file  # lazy: safetensors.torch imports torch
 
     if adapter not in getattr(model, "peft_config", {}):
         raise ValueError(f"adapter {adapter!r} is not an adapter of this model; it has "

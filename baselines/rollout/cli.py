@@ -13,6 +13,11 @@ from baselines.episode import write_jsonl
 from baselines.policies.base import Policy
 from baselines.rollout.engine import BranchSpec, RolloutEngine
 from baselines.rollout.summary import summarize
+from pathlib import Path
+from baselines.policies.vllm import VLLMPolicy
+import tempfile
+from baselines.models import load_model
+from baselines.models import require_device
 
 __all__ = ["build_parser", "main"]
 
@@ -49,16 +54,11 @@ def _build_policy(args, env_kwargs: dict[str, Any] | None = None) -> Policy:
 def _vllm_policy(args, settings: dict[str, Any]) -> Policy:
     """``--backend vllm``: an engine on the model's folder; a model this project builds or converts (``tiny``,
     ``tiny-vllm``, ``smollm2-135m``) is loaded and written to a temporary folder first."""
-    from pathlib import Path
-
-    from baselines.policies.vllm import VLLMPolicy
 
     dtype = args.dtype or "auto"
     if args.model not in ("tiny", "tiny-vllm", "smollm2-135m", "smollm2") or Path(args.model).is_dir():
         return VLLMPolicy(args.model, dtype=dtype, seed=args.seed, **settings)
-    import tempfile
 
-    from baselines.models import load_model
 
     model, tok = load_model(args.model, device="cpu", dtype=args.dtype)
     folder = tempfile.mkdtemp(prefix="marl_vllm_model_")
@@ -176,7 +176,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except ValueError as e:
         parser.error(f"argument --branches: {e}")
 
-    from baselines.models import require_device
 
     try:
         require_device(args.device)

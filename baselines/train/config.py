@@ -23,6 +23,11 @@ from typing import Any, Iterable, Sequence
 
 from baselines.outputs import replace_text
 from marl_llm_envs.text import short_repr
+from baselines.outputs import loads_bounded, read_capped
+from baselines.credit import list_credits
+from marl_llm_envs import spec
+from baselines.outputs import folder_problem
+from baselines.rollout.engine import SEED_STREAM
 
 AGGREGATIONS = ("token-mean", "seq-mean")
 ADAPTERS = ("none", "shared", "per_role")
@@ -139,8 +144,6 @@ class TrainConfig:
     # ------------------------------------------------------------------ parsing
     @classmethod
     def parser(cls) -> argparse.ArgumentParser:
-        from baselines.credit import list_credits
-
         p = argparse.ArgumentParser(prog="python -m baselines.train",
                                     usage="python -m baselines.train [--env ENV] [--model MODEL] [--credit METHOD] "
                                           "[--steps N] [--out DIR] [option ...]",
@@ -243,14 +246,11 @@ class TrainConfig:
         """Everything that can be checked before a rollout (the rest is checked when the team is built).
         ``new_run=False`` (a run's config read back): the values only, not the flag combinations refused before a
         run starts (a run made before such a rule still loads)."""
-        from marl_llm_envs import spec
-
         try:
             spec(self.env)
         except KeyError as e:           # the registry's own error (a KeyError, as a dict lookup): a flag's error here
             raise ValueError(f"--env: {e.args[0]}") from None
         parse_model(self.model)
-        from baselines.outputs import folder_problem
 
         problem = folder_problem(self.out)
         if problem is not None:
@@ -270,7 +270,6 @@ class TrainConfig:
         if self.seed >= 2**16:
             raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
                              f"seeds at 2**40), got {self.seed!r}")
-        from baselines.rollout.engine import SEED_STREAM
 
         if self.steps * self.tasks_per_step > SEED_STREAM:      # each step's seeds check it too: here, before step 0
             raise ValueError(f"--steps x --tasks-per-step is {self.steps * self.tasks_per_step:,} training tasks; a "
@@ -404,7 +403,6 @@ def read_run_config(folder: Path) -> RunConfig:
     path = Path(folder) / RUN_CONFIG
     if not path.is_file():
         raise ValueError(f"{folder}: no {RUN_CONFIG} (a folder written by python -m baselines.train)")
-    from baselines.outputs import loads_bounded, read_capped
 
     raw = loads_bounded(read_capped(path, 1 << 20, RUN_CONFIG), str(path))    # bounded: a run folder may be handed in
     if not isinstance(raw, dict):

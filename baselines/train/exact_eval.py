@@ -128,7 +128,7 @@ def _distribution(policy: Policy, request, generation) -> list[float]:
         probs = [float(p) for p in choice.probs]
     elif choice is not None and choice.scoring == "mlp" and choice.inputs is not None and hasattr(policy,
                                                                                                 "log_policy"):
-        import torch
+        import torch  # lazy: torch, seconds to import
 
         with torch.no_grad():
             logp, mask = policy.log_policy([choice.inputs])

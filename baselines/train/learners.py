@@ -40,6 +40,8 @@ from baselines.policies.hf import TransformersPolicy, sequence_logprobs
 from baselines.policies.mlp import MLPPolicy
 from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
 from marl_llm_envs.reference import reference_policies
+from pathlib import Path
+from baselines.policies.vllm import VLLMPolicy
 
 __all__ = ["Learner", "Sample", "build_team"]
 
@@ -493,9 +495,6 @@ def _vllm_engine(cfg, name: str, label: str, model, tok, settings: dict, roles: 
     """``--backend vllm``: a vLLM engine on a copy of the learner's initial weights (written under ``--out``), serving
     one LoRA adapter per role (``--adapters per_role``), one shared adapter (``shared``) or full weights (``none``).
     Its weights are sent by :meth:`Learner.sync_rollouts` before the first rollout and after every update."""
-    from pathlib import Path
-
-    from baselines.policies.vllm import VLLMPolicy
 
     adapters = list(roles) if cfg.adapters == "per_role" else ["shared"] if cfg.adapters == "shared" else []
     folder = Path(cfg.out) / "vllm" / "".join(c if c.isalnum() or c in "-_." else "_" for c in label)

@@ -37,6 +37,8 @@ from baselines.train.config import TrainConfig, write_run_config
 from baselines.train.learners import Learner, Sample, Team, build_team
 from baselines.train.loss import policy_loss, tis_weights, token_weight
 from marl_llm_envs import make, spec
+from baselines.models import require_device
+from baselines.train.exact_eval import evaluate
 
 __all__ = ["train"]
 
@@ -470,7 +472,6 @@ def _prepare(cfg: TrainConfig) -> _Run:
             import wandb  # noqa: F401
         except ImportError:
             raise ImportError("--wandb needs wandb: pip install wandb") from None
-    from baselines.models import require_device
 
     require_device(cfg.device)
     out = Path(cfg.out)
@@ -583,8 +584,6 @@ def _evaluate(cfg: TrainConfig, run: _Run, team: Team, prefix: str) -> dict[str,
     """The exact held-out evaluation of the team's policies now (:mod:`baselines.train.exact_eval`), as
     ``<prefix>/...`` metrics: ``eval_start/...`` in step 0's line (the untrained policy), ``eval/...`` after the
     update of every ``--eval-every``-th step and of the last (with ``eval/time``, its seconds)."""
-    from baselines.train.exact_eval import evaluate
-
     t = time.perf_counter()
     values = evaluate(team.policies, cfg.env, run.env_kwargs, cfg.eval_episodes)
     values["eval/time"] = time.perf_counter() - t
