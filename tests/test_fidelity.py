@@ -139,13 +139,6 @@ def test_force_branch_spec_parses_and_checks_its_stream():
         BranchSpec("force", "voter", 2, stream=-1)
 
 
-def test_holm_adjusts_as_computed_by_hand():
-    from leaderboard.fidelity import _holm
-
-    # sorted: 0.01 * 3 = 0.03, 0.03 * 2 = 0.06, 0.04 * 1 = 0.04 -> kept monotone at 0.06
-    assert _holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-
-
 def test_cluster_bootstrap_with_every_cluster_once_is_the_plain_correlation():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=40), rng.normal(size=40)

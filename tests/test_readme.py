@@ -20,10 +20,12 @@ def test_ci_runs_the_readme_test_command():
     assert test_cmd.strip() in (ROOT / ".ci" / "run").read_text()
 
 
-def test_readme_demo_command_sets_up_and_benchmarks_a_credit_method():
-    demo = next(b for b in _bash_blocks() if "benchmark-credit" in b and "venv" in b)
+def test_readme_demo_command_sets_up_and_measures_credit_fidelity():
+    demo = next(b for b in _bash_blocks() if "-m leaderboard fidelity" in b and "venv" in b)
     assert demo.startswith("python3 -m venv .venv && .venv/bin/pip install -q torch==2.13.0")  # torch's CPU build first
-    assert demo.endswith("-m leaderboard benchmark-credit broadcast --tier micro --quick")
+    assert demo.endswith("-m leaderboard fidelity loo --baselines broadcast,shuffled --quick --jobs 2")
+    # the training-outcome run stays documented
+    assert "python -m leaderboard benchmark-credit broadcast --tier micro --quick" in (ROOT / "README.md").read_text()
     assert any("-m marl_llm_envs.demo" in b for b in _bash_blocks())     # the env tour
 
 
