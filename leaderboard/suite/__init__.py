@@ -20,7 +20,10 @@ A setting may also name ``"partners"`` (the trainer's ``--partners``, e.g. ``"th
 (``play: "versus"``: the reference policy it is scored against), ``"eval_count"`` (versus: its own number of
 evaluation seeds; Kuhn's payoffs are noisy next to the random-to-Nash gap), ``"evaluate"`` (versus: ``"sampled"``,
 the default, ``"exact"`` or ``"exploitability"``; below) and ``"train"`` (a few budget fields that override the
-suite's, e.g. ``{"steps": 200}``).
+suite's, e.g. ``{"steps": 200}``, or ``"seeds"``: the setting's own run seeds, distinct ints below 2**16, as many in
+every setting, so settings need not share model inits and task streams; methods pair by a seed's position in the
+setting's list) and ``"score"`` (``play: "self"``: ``"team_reward"``, the default, or ``"decisive_reward"``, the
+tail of the trainer's noise-free ``decisive_reward`` metric, the team reward less the episode's ``noise_total``).
 
 A suite file is checked field by field as a protocol is, with the protocol's own parsers (:mod:`leaderboard.protocol`:
 the header, the training budget, the evaluation seed range, each setting's env and its play and opponent); every

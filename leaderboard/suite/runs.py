@@ -44,8 +44,9 @@ def applicable(method: str, env_id: str) -> str | None:
 
 
 def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict]]:
-    """The runs to make, as JSON-able specs in a fixed order (method, setting, seed), and per method the settings
-    it cannot train on (with why)."""
+    """The runs to make, as JSON-able specs in a fixed order (method, setting, seed: the setting's own
+    ``train.seeds`` where it lists them, else the suite's), and per method the settings it cannot train on (with
+    why)."""
     out = Path(out)
     specs, skipped = [], {}
     for m in methods:
@@ -63,7 +64,7 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[di
                               "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
                               "eval_start": suite.score["eval_start"],
                               "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
-                              "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
+                              "score": s.score, "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
     return specs, skipped
 
 
