@@ -52,6 +52,10 @@ def suite_coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
         out.append(f"Cooperative settings (the team plays every seat): the mean team reward over the last "
                    f"{frac:.0%} of training ({tail} of {b['steps']} steps x {b['tasks_per_step'] * b['group_size']} "
                    f"fresh episodes at the suite's budget), not a held-out evaluation.")
+        decisive = [s.name for s in suite.settings if s.score == "decisive_reward" and s.name in scored["anchors"]]
+        if decisive:
+            out.append(f"On {', '.join(decisive)} that reward is the noise-free decisive reward (the team reward less "
+                       f"the noise the env added, as the trainer logs reward/decisive/<team>), not the noisy return.")
     vs = [s for s in suite.settings if s.play == "versus" and s.name in scored["anchors"]]
     sampled = [s for s in vs if s.evaluate == "sampled"]
     if sampled:

@@ -133,7 +133,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
                                                                         if k.startswith("free_riding/")})}
     extra: dict[str, Any] = {}
     if spec["play"] == "self":
-        tail = curve[-max(1, math.ceil(len(curve) * spec["last_fraction"])):]
+        scored = curve if spec.get("score", "team_reward") == "team_reward" else _decisive_curve(rows, run)
+        tail = scored[-max(1, math.ceil(len(scored) * spec["last_fraction"])):]
         raw = sum(tail) / len(tail)
     elif spec.get("evaluate", "sampled") == "sampled":
         raw = _versus_score(spec, run)
@@ -145,6 +146,16 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
             "config_hash": read_run_config(run).resolved.config_hash or "",
             "wall_s": time.perf_counter() - t0}
+
+
+def _decisive_curve(rows: list[dict[str, Any]], run: Path) -> list[float]:
+    """Per step, the mean over teams of the trainer's ``reward/decisive/<team>`` (the team reward less the noise the
+    env added, :func:`baselines.train.loop._metrics`): what a ``score: "decisive_reward"`` setting scores."""
+    keys = sorted({k for r in rows for k in r if k.startswith("reward/decisive/")})
+    if not keys or not all(k in r for r in rows for k in keys):
+        raise ValueError(f"{run}: the setting scores decisive_reward, but its metrics.jsonl does not log "
+                         "reward/decisive/<team> at every step (an env that reports noise_total in its final infos)")
+    return [sum(float(r[k]) for k in keys) / len(keys) for r in rows]
 
 
 def _idle_drift(spec: dict[str, Any], run: Path) -> float:

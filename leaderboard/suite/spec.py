@@ -21,8 +21,8 @@ from leaderboard.protocol import PROTOCOL_DIR, Header, ProtocolError, canonical_
 SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
 
-__all__ = ["EVALUATE", "SCORES", "SUITE_DIR", "SUITE_SCHEMA", "Family", "Setting", "Suite", "anchor_value", "cached_anchors",
-           "latest_suite", "list_suites", "load_suite", "parse_suite"]
+__all__ = ["EVALUATE", "SCORES", "SUITE_DIR", "SUITE_SCHEMA", "Family", "Setting", "Suite", "anchor_value",
+           "cached_anchors", "latest_suite", "list_suites", "load_suite", "parse_suite"]
 
 
 @dataclass(frozen=True)
