@@ -174,7 +174,7 @@ def test_render_shows_suite_entries_with_the_suite_aggregate_and_a_column_per_fa
     assert f"## {SUITE} (credit track)" in md and "(Holm over 2 comparisons" in md    # a verdict for the board
     site = (tmp_path / "site" / "index.html").read_text()
     assert "suite aggregate [95% t CI]</th>" in site
-    # the suite's radar joins the board's figures, each method in the colour it has in the IQM figure
+    # the suite's radar joins the board's figures, each method in the colour it has in the aggregate figure
     drawn = {key: json.loads(html.unescape(c)) for key, c in re.findall(r"data-figure='([^']*)' data-colours='([^']*)'",
                                                                        site)}
     assert set(drawn["radar"]) == {"broadcast", "shuffled", "loo"}
