@@ -126,6 +126,24 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
     return [c for c, _ in cols], [[f(r) for _, f in cols] for r in board.rows]
 
 
+def _partial_table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the board's partial-coverage entries (:attr:`Board.partial`: they cover fewer tasks than
+    the ranked ones, so they are never ranked on the aggregate): each entry's runs, the tasks it covers, the mean of
+    its own task scores with its CI (comparable only with entries on the same tasks) and, ``wide``, each task's
+    mean (``n/a`` where it has none)."""
+    cols = ["entry (partial coverage, not ranked)", "runs", "covers", "mean of its tasks [95% CI]"]
+    if wide:
+        cols += list(board.tasks)
+    rows = []
+    for r in board.partial:
+        row = [r.label + (" (self-reported)" if r.self_reported else ""), str(r.runs),
+               f"{len(r.covers)} of {len(board.tasks)}: {', '.join(r.covers)}", format_ci(r.aggregate)]
+        if wide:
+            row += [f"{r.tasks[t]:.3f}" if t in r.tasks else "n/a" for t in board.tasks]
+        rows.append(row)
+    return cols, rows
+
+
 def _coverage(board: Board) -> list[str]:
     out = [f"aggregate: normalized score (random = 0, reference = 1), {board.iqm_covers()}."]
     if board.elo_envs:
@@ -162,6 +180,8 @@ def show_text(found: list[tuple[Board, list[dict]]], wide: bool = False) -> str:
         for c in _coverage(board):
             parts += textwrap.wrap(c, SHOW_WIDTH, initial_indent="  ", subsequent_indent="    ")
         parts += _text_table(cols, rows)
+        if board.partial:
+            parts += [""] + _text_table(*_partial_table(board, wide=wide))
         mine = [r.label for r in board.rows if r.self_reported]
         if mine:
             parts += textwrap.wrap("self-reported (the player was not re-run by the maintainer): "
@@ -194,6 +214,8 @@ def _md_board(board: Board, under_test: str | None = None) -> list[str]:
     out = ["**Verdict:**", ""] + [f"- {md_cell(v, 400)}" for v in verdicts(board, under_test)] + [""]
     out += [md_cell(c, 400) for c in _coverage(board)] + [""]
     out += _md_table(cols, rows, bold)
+    if board.partial:
+        out += [""] + _md_table(*_partial_table(board))
     if board.opponents:
         out += ["", f"Opponents' Elo ({md_cell(board.elo_anchor)} fixed at 1000): " + md_cell(_opponents(board), 400)]
     return out
@@ -312,6 +334,13 @@ def _html_board(board: Board, entries: list[dict], palette: Palette, under_test:
         out.append(f"<tr{' class=under-test' if mine else ''} data-method='{html_text(r.short)}'>" + "".join(tds) +
                    "</tr>")
     out.append("</tbody></table></div>")
+    if board.partial:
+        pcols, prows = _partial_table(board)
+        out.append(f"<div class='scroll'><table class='board partial' id='partial-{pid}'><thead><tr>" +
+                   "".join(f"<th onclick='sortTable(this)'>{html_text(c, 200)}</th>" for c in pcols) +
+                   "</tr></thead><tbody>" +
+                   "".join(f"<tr data-method='{html_text(r.short)}'>" + "".join(f"<td>{html_text(c)}</td>" for c in row)
+                           + "</tr>" for r, row in zip(board.partial, prows)) + "</tbody></table></div>")
     if board.opponents:
         out.append(f"<p>Opponents' Elo ({html_text(board.elo_anchor)} fixed at 1000): "
                    f"{html_text(_opponents(board), 400)}</p>")
