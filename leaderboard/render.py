@@ -136,8 +136,11 @@ def _partial_table(board: Board, wide: bool = True) -> tuple[list[str], list[lis
         cols += list(board.tasks)
     rows = []
     for r in board.partial:
-        row = [r.label + (" (self-reported)" if r.self_reported else ""), str(r.runs),
-               f"{len(r.covers)} of {len(board.tasks)}: {', '.join(r.covers)}", format_ci(r.aggregate)]
+        covers = f"{len(r.covers)} of {len(board.tasks)}: {', '.join(r.covers)}"
+        if not wide and len(covers) > 40:                 # the terminal's table fits 120 columns
+            covers = f"{len(r.covers)} of {len(board.tasks)} tasks"
+        row = [r.label + (" (self-reported)" if r.self_reported else ""), str(r.runs), covers,
+               format_ci(r.aggregate)]
         if wide:
             row += [f"{r.tasks[t]:.3f}" if t in r.tasks else "n/a" for t in board.tasks]
         rows.append(row)
