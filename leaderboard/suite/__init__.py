@@ -67,7 +67,7 @@ compared by paired differences over the seeds they share (:mod:`leaderboard.verd
 difference and an exact sign-flip test, Holm-corrected over every comparison the verdict prints). The leaderboard
 entry (:func:`entry`) keeps the per-seed, per-setting
 scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
-family and an IQM aggregate like every other board.
+family and the mean-of-families aggregate like every other board.
 
 Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 
