@@ -107,8 +107,8 @@ SIDE_FIGURES = {
 def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[dict[str, Any]],
           note: str = "") -> dict[str, Any]:
     """A store entry for ``method`` (schema ``marl_llm_entry``): per family, per seed, the setting scores (the board
-    shows the mean-of-families aggregate and a column per family), and the provenance of every run (its config hash, learning curve
-    and raw score). Computed by the suite from the runs, not from a replayed submission."""
+    shows the mean-of-families aggregate and a column per family), and the provenance of every run (its config hash,
+    learning curve and raw score). Computed by the suite from the runs, not from a replayed submission."""
     v = scored["methods"][method]
     mine = [r for r in results if r["method"] == method]
     scores = {}
