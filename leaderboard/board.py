@@ -59,12 +59,6 @@ class Row:
     short: str = ""                                           # the method name, or the label where it repeats
     covers: list[str] = field(default_factory=list)           # the tasks the entry has scores for
 
-    @property
-    def iqm(self) -> tuple[float, float, float]:
-        """The aggregate under the name :mod:`leaderboard.render` still reads (no longer an IQM: see the module
-        docstring); remove once the page reads :attr:`aggregate`."""
-        return self.aggregate
-
 
 @dataclass
 class Board:

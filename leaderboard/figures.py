@@ -1,6 +1,6 @@
 """The leaderboard's figures, drawn with matplotlib and embedded as base64 PNG, in the style of rliable and
 marl-eval: one colour per method on every figure of a page (:class:`Palette`), legends below the axes, 4.6-inch
-figures whose text stays legible on a phone. A board's figures (:func:`board_figures`): the IQM with 95% CIs,
+figures whose text stays legible on a phone. A board's figures (:func:`board_figures`): the aggregate with 95% CIs,
 performance profiles with bootstrap bands, learning curves of credit entries, and training cost against score
 (:func:`cost_figure`, which the credit suite's page draws too). The numbers come from :mod:`leaderboard.stats`;
 nothing here computes a statistic of its own beyond the bands it draws."""
@@ -124,15 +124,16 @@ def _score_figure(board: Board, palette: Palette) -> Figure:
     for i, r in enumerate(rows):
         y = len(rows) - 1 - i
         c = palette.colour(r.short)
-        line = ax.errorbar(r.iqm[0], y, xerr=[[r.iqm[0] - r.iqm[1]], [r.iqm[2] - r.iqm[0]]], fmt="o", ms=6,
+        a = r.aggregate
+        line = ax.errorbar(a[0], y, xerr=[[a[0] - a[1]], [a[2] - a[0]]], fmt="o", ms=6,
                            color=c, ecolor=c, elinewidth=3, capsize=0)
         colours[r.short] = hex_colour(line.lines[0].get_color())
     ax.set_yticks(range(len(rows))[::-1], [mpl_text(r.short) for r in rows])
     ax.axvline(0, color="grey", lw=0.8, ls=":")
     ax.axvline(1, color="grey", lw=0.8, ls="--")
-    png = finish_figure(plt, fig, ax, f"IQM over {board.iqm_covers()}",
-                        "IQM of normalized score\n(random = 0, reference = 1; 95% CI)", grid="x")
-    return Figure("iqm", f"IQM with stratified-bootstrap 95% CIs, {board.iqm_covers()}.", png, colours)
+    png = finish_figure(plt, fig, ax, f"Aggregate: {board.iqm_covers()}",
+                        "aggregate normalized score\n(random = 0, reference = 1; 95% CI)", grid="x")
+    return Figure("iqm", f"The aggregate with bootstrap 95% CIs, {board.iqm_covers()}.", png, colours)
 
 
 def _profile_figure(board: Board, palette: Palette, seed: int = 0) -> Figure:
@@ -237,18 +238,18 @@ def cost_figure(points: dict[str, tuple[int, Sequence[float]]], palette: Palette
 
 
 def _board_cost_figure(board: Board, palette: Palette) -> Figure | None:
-    points = {r.short: (r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0), r.iqm)
+    points = {r.short: (r.tokens.get("train_main", 0) + r.tokens.get("train_branches", 0), r.aggregate)
               for r in board.rows}
     points = {name: p for name, p in points.items() if p[0] > 0}
     if not points:
         return None
-    return cost_figure(points, palette, "IQM normalized score (95% CI)",
+    return cost_figure(points, palette, "aggregate normalized score (95% CI)",
                        "Training cost against score: every token generated in training (main rollouts and "
-                       "counterfactual branches, all runs) against the IQM with its 95% CI.")
+                       "counterfactual branches, all runs) against the aggregate with its 95% CI.")
 
 
 def board_figures(board: Board, entries: list[dict], palette: Palette) -> list[Figure]:
-    """A board's own figures: the IQM with its CI per entry, the performance profiles, the learning curves of
+    """A board's own figures: the aggregate with its CI per entry, the performance profiles, the learning curves of
     credit entries and the cost against score (the page adds the registered hooks' figures after them)."""
     out = [_score_figure(board, palette), _profile_figure(board, palette, board.seed)]
     out += _curve_figures(board, entries, palette, board.seed)

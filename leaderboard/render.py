@@ -3,13 +3,13 @@ static, offline ``index.html``; no network access, no external script).
 
 What a board shows, on every surface (terminal, Markdown, page):
 
-* a verdict in sentences (:func:`leaderboard.board.verdicts`): which entries the IQM and the Elo separate at 95%,
+* a verdict in sentences (:func:`leaderboard.board.verdicts`): which entries the aggregate and the Elo separate,
   and ``P(entry > leader)`` with its CI and its direction;
-* what each statistic covers, next to the number: the IQM's tasks and runs, the Elo's envs and opponents;
-* the table: rank, entry, runs, IQM [95% CI], Elo [95% CI], ``P(entry > leader)`` [95% CI], per-task means, the
+* what each statistic covers, next to the number: the aggregate's tasks and runs, the Elo's envs and opponents;
+* the table: rank, entry, runs, aggregate [95% CI], Elo [95% CI], ``P(entry > leader)`` [95% CI], per-task means, the
   training tokens and, of those, the counterfactual ones (the cost of COMA/LOO-style branches).
 
-The page adds figures in the style of rliable and marl-eval (:mod:`leaderboard.figures`): IQM with 95% CIs,
+The page adds figures in the style of rliable and marl-eval (:mod:`leaderboard.figures`): the aggregate with 95% CIs,
 performance profiles with bootstrap bands, learning curves (mean over runs, bootstrap band) for credit entries, and
 training cost against score. One method has one colour in every figure of the page (:class:`Palette`); figures use
 the short method name (the hash is in the table and the tooltip). The layout reads on a phone: viewport meta tag,
@@ -110,7 +110,8 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
     if wide:
         cols.append(("model", lambda r: r.model))
     cols += [("runs", lambda r: str(r.runs)),
-             (f"IQM, {len(board.tasks)} tasks [95% CI]" if wide else "IQM [95% CI]", lambda r: format_ci(r.iqm))]
+             (f"aggregate, {len(board.tasks)} tasks [95% CI]" if wide else "aggregate [95% CI]",
+              lambda r: format_ci(r.aggregate))]
     if has_elo:
         cols.append((f"Elo, {_envs(board)} [95% CI]" if wide else "Elo [95% CI]", lambda r: _format_elo(r.elo)))
     cols.append((f"P(entry > {leader}) [95% CI]" if wide else "P(entry > leader)",
@@ -125,8 +126,29 @@ def _table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]
     return [c for c, _ in cols], [[f(r) for _, f in cols] for r in board.rows]
 
 
+def _partial_table(board: Board, wide: bool = True) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the board's partial-coverage entries (:attr:`Board.partial`: they cover fewer tasks than
+    the ranked ones, so they are never ranked on the aggregate): each entry's runs, the tasks it covers, the mean of
+    its own task scores with its CI (comparable only with entries on the same tasks) and, ``wide``, each task's
+    mean (``n/a`` where it has none)."""
+    cols = ["entry (partial coverage, not ranked)", "runs", "covers", "mean of its tasks [95% CI]"]
+    if wide:
+        cols += list(board.tasks)
+    rows = []
+    for r in board.partial:
+        covers = f"{len(r.covers)} of {len(board.tasks)}: {', '.join(r.covers)}"
+        if not wide and len(covers) > 40:                 # the terminal's table fits 120 columns
+            covers = f"{len(r.covers)} of {len(board.tasks)} tasks"
+        row = [r.label + (" (self-reported)" if r.self_reported else ""), str(r.runs), covers,
+               format_ci(r.aggregate)]
+        if wide:
+            row += [f"{r.tasks[t]:.3f}" if t in r.tasks else "n/a" for t in board.tasks]
+        rows.append(row)
+    return cols, rows
+
+
 def _coverage(board: Board) -> list[str]:
-    out = [f"IQM: normalized score (random = 0, reference = 1) over {board.iqm_covers()}."]
+    out = [f"aggregate: normalized score (random = 0, reference = 1), {board.iqm_covers()}."]
     if board.elo_envs:
         out.append(f"Elo: Bradley-Terry over {board.elo_covers()}; the other tasks are not in it.")
     return out
@@ -161,6 +183,8 @@ def show_text(found: list[tuple[Board, list[dict]]], wide: bool = False) -> str:
         for c in _coverage(board):
             parts += textwrap.wrap(c, SHOW_WIDTH, initial_indent="  ", subsequent_indent="    ")
         parts += _text_table(cols, rows)
+        if board.partial:
+            parts += [""] + _text_table(*_partial_table(board, wide=wide))
         mine = [r.label for r in board.rows if r.self_reported]
         if mine:
             parts += textwrap.wrap("self-reported (the player was not re-run by the maintainer): "
@@ -170,7 +194,7 @@ def show_text(found: list[tuple[Board, list[dict]]], wide: bool = False) -> str:
                                    SHOW_WIDTH, subsequent_indent="  ")
         parts.append("")
     if parts and not wide:
-        parts += textwrap.wrap("leader: the entry with the top IQM; tokens: generated in training, all runs; cf. "
+        parts += textwrap.wrap("leader: the entry with the top aggregate; tokens: generated in training, all runs; cf. "
                                "tokens: the counterfactual ones among them; --wide adds the model and the per-task "
                                "columns.", SHOW_WIDTH)
     parts = [clean(p, len(p)) for p in parts]       # verdicts, opponents: entries' text, one line each
@@ -193,6 +217,8 @@ def _md_board(board: Board, under_test: str | None = None) -> list[str]:
     out = ["**Verdict:**", ""] + [f"- {md_cell(v, 400)}" for v in verdicts(board, under_test)] + [""]
     out += [md_cell(c, 400) for c in _coverage(board)] + [""]
     out += _md_table(cols, rows, bold)
+    if board.partial:
+        out += [""] + _md_table(*_partial_table(board))
     if board.opponents:
         out += ["", f"Opponents' Elo ({md_cell(board.elo_anchor)} fixed at 1000): " + md_cell(_opponents(board), 400)]
     return out
@@ -202,9 +228,10 @@ def markdown(found: list[tuple[Board, list[dict]]]) -> str:
     out = ["# Leaderboard", "",
            "Generated by `python -m leaderboard render` from the entries in `board/entries/` (every statistic "
            "is recomputed from replay-validated episodes). Scores are normalized per task (random = 0, reference "
-           "policy = 1); IQM over runs x tasks with a seeded stratified-bootstrap 95% CI; rank = 1 + the number of "
+           "policy = 1); aggregate: the mean of the task scores (never a trimmed mean across tasks), with a seeded "
+           "bootstrap 95% CI over runs stratified by task; rank = 1 + the number of "
            "entries whose CI lies entirely above; P(entry > leader): the probability that a run of the entry beats "
-           "one of the leader (top IQM) on a task, with a seeded bootstrap 95% CI (0.5 = no difference); Elo: "
+           "one of the leader (top aggregate) on a task, with a seeded bootstrap 95% CI (0.5 = no difference); Elo: "
            "Bradley-Terry over the versus games only (one game = one seed, both seats; random, or else the first "
            "opponent, = 1000), each env weighted equally. Train tokens: every token generated in training, all "
            "runs; counterfactual tokens: those of them spent on counterfactual branches. An entry marked "
@@ -310,6 +337,13 @@ def _html_board(board: Board, entries: list[dict], palette: Palette, under_test:
         out.append(f"<tr{' class=under-test' if mine else ''} data-method='{html_text(r.short)}'>" + "".join(tds) +
                    "</tr>")
     out.append("</tbody></table></div>")
+    if board.partial:
+        pcols, prows = _partial_table(board)
+        out.append(f"<div class='scroll'><table class='board partial' id='partial-{pid}'><thead><tr>" +
+                   "".join(f"<th onclick='sortTable(this)'>{html_text(c, 200)}</th>" for c in pcols) +
+                   "</tr></thead><tbody>" +
+                   "".join(f"<tr data-method='{html_text(r.short)}'>" + "".join(f"<td>{html_text(c)}</td>" for c in row)
+                           + "</tr>" for r, row in zip(board.partial, prows)) + "</tbody></table></div>")
     if board.opponents:
         out.append(f"<p>Opponents' Elo ({html_text(board.elo_anchor)} fixed at 1000): "
                    f"{html_text(_opponents(board), 400)}</p>")
@@ -345,9 +379,10 @@ def page(found: list[tuple[Board, list[dict]]], context: PageContext | None = No
     if context is not None:
         parts += context_html(context)
     parts.append("<p>Scores are normalized per task (random = 0, reference policy = 1) and recomputed from "
-                 "replay-validated episodes. IQM over runs &times; tasks with a seeded stratified-bootstrap 95% CI; "
+                 "replay-validated episodes. Aggregate: the mean of the task scores (never a trimmed mean across "
+                 "tasks), with a seeded bootstrap 95% CI over runs stratified by task; "
                  "rank = 1 + the number of entries whose CI lies entirely above. P(entry &gt; leader): the "
-                 "probability that a run of the entry beats one of the leader (top IQM) on a task, with a 95% "
+                 "probability that a run of the entry beats one of the leader (top aggregate) on a task, with a 95% "
                  "bootstrap CI (0.5 = no difference). Elo covers the versus games only. Click a column to sort; "
                  "hover an entry for its id.</p>")
     if not found:

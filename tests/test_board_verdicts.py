@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from leaderboard.board import build_board, comparisons, verdicts
+from leaderboard.render import markdown, page, show_text
 from leaderboard.stats import holm
 from leaderboard.verdicts import Comparison, comparison, holm_family, sentence, verdict
 
@@ -171,3 +172,28 @@ def test_entries_with_different_seed_counts_are_said_not_compared_and_leave_the_
     lines = verdicts(build_board(entries, reps=100))
     assert "a vs c: not compared (6 and 4 seeds: a paired comparison needs the same seeds on both sides)" in lines
     assert _check_sentence_against_its_numbers(lines[0])["m"] == 1
+
+
+def test_the_partial_coverage_entries_get_their_own_table_on_every_output():
+    rng = np.random.default_rng(2)
+    effect = np.zeros(6)
+    full = [_suite_entry(m, _scores(effect, level, 0.05, rng), i) for i, (m, level) in
+            enumerate((("broadcast", 0.6), ("none", 0.4)), 1)]
+    ccpo = _suite_entry("ccpo_v1", _scores(effect, 0.99, 0.0, rng, {"temporal": 2}), 9)
+    entries = full + [ccpo]
+    board = build_board(entries, reps=200)
+    label = board.partial[0].label
+    md = markdown([(board, entries)]).splitlines()
+    head = next(i for i, line in enumerate(md) if line.startswith("| entry (partial coverage, not ranked) |"))
+    assert md[head].split(" | ")[1:4] == ["runs", "covers", "mean of its tasks [95% CI]"]
+    row = md[head + 2]
+    assert row.startswith(f"| {label} ") and f"| 1 of {len(FAMILIES)}: temporal | 0.990 [0.990, 0.990] |" in row
+    assert row.count("| n/a ") == len(FAMILIES) - 1 and "| 0.990 |" in row     # per family: its one task only
+    ranked = [line for line in md[:head] if line.startswith("| ")]
+    assert ranked and not any(label in line for line in ranked)              # never in the ranked table
+    text = show_text([(board, entries)])
+    assert "entry (partial coverage, not ranked)" in text and f"1 of {len(FAMILIES)}: temporal" in text
+    assert max(len(line) for line in text.splitlines()) <= 120
+    html = page([(board, entries)])
+    assert "<table class='board partial' id='partial-" in html and "data-method='ccpo_v1'" in html
+    assert "entry (partial coverage" not in markdown([(build_board(full, reps=200), full)])   # none: no table

@@ -4,11 +4,14 @@ noise-free decisive reward, and the anchors the env manuals prove given as numbe
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 
 import pytest
 
-from leaderboard.suite import SUITE_DIR
+from leaderboard.protocol import ProtocolError
+from leaderboard.suite import SUITE_DIR, parse_suite, score
 
 V3, V4 = (json.loads((SUITE_DIR / f"credit-micro@{v}.json").read_text()) for v in (3, 4))
 SEED_LIMIT = 2 ** 16          # the trainer's --seed bound (each seed owns its own 2**24 training tasks)
@@ -47,8 +50,6 @@ def test_temporal_scores_the_decisive_reward_and_proved_anchors_are_numbers():
     assert not any("score" in s for s in _settings(V4) if s["env_id"] != "team_umbrella-v0")
 
 
-@pytest.mark.xfail(strict=True, raises=Exception,
-                   reason="wiring (issue 40): the suite must accept a setting's train.seeds and its score field")
 def test_the_suite_plans_each_setting_on_its_own_seeds(tmp_path):
     from leaderboard.suite import load_suite, plan
 
@@ -58,3 +59,48 @@ def test_the_suite_plans_each_setting_on_its_own_seeds(tmp_path):
     for spec in specs:
         by_setting.setdefault(spec["setting"], []).append(spec["seed"])
     assert by_setting == {s["name"]: s["train"]["seeds"] for s in _settings(V4)}
+    assert {spec["score"] for spec in specs if spec["env_id"] == "team_umbrella-v0"} == {"decisive_reward"}
+    assert {spec["score"] for spec in specs if spec["env_id"] != "team_umbrella-v0"} == {"team_reward"}
+
+
+def _two_settings(first_seeds, second_seeds, **second) -> dict:
+    raw = copy.deepcopy(V4)
+    fam = raw["families"][0]
+    fam["settings"] = [dict(fam["settings"][0], normalize={"zero": 0.0, "one": 1.0}, train={"seeds": first_seeds}),
+                       dict(fam["settings"][1], normalize={"zero": 0.0, "one": 1.0}, train={"seeds": second_seeds},
+                            **second)]
+    raw["families"] = [fam]
+    raw["train"]["seeds"] = list(first_seeds)
+    return raw
+
+
+@pytest.mark.parametrize("seeds, second, field", [
+    ([7, 7], {}, "train.seeds"), ([7, 2 ** 16], {}, "train.seeds"), ([7, True], {}, "train.seeds"),
+    ("7", {}, "train.seeds"), ([7, 8, 9], {}, "families"), ([7, 8], {"score": "noise_free"}, "score")])
+def test_a_settings_seeds_and_score_are_checked_naming_the_field(seeds, second, field):
+    with pytest.raises(ProtocolError, match=re.escape(field)):
+        parse_suite(_two_settings([5, 3], seeds, **second))
+
+
+def test_decisive_reward_is_for_self_play_settings_only():
+    raw = copy.deepcopy(V4)
+    kuhn = next(s for f in raw["families"] for s in f["settings"] if s["play"] == "versus")
+    kuhn["score"] = "decisive_reward"
+    with pytest.raises(ProtocolError, match=r"\.score: 'decisive_reward' scores a 'self' setting"):
+        parse_suite(raw)
+
+
+def test_scores_pair_seeds_by_position_within_each_setting_not_by_value():
+    suite = parse_suite(_two_settings([5, 3], [9, 7]))
+    first, second = (s.name for s in suite.settings)
+    raws = {("a", first, 5): 0.1, ("a", first, 3): 0.3, ("a", second, 9): 0.5, ("a", second, 7): 0.9,
+            ("b", first, 5): 0.0, ("b", first, 3): 0.2, ("b", second, 9): 0.4, ("b", second, 7): 0.8}
+    results = [{"method": m, "setting": s, "seed": sd, "raw": v, "tokens": {}} for (m, s, sd), v in raws.items()]
+    scored = score(suite, results)
+    a = scored["methods"]["a"]
+    assert a["seeds"] == [5, 3]                                   # positions, labelled by the suite's train.seeds
+    assert a["settings"][second]["seeds"] == pytest.approx([0.5, 0.9])       # seed 9 is position 0, seed 7 is 1
+    assert a["families"]["team_size"]["seeds"] == pytest.approx([0.3, 0.6])  # (0.1 + 0.5) / 2, (0.3 + 0.9) / 2
+    assert scored["methods"]["b"]["seeds"] == a["seeds"]
+    with pytest.raises(ValueError, match="seed 11 is not one of the setting's seeds"):
+        score(suite, results + [{"method": "a", "setting": first, "seed": 11, "raw": 0.0, "tokens": {}}])

@@ -195,7 +195,7 @@ def test_fidelity_measures_a_method_from_a_users_module(tmp_path, monkeypatch, c
 def test_fidelity_rejects_an_unknown_setting():
     from leaderboard.fidelity import plan
 
-    with pytest.raises(ValueError, match="setting 'voting/n3' is not in credit-micro@3"):
+    with pytest.raises(ValueError, match="setting 'voting/n3' is not in credit-micro@4"):
         plan(["broadcast"], settings=["voting/n3"])
 
 

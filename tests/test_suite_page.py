@@ -17,6 +17,7 @@ import pytest
 
 from leaderboard.__main__ import main
 from leaderboard.render import Palette
+from tests.test_board_verdicts import _check_sentence_against_its_numbers
 from tests.test_leaderboard_page import _PROBE, CHROMIUM, _dom, _probe
 from leaderboard.suite import add_suite_entry, board_columns, comparison_text, entry, family_verdicts, load_suite, \
     mean_ci, page_context, suite_figures, suite_page
@@ -67,19 +68,39 @@ SKIPPED = {"ccpo_v1": {"voting/plurality/n2": "ccpo_v1 needs a thinker", "voting
                                                                                                "thinker"}}
 
 
-def test_verdict_compares_the_method_under_test_with_each_baseline_per_family_and_counts_the_control(suite, scored):
-    lines = family_verdicts(suite, scored, "broadcast")
-    assert lines[0].startswith("broadcast above shuffled on the aggregate: CIs separated (broadcast 0.63 [")
-    assert lines[1].startswith("broadcast above shuffled on team_size: CIs separated (broadcast 0.80 [0.75, 0.85], "
-                               "shuffled 0.20 [0.15, 0.25])")
-    assert lines[3].startswith("broadcast vs shuffled on zero_sum: no difference at 95% (")
-    assert lines[4].startswith("broadcast vs loo on the aggregate: no difference at 95%")
+@pytest.fixture(scope="module")
+def scored10(suite):
+    # the same methods on ten seeds: the smallest exact sign-flip p is 2/1024, so Holm over the lines can reject
+    return fake_scored(suite, {
+        "broadcast": {"team_size": 0.8, "message_credit": 0.6, "zero_sum": 0.5},
+        "shuffled": {"team_size": 0.2, "message_credit": 0.1, "zero_sum": 0.5},
+        "loo": {"team_size": 0.79, "message_credit": 0.61, "zero_sum": 0.5}}, seeds=10)
+
+
+def test_verdict_compares_the_method_under_test_with_each_baseline_per_family_and_counts_the_control(suite,
+                                                                                                      scored10):
+    lines = family_verdicts(suite, scored10, "broadcast")
+    parsed = [_check_sentence_against_its_numbers(line) for line in lines[:-1]]      # each line true of its numbers
+    assert {p["m"] for p in parsed} == {8} and {p["n"] for p in parsed} == {10}      # one Holm family, paired seeds
+    assert lines[0].startswith("broadcast above shuffled on the aggregate of 3 families: paired difference +0.367 ")
+    assert lines[1].startswith("broadcast above shuffled on team_size: paired difference +0.600 [+0.600, +0.600]")
+    assert lines[3].startswith("broadcast vs shuffled on zero_sum: not separated (paired difference +0.000")
+    assert lines[4].startswith("broadcast vs loo on the aggregate of 3 families: not separated")
+    # loo is 0.01 below broadcast on team_size on every seed: paired, that separates (unpaired CIs overlap)
+    assert lines[5].startswith("broadcast above loo on team_size: paired difference +0.010")
     assert len([v for v in lines if " loo " in v]) == 4                        # the aggregate and three families
-    assert lines[-1].startswith("control: shuffled below broadcast in 2/3 families with CIs separated (team_size, "
-                                "message_credit); not separated on zero_sum")
+    assert lines[-1].startswith("control: broadcast above shuffled on 2/3 families (team_size, message_credit); "
+                                "not separated on zero_sum")
+    assert not any("no difference" in v or "CIs separated" in v for v in lines)
     # the direction is spelled out whichever method is under test
-    assert family_verdicts(suite, scored, "shuffled")[1].startswith(
-        "broadcast above shuffled on team_size: CIs separated")
+    assert family_verdicts(suite, scored10, "shuffled")[1].startswith("shuffled below broadcast on team_size: paired")
+
+
+def test_three_seeds_separate_nothing(suite, scored):
+    # the smallest exact sign-flip p over 3 seeds is 2/8: nothing can be called above, and the words say so
+    lines = family_verdicts(suite, scored, "broadcast")
+    assert all(": not separated (" in v for v in lines[:-1])
+    assert lines[-1].startswith("control: broadcast above shuffled on 0/3 families; not separated on team_size, ")
 
 
 def test_printed_comparison_says_what_the_numbers_cover_fits_120_columns_and_has_no_carriage_returns(suite):
@@ -153,7 +174,7 @@ def test_render_shows_suite_entries_with_the_suite_aggregate_and_a_column_per_fa
     assert f"## {SUITE} (credit track)" in md and "(Holm over 2 comparisons" in md    # a verdict for the board
     site = (tmp_path / "site" / "index.html").read_text()
     assert "suite aggregate [95% t CI]</th>" in site
-    # the suite's radar joins the board's figures, each method in the colour it has in the IQM figure
+    # the suite's radar joins the board's figures, each method in the colour it has in the aggregate figure
     drawn = {key: json.loads(html.unescape(c)) for key, c in re.findall(r"data-figure='([^']*)' data-colours='([^']*)'",
                                                                        site)}
     assert set(drawn["radar"]) == {"broadcast", "shuffled", "loo"}
@@ -171,15 +192,16 @@ def test_board_columns_leave_other_boards_alone():
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
-def test_suite_page_in_chromium_gives_the_verdict_fixed_colours_and_fits_a_phone(suite, scored, tmp_path):
+def test_suite_page_in_chromium_gives_the_verdict_fixed_colours_and_fits_a_phone(suite, scored10, tmp_path):
+    scored = scored10
     context = page_context(suite, scored, "broadcast", runs=36, wall_s=43.0)
     probed = tmp_path / "index.html"
     probed.write_text(suite_page(suite, scored, context, SKIPPED).replace("</body>", _PROBE), encoding="utf-8")
     dom = _dom(probed.as_uri(), tmp_path, width=390)
     verdict = re.search(r"<div class=\"verdict\"[^>]*>(.*?)</div>", dom, re.S).group(1)
-    assert "broadcast above shuffled on team_size: CIs separated" in verdict
-    assert "broadcast vs loo on zero_sum: no difference at 95%" in verdict
-    assert "control: shuffled below broadcast in 2/3 families" in verdict
+    assert "broadcast above shuffled on team_size: paired difference" in verdict
+    assert "broadcast vs loo on zero_sum: not separated" in verdict
+    assert "control: broadcast above shuffled on 2/3 families" in verdict
     assert int(_probe(dom, "overflow")) <= 0, "the body scrolls sideways at 390 px"
     pixels = json.loads(_probe(dom, "pixels"))
     for method in ("broadcast", "shuffled", "loo"):

@@ -261,6 +261,8 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
                 xs.append(a)
     for team, r in stats.means(stats.team_rewards).items():
         m[f"reward/team/{team}"] = r
+    for team, r in sorted(_decisive_rewards(episodes).items()):
+        m[f"reward/decisive/{team}"] = float(np.mean(r))
     for role, rs in sorted(stats.role_rewards.items()):
         m[f"reward/role/{role}"] = float(np.mean(rs))
         if family == "zero_sum":
@@ -286,6 +288,21 @@ def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float
     for k, v in diag.items():
         m[f"credit/{k}"] = float(v)
     return m
+
+
+def _decisive_rewards(episodes) -> dict[str, list[float]]:
+    """Per team, the noise-free reward of each episode whose env reports the noise it added (``noise_total`` in the
+    final infos, e.g. team_umbrella-v0): the team reward minus that noise, i.e. the decisive move's +-1 (or the
+    invalid-move penalty). Empty for envs that add no noise."""
+    out: dict[str, list[float]] = {}
+    for e in episodes:
+        noise = next((i["noise_total"] for i in e.final_infos.values()
+                      if isinstance(i, dict) and i.get("noise_total") is not None), None)
+        if noise is None:
+            continue
+        for team, r in e.team_rewards.items():
+            out.setdefault(team, []).append(float(r) - float(noise))
+    return out
 
 
 def _rollout_entropy(episodes) -> dict[str, list[float]]:

@@ -20,7 +20,10 @@ A setting may also name ``"partners"`` (the trainer's ``--partners``, e.g. ``"th
 (``play: "versus"``: the reference policy it is scored against), ``"eval_count"`` (versus: its own number of
 evaluation seeds; Kuhn's payoffs are noisy next to the random-to-Nash gap), ``"evaluate"`` (versus: ``"sampled"``,
 the default, ``"exact"`` or ``"exploitability"``; below) and ``"train"`` (a few budget fields that override the
-suite's, e.g. ``{"steps": 200}``).
+suite's, e.g. ``{"steps": 200}``, or ``"seeds"``: the setting's own run seeds, distinct ints below 2**16, as many in
+every setting, so settings need not share model inits and task streams; methods pair by a seed's position in the
+setting's list) and ``"score"`` (``play: "self"``: ``"team_reward"``, the default, or ``"decisive_reward"``, the
+tail of the trainer's noise-free ``decisive_reward`` metric, the team reward less the episode's ``noise_total``).
 
 A suite file is checked field by field as a protocol is, with the protocol's own parsers (:mod:`leaderboard.protocol`:
 the header, the training budget, the evaluation seed range, each setting's env and its play and opponent); every
@@ -59,17 +62,21 @@ the protocol rule (:mod:`leaderboard.protocol`): ``P``'s payoff against the oppo
 
 Statistics. Per method and setting, one normalized score per training seed. A family's score of a seed is the mean
 over the family's settings; the suite's aggregate of a seed the mean over families. Reported: the mean over seeds
-with a 95% Student-t confidence interval (``scipy.stats.t``; seeds are the independent units). Separation of two
-methods in a family = non-overlapping 95% CIs. The leaderboard entry (:func:`entry`) keeps the per-seed, per-setting
+with a 95% Student-t confidence interval (``scipy.stats.t``; seeds are the independent units). Two methods are
+compared by paired differences over the seeds they share (:mod:`leaderboard.verdicts`: a t interval of the mean
+difference and an exact sign-flip test, Holm-corrected over every comparison the verdict prints). The leaderboard
+entry (:func:`entry`) keeps the per-seed, per-setting
 scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
-family and an IQM aggregate like every other board.
+family and the mean-of-families aggregate like every other board.
 
 Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 
-* :func:`family_verdicts`: the method under test against every baseline, on the aggregate and per family, "X above Y on
-  FAMILY: CIs separated (...)" or "X vs Y on FAMILY: no difference at 95% (...)", then the control check the suite
-  exists for, "control: shuffled below broadcast in k/n families"; :func:`suite_coverage` says next to the numbers what
-  they cover (training seeds as the CI's units, the last-20%-of-training mean or the held-out evaluation).
+* :func:`family_verdicts`: the method under test against every baseline, on the aggregate of the families both
+  cover and per family, by paired differences over seeds ("X above Y on FAMILY: paired difference ..." or "X vs Y on
+  FAMILY: not separated (...)", Holm over all the lines), then the control check the suite exists for, "control:
+  broadcast above shuffled on k/n families" (:func:`leaderboard.verdicts.suite_verdicts`); :func:`suite_coverage`
+  says next to the numbers what they cover (training seeds as the CI's units, the last-20%-of-training mean or the
+  held-out evaluation, the paired test).
 * :func:`comparison_text` (``comparison.md``, and what ``benchmark-credit`` prints): facts, notes, verdict, coverage
   and the tables; no line is wider than 120 characters (a wide table is split by columns, repeating the method).
 * :func:`suite_page` (``index.html``): :func:`leaderboard.render.page_head`'s style sheet and viewport; title naming the
@@ -99,7 +106,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from leaderboard.figures import Palette
-from leaderboard.stats import mean_ci, separated
+from leaderboard.stats import mean_ci
 from leaderboard.suite.report import TEXT_WIDTH, board_columns, board_radar, comparison_text, family_verdicts, \
     page_context, score_tables, suite_coverage, suite_figures, suite_page, write_figures
 from leaderboard.suite.runs import applicable, complete_run, execute, plan, run_one, safe_name, train_run
@@ -111,7 +118,7 @@ __all__ = ["EVALUATE", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "TEXT_WIDTH"
            "add_suite_entry", "anchor_value", "applicable", "benchmark_suite", "board_columns", "board_radar",
            "comparison_text", "complete_run", "entry", "execute", "family_verdicts", "latest_suite", "list_suites",
            "load_suite", "mean_ci", "page_context", "parse_suite", "plan", "run_one", "safe_name", "score",
-           "score_tables", "separated", "suite_coverage", "suite_figures", "suite_page", "train_run",
+           "score_tables", "suite_coverage", "suite_figures", "suite_page", "train_run",
            "write_figures"]
 
 

@@ -19,9 +19,10 @@ from leaderboard.escape import html_text, mpl_text
 from leaderboard.figures import Figure, Palette, cost_figure, figure_png, finish_figure, hex_colour, label_axes, \
     legend_below, pyplot
 from leaderboard.render import PageContext, context_html, figure_html, page_head, register
-from leaderboard.stats import format_ci, mean_ci, separated
+from leaderboard.stats import format_ci, mean_ci
 from leaderboard.suite.score import SIDE_FIGURES
 from leaderboard.suite.spec import Family, Setting, Suite, list_suites, load_suite
+from leaderboard.verdicts import suite_verdicts
 
 __all__ = ["TEXT_WIDTH", "board_columns", "board_radar", "comparison_text", "family_verdicts", "page_context",
            "score_tables", "suite_coverage", "suite_figures", "suite_page", "write_figures"]
@@ -38,7 +39,12 @@ def suite_coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
     played = {s.play for s in suite.settings if s.name in scored["anchors"]}
     out = [f"Every score: the mean over {n} training seeds with a 95% Student-t CI (the seeds are the independent "
            f"units); normalized per setting, uniform-random play = 0 and the optimum or reference policy = 1. A "
-           f"family's score of a seed is the mean over its settings; the aggregate is the mean over the families."]
+           f"family's score of a seed is the mean over its settings; the aggregate is the mean over the families.",
+           "The verdict compares two methods by their paired differences over the seeds (seed i of one with seed i "
+           "of the other in each setting: the same training seeds and task streams), with a Student-t interval of "
+           "the mean difference and an exact sign-flip test, Holm-corrected over every line of the verdict; "
+           "\"not separated\" says the test did not reject, not that the methods are equal. The tables' unpaired "
+           "intervals are secondary."]
     frac = suite.score["last_fraction"]
     if "self" in played:
         b = suite.train
@@ -46,6 +52,10 @@ def suite_coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
         out.append(f"Cooperative settings (the team plays every seat): the mean team reward over the last "
                    f"{frac:.0%} of training ({tail} of {b['steps']} steps x {b['tasks_per_step'] * b['group_size']} "
                    f"fresh episodes at the suite's budget), not a held-out evaluation.")
+        decisive = [s.name for s in suite.settings if s.score == "decisive_reward" and s.name in scored["anchors"]]
+        if decisive:
+            out.append(f"On {', '.join(decisive)} that reward is the noise-free decisive reward (the team reward less "
+                       f"the noise the env added, as the trainer logs reward/decisive/<team>), not the noisy return.")
     vs = [s for s in suite.settings if s.play == "versus" and s.name in scored["anchors"]]
     sampled = [s for s in vs if s.evaluate == "sampled"]
     if sampled:
@@ -64,48 +74,13 @@ def suite_coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
     return out
 
 
-def _family_line(a: str, b: str, where: str, ca, cb) -> str:
-    nums = f"({a} {format_ci(ca, 2)}, {b} {format_ci(cb, 2)})"
-    if separated(ca, cb):
-        return f"{a} above {b} on {where}: CIs separated {nums}"
-    if separated(cb, ca):
-        return f"{b} above {a} on {where}: CIs separated {nums}"
-    return f"{a} vs {b} on {where}: no difference at 95% {nums}"
-
-
 def family_verdicts(suite: Suite, scored: dict[str, Any], under_test: str | None = None) -> list[str]:
-    """The comparison in sentences: ``under_test`` (default: the first method) against every other method on the
-    aggregate and on each family both were scored on ("broadcast above shuffled on team_size: CIs separated (...)",
-    "broadcast vs loo on zero_sum: no difference at 95% (...)"), then the control check the suite exists for:
-    ``shuffled`` (no credit information) below ``broadcast`` in k of n families."""
-    methods = scored["methods"]
-    if not methods:
-        return ["no method was scored"]
-    mine = under_test if under_test in methods else next(iter(methods))
-    fams = [f.name for f in suite.families]
-    out = []
-    for other in methods:
-        if other == mine:
-            continue
-        a, b = methods[mine], methods[other]
-        out.append(_family_line(mine, other, "the aggregate", a["aggregate"]["ci"], b["aggregate"]["ci"]))
-        out += [_family_line(mine, other, f, a["families"][f]["ci"], b["families"][f]["ci"])
-                for f in fams if f in a["families"] and f in b["families"]]
-    if "shuffled" in methods and "broadcast" in methods:
-        sh, br = methods["shuffled"]["families"], methods["broadcast"]["families"]
-        both = [f for f in fams if f in sh and f in br]
-        below = [f for f in both if separated(br[f]["ci"], sh[f]["ci"])]
-        rest = [f for f in both if f not in below]
-        out.append(f"control: shuffled below broadcast in {len(below)}/{len(both)} families with CIs separated"
-                   + (f" ({', '.join(below)})" if below else "")
-                   + (f"; not separated on {', '.join(rest)}" if rest else "")
-                   + " (shuffled keeps the advantages' distribution and drops their credit: a suite that cannot "
-                     "separate it measures no credit there)")
-    if "shuffled" not in methods or "broadcast" not in methods:
-        out.append("control: not run (the suite's check needs both broadcast and shuffled among the methods)")
-    if len(methods) == 1:
-        out.insert(0, f"{mine} only: no other method to compare with (add --baselines)")
-    return out
+    """The comparison in sentences (:func:`leaderboard.verdicts.suite_verdicts`): ``under_test`` (default: the first
+    method) against every other method by paired differences over the shared seeds, on the aggregate of the families
+    both cover and on each of them ("broadcast above shuffled on team_size: paired difference ...", "broadcast vs loo
+    on zero_sum: not separated (...)"), then the control check, ``broadcast`` against ``shuffled`` per family; every
+    line in one Holm family, and a direction only where the Holm-adjusted test rejects."""
+    return suite_verdicts(scored["methods"], under_test, [f.name for f in suite.families])
 
 
 def _fit(cols: list[str], rows: list[list[str]], keep: int = 1, width: int = TEXT_WIDTH) -> list[str]:

@@ -44,8 +44,9 @@ def applicable(method: str, env_id: str) -> str | None:
 
 
 def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict]]:
-    """The runs to make, as JSON-able specs in a fixed order (method, setting, seed), and per method the settings
-    it cannot train on (with why)."""
+    """The runs to make, as JSON-able specs in a fixed order (method, setting, seed: the setting's own
+    ``train.seeds`` where it lists them, else the suite's), and per method the settings it cannot train on (with
+    why)."""
     out = Path(out)
     specs, skipped = [], {}
     for m in methods:
@@ -63,7 +64,7 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[di
                               "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
                               "eval_start": suite.score["eval_start"],
                               "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
-                              "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
+                              "score": s.score, "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
     return specs, skipped
 
 
@@ -132,7 +133,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
                                                                         if k.startswith("free_riding/")})}
     extra: dict[str, Any] = {}
     if spec["play"] == "self":
-        tail = curve[-max(1, math.ceil(len(curve) * spec["last_fraction"])):]
+        scored = curve if spec.get("score", "team_reward") == "team_reward" else _decisive_curve(rows, run)
+        tail = scored[-max(1, math.ceil(len(scored) * spec["last_fraction"])):]
         raw = sum(tail) / len(tail)
     elif spec.get("evaluate", "sampled") == "sampled":
         raw = _versus_score(spec, run)
@@ -144,6 +146,16 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
             "config_hash": read_run_config(run).resolved.config_hash or "",
             "wall_s": time.perf_counter() - t0}
+
+
+def _decisive_curve(rows: list[dict[str, Any]], run: Path) -> list[float]:
+    """Per step, the mean over teams of the trainer's ``reward/decisive/<team>`` (the team reward less the noise the
+    env added, :func:`baselines.train.loop._metrics`): what a ``score: "decisive_reward"`` setting scores."""
+    keys = sorted({k for r in rows for k in r if k.startswith("reward/decisive/")})
+    if not keys or not all(k in r for r in rows for k in keys):
+        raise ValueError(f"{run}: the setting scores decisive_reward, but its metrics.jsonl does not log "
+                         "reward/decisive/<team> at every step (an env that reports noise_total in its final infos)")
+    return [sum(float(r[k]) for k in keys) / len(keys) for r in rows]
 
 
 def _idle_drift(spec: dict[str, Any], run: Path) -> float:

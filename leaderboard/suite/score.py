@@ -42,21 +42,26 @@ def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | N
     by: dict[str, dict[str, dict[int, float]]] = {}
     tokens: dict[str, dict[str, int]] = {}
     side: dict[str, dict[str, dict[str, dict[int, float]]]] = {}       # method -> figure -> setting -> seed -> value
+    position = _positions(suite, results)
     for r in results:
         for fig in SIDE_FIGURES:
             if fig in r:
-                side.setdefault(r["method"], {}).setdefault(fig, {}).setdefault(r["setting"], {})[r["seed"]] = \
-                    float(r[fig])
+                side.setdefault(r["method"], {}).setdefault(fig, {}).setdefault(r["setting"], {})[
+                    position[r["setting"], r["seed"]]] = float(r[fig])
     for r in results:
         a = anchors[r["setting"]]
-        by.setdefault(r["method"], {}).setdefault(r["setting"], {})[r["seed"]] = \
+        by.setdefault(r["method"], {}).setdefault(r["setting"], {})[position[r["setting"], r["seed"]]] = \
             (r["raw"] - a["zero"]) / (a["one"] - a["zero"])
         t = tokens.setdefault(r["method"], {"main": 0, "branches": 0})
         for k in t:
             t[k] += int(r["tokens"].get(k, 0))
     methods = {}
     for m, settings in by.items():
-        seeds = sorted({sd for v in settings.values() for sd in v})
+        seeds = sorted({sd for v in settings.values() for sd in v})      # positions in the settings' seed lists
+        for name, v in settings.items():
+            if sorted(v) != seeds:
+                raise ValueError(f"{m} on {name}: runs of seed positions {sorted(v)}, but {seeds} on its other "
+                                 "settings: methods are compared seed position by seed position (run the plan)")
         out_s, out_f = {}, {}
         for fam in suite.families:
             present = [s for s in fam.settings if s.name in settings]
@@ -67,12 +72,28 @@ def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | N
                 per_seed = [sum(settings[s.name][sd] for s in present) / len(present) for sd in seeds]
                 out_f[fam.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in present]}
         agg = [sum(f["seeds"][i] for f in out_f.values()) / len(out_f) for i in range(len(seeds))]
-        methods[m] = {"seeds": seeds, "settings": out_s, "families": out_f,
+        methods[m] = {"seeds": [suite.train["seeds"][i] for i in seeds], "settings": out_s, "families": out_f,
                       "aggregate": {"seeds": agg, "ci": mean_ci(agg)}, "tokens": tokens[m],
                       "side": {fig: {name: {"seeds": [v[sd] for sd in sorted(v)], "ci": mean_ci([v[sd] for sd in
                                                                                                 sorted(v)])}
                                      for name, v in per.items()} for fig, per in side.get(m, {}).items()}}
     return {"suite": suite.key, "anchors": anchors, "methods": methods}
+
+
+def _positions(suite: Suite, results: Sequence[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """(setting, seed) -> the seed's position in the setting's own seed list (``train.seeds`` of the setting, else
+    the suite's): a method's seed i of every setting is its i-th seed there, and methods pair by that position (the
+    same seed of the same setting; settings need not share seeds). A method's ``"seeds"`` label the positions with the
+    suite's ``train.seeds``."""
+    lists = {s.name: list(suite.budget(s)["seeds"]) for s in suite.settings}
+    out = {}
+    for r in results:
+        own = lists[r["setting"]]
+        if r["seed"] not in own:
+            raise ValueError(f"{r['method']} on {r['setting']}: seed {r['seed']} is not one of the setting's seeds "
+                             f"{own}")
+        out[r["setting"], r["seed"]] = own.index(r["seed"])
+    return out
 
 
 # figures a run may report besides its score (``run_one``), shown per setting beside the scores: what they measure
@@ -86,8 +107,8 @@ SIDE_FIGURES = {
 def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[dict[str, Any]],
           note: str = "") -> dict[str, Any]:
     """A store entry for ``method`` (schema ``marl_llm_entry``): per family, per seed, the setting scores (the board
-    shows an IQM aggregate and a column per family), and the provenance of every run (its config hash, learning curve
-    and raw score). Computed by the suite from the runs, not from a replayed submission."""
+    shows the mean-of-families aggregate and a column per family), and the provenance of every run (its config hash,
+    learning curve and raw score). Computed by the suite from the runs, not from a replayed submission."""
     v = scored["methods"][method]
     mine = [r for r in results if r["method"] == method]
     scores = {}

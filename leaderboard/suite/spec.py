@@ -21,8 +21,8 @@ from leaderboard.protocol import PROTOCOL_DIR, Header, ProtocolError, canonical_
 SUITE_SCHEMA = "marl_llm_suite"
 SUITE_DIR = PROTOCOL_DIR / "suite"
 
-__all__ = ["EVALUATE", "SUITE_DIR", "SUITE_SCHEMA", "Family", "Setting", "Suite", "anchor_value", "cached_anchors",
-           "latest_suite", "list_suites", "load_suite", "parse_suite"]
+__all__ = ["EVALUATE", "SCORES", "SUITE_DIR", "SUITE_SCHEMA", "Family", "Setting", "Suite", "anchor_value",
+           "cached_anchors", "latest_suite", "list_suites", "load_suite", "parse_suite"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class Setting:
     train: dict[str, Any] = field(default_factory=dict)      # overrides of the suite's budget
     eval_count: int | None = None                             # versus: evaluation seeds, if not the suite's
     evaluate: str = "sampled"         # versus: "sampled", "exact" or "exploitability" (see leaderboard.suite)
+    score: str = "team_reward"        # self: the tail of "team_reward" or of the noise-free "decisive_reward"
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,11 @@ _TOP = {"schema", "id", "version", "track", "tier", "description", "action_mode"
 _SCORE = {"last_fraction", "eval_seeds", "anchor_episodes"}
 _FAMILY = {"name", "title", "knob", "settings"}
 _SETTING = {"name", "env_id", "env_version", "env_kwargs", "knob", "play", "opponent", "normalize", "partners",
-            "train", "eval_count", "evaluate"}
+            "train", "eval_count", "evaluate", "score"}
 EVALUATE = ("sampled", "exact", "exploitability")
-_OVERRIDE = {"steps", "tasks_per_step", "group_size"}
+SCORES = ("team_reward", "decisive_reward")
+_OVERRIDE = {"steps", "tasks_per_step", "group_size", "seeds"}
+SETTING_SEED_LIMIT = 2 ** 16      # the trainer's --seed bound (each seed owns its own 2**24 training tasks)
 
 
 def parse_suite(raw: Any, where: str = "suite") -> Suite:
@@ -114,6 +117,10 @@ def parse_suite(raw: Any, where: str = "suite") -> Suite:
         families.append(_parse_family(f, f"{where}.families[{i}]", seen))
     if not families:
         raise ProtocolError(f"{where}.families: a suite has at least one family")
+    counts = {len(s.train.get("seeds", train["seeds"])) for f in families for s in f.settings}
+    if len(counts) > 1:
+        raise ProtocolError(f"{where}.families: every setting trains on as many seeds (its train.seeds or the "
+                            f"suite's train.seeds): methods are paired seed by seed, got {sorted(counts)} seeds")
     return Suite(**vars(head), train=train, score=score, families=tuple(families), sha256=canonical_sha256(raw))
 
 
@@ -161,12 +168,22 @@ def _parse_setting(s: Any, where: str, family: str) -> Setting:
     override = get_field(s, "train", dict, where, optional=True) or {}
     reject_unknown(override, _OVERRIDE, f"{where}.train")
     for k, v in override.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if k == "seeds":
+            if not isinstance(v, list) or not v or len(set(v)) != len(v) or not all(
+                    isinstance(x, int) and not isinstance(x, bool) and 0 <= x < SETTING_SEED_LIMIT for x in v):
+                raise ProtocolError(f"{where}.train.seeds: distinct non-negative integer run seeds below 2**16, "
+                                    f"got {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ProtocolError(f"{where}.train.{k}: a positive int, got {v!r}")
     eval_count = get_field(s, "eval_count", int, where, optional=True)
     if eval_count is not None and (eval_count < 1 or play != "versus"):
         raise ProtocolError(f"{where}.eval_count: a positive int, for 'versus' settings; got {eval_count!r}")
     evaluate = get_field(s, "evaluate", str, where, optional=True) or "sampled"
+    score = get_field(s, "score", str, where, optional=True) or "team_reward"
+    if score not in SCORES:
+        raise ProtocolError(f"{where}.score: one of {list(SCORES)}, got {score!r}")
+    if score != "team_reward" and play != "self":
+        raise ProtocolError(f"{where}.score: {score!r} scores a 'self' setting's training tail, not a {play!r} one")
     if evaluate not in EVALUATE:
         raise ProtocolError(f"{where}.evaluate: one of {list(EVALUATE)}, got {evaluate!r}")
     if evaluate != "sampled":
@@ -186,7 +203,7 @@ def _parse_setting(s: Any, where: str, family: str) -> Setting:
                                     f"not {normalize[k]!r}")
     return Setting(get_field(s, "name", str, where), family, env_id, version, dict(kwargs), s.get("knob"), play,
                    opponent, dict(normalize), get_field(s, "partners", str, where, optional=True) or "",
-                   dict(override), eval_count, evaluate)
+                   dict(override), eval_count, evaluate, score)
 
 
 # ---------------------------------------------------------------------- anchors
