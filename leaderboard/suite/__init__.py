@@ -117,15 +117,15 @@ __all__ = ["EVALUATE", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "TEXT_WIDTH"
 
 def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], out: str | Path,
                     jobs: int = 1, ray: str | None = None, progress: bool = True,
-                    submit_to: str | Path | None = None) -> dict[str, Any]:
+                    submit_to: str | Path | None = None, placement: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the suite for ``method`` and ``baselines``; write ``OUT/<suite>/comparison.md``, ``index.html``,
     ``radar.png``, ``scaling.png`` and ``results.json``; returns ``{"scored", "markdown", "out", "skipped",
-    "entries", "wall_s"}``."""
+    "entries", "wall_s"}``. ``placement``: every run's ``device``, ``dtype`` and ``backend`` (:func:`plan`)."""
     suite = load_suite(suite) if not isinstance(suite, Suite) else suite
     out = Path(out) / suite.key
     methods = list(dict.fromkeys([method, *baselines]))     # each method once, the one under test first
     t0 = time.perf_counter()
-    specs, skipped = plan(suite, methods, out)
+    specs, skipped = plan(suite, methods, out, placement)
     results = execute(specs, jobs=jobs, ray=ray, progress=progress)
     wall = time.perf_counter() - t0
     scored = score(suite, results, cache=out / "anchors.json")

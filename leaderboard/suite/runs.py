@@ -21,7 +21,7 @@ from leaderboard.players import load_player, opponent_policy
 from leaderboard.suite.spec import Suite
 from leaderboard.workers import Workers
 
-__all__ = ["applicable", "complete_run", "execute", "plan", "run_one", "safe_name", "train_run"]
+__all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "run_one", "safe_name", "train_run"]
 
 
 def safe_name(name: str) -> str:
@@ -43,9 +43,18 @@ def applicable(method: str, env_id: str) -> str | None:
     return None
 
 
-def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict]]:
+PLACEMENT = ("device", "dtype", "backend")       # the trainer's flags a spec may carry (train_run): where it trains
+
+
+def plan(suite: Suite, methods: Sequence[str], out: str | Path, placement: dict[str, str] | None = None
+         ) -> tuple[list[dict[str, Any]], dict[str, dict]]:
     """The runs to make, as JSON-able specs in a fixed order (method, setting, seed), and per method the settings
-    it cannot train on (with why)."""
+    it cannot train on (with why). ``placement``: the ``device``, ``dtype`` and ``backend`` of every run (default:
+    the trainer's, cpu, float32 and hf)."""
+    placement = dict(placement or {})
+    unknown = sorted(set(placement) - set(PLACEMENT))
+    if unknown:
+        raise ValueError(f"placement: {unknown} are not among {list(PLACEMENT)}")
     out = Path(out)
     specs, skipped = [], {}
     for m in methods:
@@ -63,7 +72,7 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[di
                               "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
                               "eval_start": suite.score["eval_start"],
                               "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
-                              "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
+                              "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}"), **placement})
     return specs, skipped
 
 
@@ -84,8 +93,8 @@ def _json_object(path: Path, run: Path, line: int | None = None, text: str | Non
 
 def train_run(spec: dict[str, Any]) -> str:
     """Train the run a spec describes into ``spec["out"]`` (``env_id``, ``method``, ``seed``, ``action_mode``,
-    ``model``, ``mode``, ``steps``, ``tasks_per_step``, ``group_size``; ``env_kwargs``, ``partners`` and ``progress``
-    optional), or reuse it when it is complete; returns the folder. An unfinished run starts again (same seed, same
+    ``model``, ``mode``, ``steps``, ``tasks_per_step``, ``group_size``; ``env_kwargs``, ``partners``, ``progress``
+    and the trainer's ``device``, ``dtype`` and ``backend`` optional), or reuse it when it is complete; returns the folder. An unfinished run starts again (same seed, same
     result). A top-level function of JSON-able input, so a process pool or Ray can call it (``execute``)."""
     from baselines.train import TrainConfig, train  # lazy: torch, loaded by the runs that train
 
@@ -101,7 +110,7 @@ def train_run(spec: dict[str, Any]) -> str:
                           credit=spec["method"], steps=spec["steps"], tasks_per_step=spec["tasks_per_step"],
                           group_size=spec["group_size"], seed=spec["seed"], partners=spec.get("partners", ""),
                           out=str(run), save_every=spec["steps"], keep_checkpoints=1, tensorboard=False,
-                          progress=progress)
+                          progress=progress, **{k: spec[k] for k in PLACEMENT if k in spec})
         if progress:
             print(f"train {spec['method']} on {spec['env_id']}, seed {spec['seed']}: {spec['steps']} steps",
                   file=sys.stderr)
