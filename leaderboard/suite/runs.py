@@ -94,8 +94,9 @@ def _json_object(path: Path, run: Path, line: int | None = None, text: str | Non
 def train_run(spec: dict[str, Any]) -> str:
     """Train the run a spec describes into ``spec["out"]`` (``env_id``, ``method``, ``seed``, ``action_mode``,
     ``model``, ``mode``, ``steps``, ``tasks_per_step``, ``group_size``; ``env_kwargs``, ``partners``, ``progress``
-    and the trainer's ``device``, ``dtype`` and ``backend`` optional), or reuse it when it is complete; returns the folder. An unfinished run starts again (same seed, same
-    result). A top-level function of JSON-able input, so a process pool or Ray can call it (``execute``)."""
+    and the trainer's ``device``, ``dtype`` and ``backend`` optional), or reuse it when it is complete; returns the
+    folder. An unfinished run starts again (same seed, same result). A top-level function of JSON-able input, so a
+    process pool or Ray can call it (``execute``)."""
     from baselines.train import TrainConfig, train  # lazy: torch, loaded by the runs that train
 
     run = Path(spec["out"])
