@@ -44,11 +44,12 @@ from baselines.models import require_device
 from baselines.train.config import BACKENDS
 from leaderboard.board import build_board
 from leaderboard.evaluate import evaluate
+from leaderboard.fidelity import for_suite
 from leaderboard.protocol import Protocol, load_protocol
 from leaderboard.render import PageContext, comparison_markdown, page
 from leaderboard.store import add_entry, entry_from
-from leaderboard.suite import applicable, benchmark_suite, complete_run, latest_suite, list_suites, load_suite, \
-    safe_name, train_run
+from leaderboard.suite import add_suite_entry, applicable, benchmark_suite, complete_run, latest_suite, list_suites, \
+    load_suite, safe_name, train_run
 from leaderboard.validate import validate
 from leaderboard.workers import Workers
 
@@ -114,11 +115,12 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
                      out: str | Path = "runs/benchmark-credit", model: str | None = None, progress: bool = True,
                      submit_to: str | Path | None = None, protocol: str | Path | None = None,
                      export: str | None = None, jobs: int = 1, ray: str | None = None, device: str | None = None,
-                     dtype: str = "float32", backend: str = "hf") -> dict[str, Any]:
+                     dtype: str = "float32", backend: str = "hf", fidelity: bool = True) -> dict[str, Any]:
     """Run the benchmark (see the module docstring); returns ``{"board": Board, "skipped": {method: why},
     "submissions": {method: folder}, "markdown": str}`` (a suite: :func:`leaderboard.suite.benchmark_suite`'s
     result, with ``"suite": True``). ``device``, ``dtype`` and ``backend`` are every run's (the trainer's flags);
-    ``device`` defaults to ``cuda`` on the gpu tier, which refuses to start without CUDA, and to ``cpu`` elsewhere."""
+    ``device`` defaults to ``cuda`` on the gpu tier, which refuses to start without CUDA, and to ``cpu`` elsewhere.
+    ``fidelity`` (a suite): after the runs, measure the methods' credit fidelity (:func:`_suite_fidelity`)."""
     if export not in (None, "marl-eval"):
         raise ValueError(f"--export {export!r}: the one format is 'marl-eval'")
     _check_methods(method, baselines)
@@ -135,7 +137,12 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
             raise ValueError("--export is for the classic (version 1) protocols; a suite writes results.json")
         placement = _placement(tier, load_suite(suite).train["model"], device, dtype, backend)
         result = benchmark_suite(method, suite, baselines, out, jobs=jobs, ray=ray, progress=progress,
-                                 submit_to=submit_to, placement=placement)
+                                 submit_to=None if fidelity else submit_to, placement=placement)
+        if fidelity:
+            result["fidelity"] = _suite_fidelity(suite, method, baselines, result, jobs, progress)
+            if submit_to is not None:       # the entries are stored with their fidelity
+                for e in result["entries"]:
+                    add_suite_entry(e, submit_to)
         return {**result, "suite": True}
     name = str(protocol) if protocol is not None else (f"credit-{tier}-quick" if quick else f"credit-{tier}")
     protocol = load_protocol(name)
@@ -190,6 +197,25 @@ def _suite_of(tier: str, quick: bool, protocol: str | Path | None) -> str | None
                                           and '"marl_llm_suite"' in Path(protocol).read_text()):
         return str(protocol)
     return None
+
+
+def _suite_fidelity(suite: str, method: str, baselines: Sequence[str], result: dict[str, Any], jobs: int,
+                    progress: bool) -> dict[str, Any]:
+    """Credit fidelity beside the training outcome: the method and its baselines at the initial policy on the suite's
+    families (:func:`leaderboard.fidelity.for_suite`; a quick suite: the quick subset), written into
+    ``OUT/<suite>/fidelity/`` (``results.json``, ``fidelity.md``, ``fidelity.png``); each entry gets a ``fidelity``
+    field (per family: ``r`` with its 95% interval, the settings; ``None`` figures where the method measured
+    nothing finite; a family it cannot run on is absent). Returns the measurement with its ``text``."""
+    if progress:
+        print(f"measure credit fidelity of {method} and its baselines on {suite} (--no-fidelity skips it)",
+              file=sys.stderr)
+    measured = for_suite(suite, method, [b for b in baselines if b != method], result["out"] / "fidelity", jobs)
+    for e in result["entries"]:
+        e["fidelity"] = {"suite": measured["suite"], "quick": measured["quick"], "policy": "initial",
+                         "settings": measured["settings"], "seeds": measured["seeds"],
+                         "families": measured["families"].get(e["method"], {})}
+    return {k: measured[k] for k in ("text", "verdicts", "families", "suite", "quick", "wall_s")} | \
+        {"out": result["out"] / "fidelity"}
 
 
 def _tier_of(tier: str | None, protocol: str | Path | None, suite: str | None) -> str:
