@@ -25,6 +25,12 @@ suite's runs, or a classic protocol's training runs (method x env x seed) and th
 on the same workers (:class:`leaderboard.workers.Workers`: one pool, or one Ray session); the results are the same as
 with one process.
 
+Fidelity. After a suite's runs, the method and its baselines are measured against the true advantage ``A*`` at the
+initial policy on the suite's families (:func:`leaderboard.fidelity.for_suite`: a quick suite takes ``fidelity
+--quick``'s subset), the table and the verdicts are printed after the comparison and written to
+``OUT/<suite>/fidelity/``, and every entry stores its per-family fidelity in a ``fidelity`` field (the leaderboard's
+fidelity columns); ``--no-fidelity`` skips it. A classic protocol has no fidelity measurement.
+
 Placement. ``--device``, ``--dtype`` and ``--backend`` are passed to every run's
 :class:`~baselines.train.TrainConfig`, on a suite and on a classic protocol. The gpu tier's device is ``cuda`` unless
 one is given, and the benchmark refuses to start where there is no CUDA

@@ -14,7 +14,7 @@ from leaderboard.__main__ import main
 from leaderboard.board import build_board
 from leaderboard.render import _table, show
 from leaderboard.store import load_entries
-from leaderboard.suite import fidelity_columns, fidelity_text
+from leaderboard.suite import fidelity_columns, fidelity_text, load_suite
 
 
 @pytest.fixture
@@ -93,3 +93,19 @@ def test_the_fidelity_column_shows_a_dash_where_an_entry_has_none(suite_path, tm
     assert by_method == {"broadcast": "0.80 [0.70, 0.90]", "shuffled": "-"}
     assert [h for h, _ in fidelity_columns(board)] == ["fidelity team_size [95% CI]"]
     assert fidelity_text({"families": {"team_size": {"r": None, "low": None, "high": None}}}, "team_size") == "-"
+
+
+def test_a_quick_suite_is_measured_on_the_fidelity_commands_quick_subset(tmp_path, monkeypatch):
+    import leaderboard.fidelity as fidelity
+
+    # the quick subset's settings are credit-micro's; measured on version 3 here (version 4's per-setting seeds
+    # are wired by the suite's parser, not by this test)
+    monkeypatch.setattr(fidelity, "latest_suite", lambda suite_id: "credit-micro@3")
+    measured = fidelity.for_suite("credit-micro-quick@3", "loo", ["broadcast"], tmp_path / "fid")
+    assert (measured["quick"], measured["suite"], measured["settings"]) == (True, "credit-micro@3",
+                                                                            sorted(fidelity.QUICK))
+    assert measured["seeds"] == load_suite("credit-micro@3").train["seeds"][:3]
+    loo = measured["families"]["loo"]
+    assert loo["team_size"]["settings"] == ["voting/fraction/n8"]
+    assert loo["team_size"]["r"] > measured["families"]["broadcast"]["team_size"]["r"]   # loo: the difference reward
+    assert (tmp_path / "fid" / "fidelity.md").exists()
