@@ -176,7 +176,7 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
         runs[m] = [spec["out"] for spec in planned]
         to_train += planned
     # a complete run is reused (train_run); only the others need workers (a pool's worker starts by importing torch)
-    to_train = [spec for spec in to_train if not complete_run(Path(spec["out"]), spec["steps"])]
+    to_train = [spec for spec in to_train if not complete_run(Path(spec["out"]), spec["steps"], spec)]
     with Workers(jobs, ray) as workers:       # one pool (or one Ray session) for the training runs and the evaluations
         workers.map(train_run, to_train, progress=progress and not in_process)
         note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"

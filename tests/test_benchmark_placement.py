@@ -4,6 +4,7 @@ classic protocol, and the gpu tier refuses to start without CUDA instead of trai
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -103,3 +104,18 @@ def test_the_gpu_tier_protocol_takes_tier_gpu_and_trains_on_the_device_given(tmp
     with pytest.raises(ValueError, match=r"--tier micro, and the protocol's tier is gpu"):
         benchmark_credit("broadcast", tier="micro", protocol=str(path), model="tiny", baselines=[],
                          out=tmp_path / "out2", progress=False)
+
+
+def test_a_complete_run_trained_elsewhere_is_trained_again_not_reused(tmp_path):
+    from test_suite import tiny
+
+    from leaderboard.suite import complete_run, parse_suite, plan, train_run
+
+    spec = plan(parse_suite(tiny(steps=1, seeds=(0,))), ["broadcast"], tmp_path)[0][0]
+    run = Path(train_run(spec))
+    assert complete_run(run, 1) and complete_run(run, 1, spec) and complete_run(run, 1, {**spec, "device": "cpu"})
+    assert json.loads((run / "config.json").read_text())["dtype"] == "float32"
+    other = {**spec, "dtype": "bfloat16"}
+    assert not complete_run(run, 1, other)          # its result would be another placement's
+    train_run(other)
+    assert complete_run(run, 1, other) and json.loads((run / "config.json").read_text())["dtype"] == "bfloat16"

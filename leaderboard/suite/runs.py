@@ -76,12 +76,22 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path, placement: dict[
     return specs, skipped
 
 
-def complete_run(run: Path, steps: int) -> bool:
-    """Whether the trainer run in ``run`` has finished ``steps`` steps (its latest checkpoint is at that step)."""
+PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}      # the trainer's
+
+
+def complete_run(run: Path, steps: int, spec: dict[str, Any] | None = None) -> bool:
+    """Whether the trainer run in ``run`` has finished ``steps`` steps (its latest checkpoint is at that step) and,
+    given the ``spec`` it should be, was trained with that spec's ``device``, ``dtype`` and ``backend`` (a run trained
+    on the CPU is not reused for a spec that trains on CUDA: its result is another's; it is trained again)."""
     from baselines.train import checkpoint  # lazy: torch, loaded by the runs that train
 
     latest = checkpoint.latest(run / "checkpoints")
-    return latest is not None and _json_object(latest / "meta.json", run).get("step") == steps
+    if latest is None or _json_object(latest / "meta.json", run).get("step") != steps:
+        return False
+    if spec is None:
+        return True
+    config = _json_object(run / "config.json", run)
+    return all(config.get(k, d) == spec.get(k, d) for k, d in PLACEMENT_DEFAULTS.items())
 
 
 def _json_object(path: Path, run: Path, line: int | None = None, text: str | None = None) -> dict[str, Any]:
@@ -101,7 +111,7 @@ def train_run(spec: dict[str, Any]) -> str:
 
     run = Path(spec["out"])
     with writing(run, wait=True):       # another suite training this run now (a shared baseline): wait, then reuse it
-        if complete_run(run, spec["steps"]):
+        if complete_run(run, spec["steps"], spec):
             return str(run)
         for old in run.iterdir():       # an unfinished run: emptied (the folder itself is what is held)
             shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
