@@ -150,6 +150,9 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
                 for e in result["entries"]:
                     add_suite_entry(e, submit_to)
         return {**result, "suite": True}
+    if not fidelity:        # nothing to skip: --no-fidelity would be dropped without a word
+        raise ValueError(f"--no-fidelity: {protocol or f'credit-{tier}'} is a classic protocol, which measures no "
+                         f"credit fidelity (a suite does)")
     name = str(protocol) if protocol is not None else (f"credit-{tier}-quick" if quick else f"credit-{tier}")
     protocol = load_protocol(name)
     if protocol.track != "credit":

@@ -109,3 +109,11 @@ def test_a_quick_suite_is_measured_on_the_fidelity_commands_quick_subset(tmp_pat
     assert loo["team_size"]["settings"] == ["voting/fraction/n8"]
     assert loo["team_size"]["r"] > measured["families"]["broadcast"]["team_size"]["r"]   # loo: the difference reward
     assert (tmp_path / "fid" / "fidelity.md").exists()
+
+
+def test_no_fidelity_on_a_classic_protocol_is_refused_before_any_run(tmp_path, capsys):
+    assert main(["benchmark-credit", "broadcast", "--protocol", "credit-micro", "--baselines", "", "--out",
+                 str(tmp_path / "out"), "--no-fidelity", "--no-progress"]) == 2
+    assert "--no-fidelity: credit-micro is a classic protocol, which measures no credit fidelity" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
