@@ -20,8 +20,8 @@ from typing import Sequence
 
 from baselines.credit import list_credits
 from baselines.outputs import escape_controls, folder_problem
-from baselines.train.config import read_run_config
-from leaderboard.benchmark import BASELINES, benchmark_credit
+from baselines.train.config import BACKENDS, read_run_config
+from leaderboard.benchmark import BASELINES, DTYPES, benchmark_credit
 from leaderboard.evaluate import evaluate
 from leaderboard.private import evaluate_private
 from leaderboard.protocol import ProtocolError, list_protocols, load_protocol
@@ -144,7 +144,8 @@ tiers:
   micro   an MLP policy on the numeric observation, discrete mode, on CPU (credit-micro; --quick: about
           2 minutes for every baseline)
   small   SmolLM2-135M in choice mode on CPU (credit-small; hours)
-  gpu     the model you give with --model, on a GPU (credit-gpu)
+  gpu     the model you give with --model, on a GPU (credit-gpu): --device defaults to cuda, and the tier
+          refuses to start without CUDA; --dtype bfloat16 and --backend vllm apply to every run
 
 examples:
   python -m leaderboard benchmark-credit broadcast --tier micro --quick
@@ -270,6 +271,17 @@ def _benchmark_flags(p: argparse.ArgumentParser) -> None:
                         "cluster, an address, or local = a private local instance")
     p.add_argument("--no-progress", action="store_true", help="no progress output at all (bars are shown only on a "
                                                               "terminal; elsewhere one line per finished run)")
+    p.add_argument("--no-fidelity", action="store_true",
+                   help="a suite: skip the credit-fidelity measurement that follows the runs (the methods' advantages "
+                        "against the true advantage A* at the initial policy, on the suite's families; minutes on the "
+                        "micro tier) and store the entries without a fidelity field")
+    p.add_argument("--device", default=None, help="where every run trains: cpu, cuda or cuda:N (default: cuda on the "
+                                                  "gpu tier, which refuses to start without CUDA; cpu elsewhere)")
+    p.add_argument("--dtype", default="float32", choices=DTYPES,
+                   help="every run's training dtype (bfloat16: autocast; default: %(default)s)")
+    p.add_argument("--backend", default="hf", choices=BACKENDS,
+                   help="what plays the LLM roles' rollouts in every run: hf (the trainer's model) or vllm (a vLLM "
+                        "engine synced after each update; small and gpu tiers; default: %(default)s)")
 
 
 # ---------------------------------------------------------------------- the commands
@@ -383,11 +395,18 @@ def _benchmark_credit(args: argparse.Namespace) -> None:
     result = benchmark_credit(args.method, args.tier, args.quick,
                               [b.strip() for b in args.baselines.split(",") if b.strip()], args.out, args.model,
                               progress=not args.no_progress, submit_to=_store_to_submit(args),
-                              protocol=args.protocol, export=args.export, jobs=args.jobs, ray=args.ray)
+                              protocol=args.protocol, export=args.export, jobs=args.jobs, ray=args.ray,
+                              device=args.device, dtype=args.dtype, backend=args.backend,
+                              fidelity=not args.no_fidelity)
     print(result["markdown"])
     if result.get("suite"):
+        fid = result.get("fidelity")
+        if fid is not None:
+            print(f"\n## Credit fidelity (at the initial policy; {fid['suite']}"
+                  + (", quick subset" if fid["quick"] else "") + ")\n\n" + fid["text"])
         print(f"wrote {result['out'] / 'comparison.md'}, results.json, radar.png, scaling.png and the page "
-              f"{result['out'] / 'index.html'}" + ("; the entries are in the store" if args.submit else ""))
+              f"{result['out'] / 'index.html'}" + (f"; the fidelity in {fid['out']}" if fid is not None else "")
+              + ("; the entries are in the store" if args.submit else ""))
         return
     print(f"wrote {result['out'] / 'comparison.md'} and the page {result['out'] / 'index.html'}; the submissions "
           f"are in {result['out']}/<method>/submission"

@@ -24,6 +24,17 @@ scaling curves. ``--protocol credit-micro`` (or any classic protocol) runs the c
 suite's runs, or a classic protocol's training runs (method x env x seed) and then each method's evaluation, both
 on the same workers (:class:`leaderboard.workers.Workers`: one pool, or one Ray session); the results are the same as
 with one process.
+
+Fidelity. After a suite's runs, the method and its baselines are measured against the true advantage ``A*`` at the
+initial policy on the suite's families (:func:`leaderboard.fidelity.for_suite`: a quick suite takes ``fidelity
+--quick``'s subset), the table and the verdicts are printed after the comparison and written to
+``OUT/<suite>/fidelity/``, and every entry stores its per-family fidelity in a ``fidelity`` field (the leaderboard's
+fidelity columns); ``--no-fidelity`` skips it. A classic protocol has no fidelity measurement.
+
+Placement. ``--device``, ``--dtype`` and ``--backend`` are passed to every run's
+:class:`~baselines.train.TrainConfig`, on a suite and on a classic protocol. The gpu tier's device is ``cuda`` unless
+one is given, and the benchmark refuses to start where there is no CUDA
+(:func:`baselines.models.require_device`), before any run, rather than train the gpu tier on the CPU.
 """
 
 from __future__ import annotations
@@ -35,20 +46,25 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from baselines.models import require_device
+from baselines.train.config import BACKENDS
 from leaderboard.board import build_board
 from leaderboard.evaluate import evaluate
+from leaderboard.fidelity import for_suite
 from leaderboard.protocol import Protocol, load_protocol
 from leaderboard.render import PageContext, comparison_markdown, page
 from leaderboard.store import add_entry, entry_from
-from leaderboard.suite import applicable, benchmark_suite, complete_run, latest_suite, list_suites, safe_name, \
-    train_run
+from leaderboard.suite import add_suite_entry, applicable, benchmark_suite, complete_run, latest_suite, list_suites, \
+    load_suite, safe_name, train_run
 from leaderboard.validate import validate
 from leaderboard.workers import Workers
 
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
 
-__all__ = ["BASELINES", "benchmark_credit"]
+DTYPES = ("float32", "bfloat16")        # the trainer's --dtype
+
+__all__ = ["BASELINES", "DTYPES", "benchmark_credit"]
 
 
 def _check_methods(method: str, baselines: Sequence[str]) -> None:
@@ -65,9 +81,11 @@ def _check_methods(method: str, baselines: Sequence[str]) -> None:
                 raise ValueError(f"{flag}: {e}") from None
 
 
-def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool) -> list[dict] | str:
+def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None, progress: bool,
+               placement: dict[str, str] | None = None) -> list[dict] | str:
     """The method's training specs in (env, seed) order (JSON-able, for :func:`leaderboard.suite.train_run`, which
-    reuses a complete run), or why it cannot train."""
+    reuses a complete run), or why it cannot train. ``placement``: the runs' ``device``, ``dtype`` and ``backend``
+    (:func:`_placement`)."""
     t = protocol.train
     env_ids = sorted({task.env_id for task in protocol.tasks})
     for env_id in env_ids:
@@ -77,7 +95,8 @@ def _plan_runs(protocol: Protocol, method: str, out: Path, model: str | None, pr
     return [{"method": method, "env_id": env_id, "setting": env_id, "seed": seed,
              "out": str(out / safe_name(method) / env_id / f"seed{seed}"), "action_mode": protocol.action_mode,
              "model": model or t["model"], "mode": t["mode"], "steps": t["steps"],
-             "tasks_per_step": t["tasks_per_step"], "group_size": t["group_size"], "progress": progress}
+             "tasks_per_step": t["tasks_per_step"], "group_size": t["group_size"], "progress": progress,
+             **(placement or {})}
             for env_id in env_ids for seed in t["seeds"]]
 
 
@@ -101,27 +120,39 @@ def _evaluate_one(spec: dict[str, Any]) -> dict[str, Any]:
 def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, baselines: Sequence[str] = BASELINES,
                      out: str | Path = "runs/benchmark-credit", model: str | None = None, progress: bool = True,
                      submit_to: str | Path | None = None, protocol: str | Path | None = None,
-                     export: str | None = None, jobs: int = 1, ray: str | None = None) -> dict[str, Any]:
+                     export: str | None = None, jobs: int = 1, ray: str | None = None, device: str | None = None,
+                     dtype: str = "float32", backend: str = "hf", fidelity: bool = True) -> dict[str, Any]:
     """Run the benchmark (see the module docstring); returns ``{"board": Board, "skipped": {method: why},
     "submissions": {method: folder}, "markdown": str}`` (a suite: :func:`leaderboard.suite.benchmark_suite`'s
-    result, with ``"suite": True``)."""
+    result, with ``"suite": True``). ``device``, ``dtype`` and ``backend`` are every run's (the trainer's flags);
+    ``device`` defaults to ``cuda`` on the gpu tier, which refuses to start without CUDA, and to ``cpu`` elsewhere.
+    ``fidelity`` (a suite): after the runs, measure the methods' credit fidelity (:func:`_suite_fidelity`)."""
     if export not in (None, "marl-eval"):
         raise ValueError(f"--export {export!r}: the one format is 'marl-eval'")
     _check_methods(method, baselines)
-    if protocol is not None and (tier is not None or quick):   # the protocol names the budget: these would be dropped
+    if protocol is not None and quick:      # the protocol names the budget: --quick would be dropped
         raise ValueError(f"--protocol {protocol} names the protocol; leave out --tier and --quick (they pick one)")
     if ray is not None and jobs != 1:
         raise ValueError(f"--ray plays the runs over Ray's workers; leave out --jobs {jobs}")
-    tier = "micro" if tier is None else tier
-    suite = _suite_of(tier, quick, protocol)
+    suite = _suite_of("micro" if tier is None else tier, quick, protocol)
+    tier = _tier_of(tier, protocol, suite)
     if suite is not None and model is not None:
         raise ValueError(f"--model: {suite} fixes the model it trains (only credit-gpu trains the model you name)")
     if suite is not None:
         if export is not None:
             raise ValueError("--export is for the classic (version 1) protocols; a suite writes results.json")
+        placement = _placement(tier, load_suite(suite).train["model"], device, dtype, backend)
         result = benchmark_suite(method, suite, baselines, out, jobs=jobs, ray=ray, progress=progress,
-                                 submit_to=submit_to)
+                                 submit_to=None if fidelity else submit_to, placement=placement)
+        if fidelity:
+            result["fidelity"] = _suite_fidelity(suite, method, baselines, result, jobs, progress)
+            if submit_to is not None:       # the entries are stored with their fidelity
+                for e in result["entries"]:
+                    add_suite_entry(e, submit_to)
         return {**result, "suite": True}
+    if not fidelity:        # nothing to skip: --no-fidelity would be dropped without a word
+        raise ValueError(f"--no-fidelity: {protocol or f'credit-{tier}'} is a classic protocol, which measures no "
+                         f"credit fidelity (a suite does)")
     name = str(protocol) if protocol is not None else (f"credit-{tier}-quick" if quick else f"credit-{tier}")
     protocol = load_protocol(name)
     if protocol.track != "credit":
@@ -131,6 +162,7 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
     if protocol.train["model"] != "submitter" and model is not None:    # it replaced the protocol's model in every run
         raise ValueError(f"--model: {protocol.key} fixes the model it trains ({protocol.train['model']}); only a "
                          f"protocol whose model is the submitter's (credit-gpu) takes --model")
+    placement = _placement(tier, model or protocol.train["model"], device, dtype, backend)
     out = Path(out) / protocol.key
     t0 = time.perf_counter()
     skipped: dict[str, str] = {}
@@ -140,14 +172,14 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
     to_train: list[dict[str, Any]] = []
     in_process = jobs == 1 and ray is None    # trainers in other processes stay quiet; the workers report their ends
     for m in dict.fromkeys([method, *baselines]):     # each method once, the one under test first
-        planned = _plan_runs(protocol, m, out, model, progress and in_process)
+        planned = _plan_runs(protocol, m, out, model, progress and in_process, placement)
         if isinstance(planned, str):
             skipped[m] = planned
             continue
         runs[m] = [spec["out"] for spec in planned]
         to_train += planned
     # a complete run is reused (train_run); only the others need workers (a pool's worker starts by importing torch)
-    to_train = [spec for spec in to_train if not complete_run(Path(spec["out"]), spec["steps"])]
+    to_train = [spec for spec in to_train if not complete_run(Path(spec["out"]), spec["steps"], spec)]
     with Workers(jobs, ray) as workers:       # one pool (or one Ray session) for the training runs and the evaluations
         workers.map(train_run, to_train, progress=progress and not in_process)
         note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"
@@ -174,6 +206,57 @@ def _suite_of(tier: str, quick: bool, protocol: str | Path | None) -> str | None
                                           and '"marl_llm_suite"' in Path(protocol).read_text()):
         return str(protocol)
     return None
+
+
+def _suite_fidelity(suite: str, method: str, baselines: Sequence[str], result: dict[str, Any], jobs: int,
+                    progress: bool) -> dict[str, Any]:
+    """Credit fidelity beside the training outcome: the method and its baselines at the initial policy on the suite's
+    families (:func:`leaderboard.fidelity.for_suite`; a quick suite: the quick subset), written into
+    ``OUT/<suite>/fidelity/`` (``results.json``, ``fidelity.md``, ``fidelity.png``); each entry gets a ``fidelity``
+    field (per family: ``r`` with its 95% interval, the settings; ``None`` figures where the method measured
+    nothing finite; a family it cannot run on is absent). Returns the measurement with its ``text``."""
+    if progress:
+        print(f"measure credit fidelity of {method} and its baselines on {suite} (--no-fidelity skips it)",
+              file=sys.stderr)
+    measured = for_suite(suite, method, [b for b in baselines if b != method], result["out"] / "fidelity", jobs)
+    for e in result["entries"]:
+        e["fidelity"] = {"suite": measured["suite"], "quick": measured["quick"], "policy": "initial",
+                         "settings": measured["settings"], "seeds": measured["seeds"],
+                         "families": measured["families"].get(e["method"], {})}
+    return {k: measured[k] for k in ("text", "verdicts", "families", "suite", "quick", "wall_s")} | \
+        {"out": result["out"] / "fidelity"}
+
+
+def _tier_of(tier: str | None, protocol: str | Path | None, suite: str | None) -> str:
+    """The tier that runs: ``tier`` (default micro), or the named protocol's or suite's own. ``--tier`` beside
+    ``--protocol`` must agree with the protocol's tier (it would be dropped otherwise)."""
+    if protocol is None:
+        return "micro" if tier is None else tier
+    own = load_suite(suite).tier if suite is not None else load_protocol(str(protocol)).tier
+    if tier is not None and tier != own:
+        raise ValueError(f"--protocol {protocol} names the protocol; leave out --tier and --quick (they pick one: "
+                         f"--tier {tier}, and the protocol's tier is {own})")
+    return own or "micro"
+
+
+def _placement(tier: str, model: str, device: str | None, dtype: str, backend: str) -> dict[str, str]:
+    """Every run's ``device``, ``dtype`` and ``backend`` (the trainer's flags), checked before any run: the gpu tier
+    defaults to ``cuda`` and refuses to start where there is no CUDA (it would train on the CPU); a device this machine
+    lacks, a dtype or backend the trainer does not know, and ``--backend vllm`` for an MLP (vLLM plays LLM roles
+    only) are refused."""
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype must be one of {list(DTYPES)}, got {dtype!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"--backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if backend != "hf" and model == "mlp":
+        raise ValueError(f"--backend {backend}: the {tier} tier trains an MLP policy; vLLM plays LLM roles only "
+                         f"(give it with --tier small or gpu)")
+    if device is None:
+        device = "cuda" if tier == "gpu" else "cpu"
+        require_device(device, flag="--tier gpu --device" if tier == "gpu" else "--device")
+    else:
+        require_device(device, flag="--device")
+    return {"device": device, "dtype": dtype, "backend": backend}
 
 
 def _context(method: str, protocol: Protocol, model: str | None, skipped: dict[str, str], wall_s: float):

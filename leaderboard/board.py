@@ -58,6 +58,7 @@ class Row:
     scores: dict = field(default_factory=dict, repr=False)    # the entry's per-unit scores, for comparisons
     short: str = ""                                           # the method name, or the label where it repeats
     covers: list[str] = field(default_factory=list)           # the tasks the entry has scores for
+    fidelity: dict = field(default_factory=dict, repr=False)  # a suite entry's credit fidelity (its "fidelity" field)
 
 
 @dataclass
@@ -138,7 +139,8 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
                                                   resample_units=not suite),
                   tasks=dict(e["results"]["task_means"]), runs=len(next(iter(scores.values()))),
                   tokens=dict(e["manifest"]["tokens"]), submitted=e["submitted"], entry_id=e["id"],
-                  self_reported=bool(e.get("self_reported", True)), scores=scores, covers=covers)
+                  self_reported=bool(e.get("self_reported", True)), scores=scores, covers=covers,
+                  fidelity=dict(e.get("fidelity") or {}))
         (rows if full else partial).append(row)
     methods = [r.method for r in rows + partial]
     for row in rows + partial:

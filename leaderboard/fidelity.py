@@ -70,8 +70,7 @@ from marl_llm_envs.reference import reference_policies
 import shutil
 
 __all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run",
-           "add_flags",
-           "command"]
+           "family_fidelity", "for_suite", "add_flags", "command"]
 
 QUICK = ("voting/fraction/n8", "think_solve/clue/a0.8", "free_riding/idle3", "kuhn_poker/self-play")
 """The demo's subset of credit-micro: one setting per family where fidelity has something to find."""
@@ -525,11 +524,12 @@ def _public(summary: dict[str, Any]) -> dict[str, Any]:
 def run(method: str, baselines: Sequence[str], tier: str = "micro", quick: bool = False, out: str | Path = "",
         jobs: int = 1, settings: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
         batches: int | None = None, continuations: int = 8, per_setting: bool = False,
-        policies: Sequence[str] = ("initial",)) -> dict[str, Any]:
+        policies: Sequence[str] = ("initial",), suite: str | None = None) -> dict[str, Any]:
     """Plan, measure (in ``jobs`` processes), summarize, and write ``results.json``, ``fidelity.md`` and
-    ``fidelity.png`` into ``out`` (when given). Returns ``{"summary", "verdicts", "text"}``."""
+    ``fidelity.png`` into ``out`` (when given). Returns ``{"summary", "verdicts", "text"}``. ``suite``: a suite key
+    or file of ``tier`` to measure on (default: the tier's newest)."""
     methods = list(dict.fromkeys([method, *baselines]))
-    specs = plan(methods, tier, quick, settings, seeds, batches, continuations, policies=policies,
+    specs = plan(methods, tier, quick, settings, seeds, batches, continuations, suite=suite, policies=policies,
                  policy_dir=Path(out or "runs/fidelity") / "policies")
     t0 = time.perf_counter()
     with Workers(jobs) as workers:
@@ -554,6 +554,52 @@ def run(method: str, baselines: Sequence[str], tier: str = "micro", quick: bool 
         replace_text(out / "fidelity.md", text + "\n")
         figure(summary, out / "fidelity.png")
     return {"summary": summary, "verdicts": lines, "trends": slopes, "text": text, "wall_s": wall}
+
+
+def family_fidelity(summary: dict[str, Any], reps: int = 2000, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Per method and family, at the initial policy: the family's fidelity (the mean of its settings' ``r``, as the
+    verdicts compare it) with a 95% interval from the settings' cluster bootstraps (the mean of independent
+    replicates, one per setting, as :func:`_family_boot` draws them): ``{method: {family: {"r", "low", "high",
+    "settings"}}}``. A figure that is not finite (a method whose advantages are constant) is ``None``."""
+    families: dict[str, list[str]] = {}
+    for s, row in summary.items():
+        if row["policy"] == "initial":
+            families.setdefault(row["family"], []).append(s)
+    out: dict[str, dict[str, Any]] = {}
+    methods = list(dict.fromkeys(m for row in summary.values() for m in row["methods"]))
+    for fam, settings in families.items():
+        for m in methods:
+            both = [s for s in settings if _measured(summary[s], m)]
+            if not both:
+                continue
+            boot = np.mean([fid.cluster_bootstrap([summary[s]["methods"][m]["_x"]], summary[s]["_a"],
+                                                  summary[s]["_cluster"], reps, seed + k)[:, 0]
+                            for k, s in enumerate(both)], axis=0)
+            r = float(np.mean([summary[s]["methods"][m]["r"] for s in both]))
+            lo, hi = np.percentile(boot, [2.5, 97.5]) if np.isfinite(boot).all() else (math.nan, math.nan)
+            out.setdefault(m, {})[fam] = {k: (float(v) if math.isfinite(v) else None)
+                                          for k, v in (("r", r), ("low", lo), ("high", hi))} | {"settings": both}
+    return out
+
+
+def for_suite(name: str | Path, method: str, baselines: Sequence[str], out: str | Path, jobs: int = 1
+              ) -> dict[str, Any]:
+    """``benchmark-credit``'s fidelity report beside a suite's training outcome: ``method`` and ``baselines`` at the
+    initial policy on the suite's families (a quick suite: the quick subset, as ``fidelity METHOD --quick``; else
+    every setting of that suite, as ``fidelity METHOD --tier TIER``), written into ``out``. Returns :func:`run`'s
+    result with ``"families"`` (:func:`family_fidelity`), ``"suite"`` (the suite measured) and ``"quick"``.
+    ``name``: the suite's key or file, as ``benchmark-credit`` ran it."""
+    suite = load_suite(name)
+    if suite.tier not in TIER_SUITES:
+        raise ValueError(f"fidelity: the {suite.tier} tier has no fidelity measurement (micro and small do)")
+    quick = suite.id.endswith("-quick")
+    result = run(method, baselines, tier=suite.tier, quick=quick, out=out, jobs=jobs,
+                 suite=None if quick else str(name))
+    measured = next(iter(result["summary"].values()))
+    return {**result, "families": family_fidelity(result["summary"]), "quick": quick,
+            "suite": latest_suite(TIER_SUITES[suite.tier]) if quick else suite.key,
+            "settings": sorted({row["setting"] for row in result["summary"].values()}),
+            "seeds": measured["seeds"]}
 
 
 # ---------------------------------------------------------------------- the command

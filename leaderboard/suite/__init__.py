@@ -90,6 +90,8 @@ Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 * :func:`board_columns` and :func:`board_radar`, registered with :func:`leaderboard.render.register` when this
   package is imported: on a suite's leaderboard board, the suite's aggregate beside the per-family columns, and the
   radar of the entries' family means.
+* :func:`fidelity_columns` (:mod:`~leaderboard.suite.fidelity_column`), registered the same way: a credit-fidelity
+  column per family for the entries whose ``fidelity`` field ``benchmark-credit`` filled (``-`` where there is none).
 
 The code: :mod:`~leaderboard.suite.spec` (the file, its settings, the anchors), :mod:`~leaderboard.suite.runs` (plan
 and run), :mod:`~leaderboard.suite.score` (normalisation, families, aggregate, the store entry),
@@ -109,6 +111,7 @@ from leaderboard.figures import Palette
 from leaderboard.stats import mean_ci
 from leaderboard.suite.report import TEXT_WIDTH, board_columns, board_radar, comparison_text, family_verdicts, \
     page_context, score_tables, suite_coverage, suite_figures, suite_page, write_figures
+from leaderboard.suite.fidelity_column import fidelity_columns, fidelity_text
 from leaderboard.suite.runs import applicable, complete_run, execute, plan, run_one, safe_name, train_run
 from leaderboard.suite.score import SIDE_FIGURES, add_suite_entry, entry, score
 from leaderboard.suite.spec import EVALUATE, SUITE_DIR, SUITE_SCHEMA, Family, Setting, Suite, anchor_value, \
@@ -116,7 +119,8 @@ from leaderboard.suite.spec import EVALUATE, SUITE_DIR, SUITE_SCHEMA, Family, Se
 
 __all__ = ["EVALUATE", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "TEXT_WIDTH", "Family", "Setting", "Suite",
            "add_suite_entry", "anchor_value", "applicable", "benchmark_suite", "board_columns", "board_radar",
-           "comparison_text", "complete_run", "entry", "execute", "family_verdicts", "latest_suite", "list_suites",
+           "comparison_text", "complete_run", "entry", "execute", "family_verdicts", "fidelity_columns",
+           "fidelity_text", "latest_suite", "list_suites",
            "load_suite", "mean_ci", "page_context", "parse_suite", "plan", "run_one", "safe_name", "score",
            "score_tables", "suite_coverage", "suite_figures", "suite_page", "train_run",
            "write_figures"]
@@ -124,15 +128,15 @@ __all__ = ["EVALUATE", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "TEXT_WIDTH"
 
 def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], out: str | Path,
                     jobs: int = 1, ray: str | None = None, progress: bool = True,
-                    submit_to: str | Path | None = None) -> dict[str, Any]:
+                    submit_to: str | Path | None = None, placement: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the suite for ``method`` and ``baselines``; write ``OUT/<suite>/comparison.md``, ``index.html``,
     ``radar.png``, ``scaling.png`` and ``results.json``; returns ``{"scored", "markdown", "out", "skipped",
-    "entries", "wall_s"}``."""
+    "entries", "wall_s"}``. ``placement``: every run's ``device``, ``dtype`` and ``backend`` (:func:`plan`)."""
     suite = load_suite(suite) if not isinstance(suite, Suite) else suite
     out = Path(out) / suite.key
     methods = list(dict.fromkeys([method, *baselines]))     # each method once, the one under test first
     t0 = time.perf_counter()
-    specs, skipped = plan(suite, methods, out)
+    specs, skipped = plan(suite, methods, out, placement)
     results = execute(specs, jobs=jobs, ray=ray, progress=progress)
     wall = time.perf_counter() - t0
     scored = score(suite, results, cache=out / "anchors.json")

@@ -21,7 +21,7 @@ from leaderboard.players import load_player, opponent_policy
 from leaderboard.suite.spec import Suite
 from leaderboard.workers import Workers
 
-__all__ = ["applicable", "complete_run", "execute", "plan", "run_one", "safe_name", "train_run"]
+__all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "run_one", "safe_name", "train_run"]
 
 
 def safe_name(name: str) -> str:
@@ -43,10 +43,19 @@ def applicable(method: str, env_id: str) -> str | None:
     return None
 
 
-def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[dict[str, Any]], dict[str, dict]]:
+PLACEMENT = ("device", "dtype", "backend")       # the trainer's flags a spec may carry (train_run): where it trains
+
+
+def plan(suite: Suite, methods: Sequence[str], out: str | Path, placement: dict[str, str] | None = None
+         ) -> tuple[list[dict[str, Any]], dict[str, dict]]:
     """The runs to make, as JSON-able specs in a fixed order (method, setting, seed: the setting's own
     ``train.seeds`` where it lists them, else the suite's), and per method the settings it cannot train on (with
-    why)."""
+    why). ``placement``: the ``device``, ``dtype`` and ``backend`` of every run (default:
+    the trainer's, cpu, float32 and hf)."""
+    placement = dict(placement or {})
+    unknown = sorted(set(placement) - set(PLACEMENT))
+    if unknown:
+        raise ValueError(f"placement: {unknown} are not among {list(PLACEMENT)}")
     out = Path(out)
     specs, skipped = [], {}
     for m in methods:
@@ -64,16 +73,27 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path) -> tuple[list[di
                               "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
                               "eval_start": suite.score["eval_start"],
                               "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
-                              "score": s.score, "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}")})
+                              "score": s.score, "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}"),
+                              **placement})
     return specs, skipped
 
 
-def complete_run(run: Path, steps: int) -> bool:
-    """Whether the trainer run in ``run`` has finished ``steps`` steps (its latest checkpoint is at that step)."""
+PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}      # the trainer's
+
+
+def complete_run(run: Path, steps: int, spec: dict[str, Any] | None = None) -> bool:
+    """Whether the trainer run in ``run`` has finished ``steps`` steps (its latest checkpoint is at that step) and,
+    given the ``spec`` it should be, was trained with that spec's ``device``, ``dtype`` and ``backend`` (a run trained
+    on the CPU is not reused for a spec that trains on CUDA: its result is another's; it is trained again)."""
     from baselines.train import checkpoint  # lazy: torch, loaded by the runs that train
 
     latest = checkpoint.latest(run / "checkpoints")
-    return latest is not None and _json_object(latest / "meta.json", run).get("step") == steps
+    if latest is None or _json_object(latest / "meta.json", run).get("step") != steps:
+        return False
+    if spec is None:
+        return True
+    config = _json_object(run / "config.json", run)
+    return all(config.get(k, d) == spec.get(k, d) for k, d in PLACEMENT_DEFAULTS.items())
 
 
 def _json_object(path: Path, run: Path, line: int | None = None, text: str | None = None) -> dict[str, Any]:
@@ -85,14 +105,15 @@ def _json_object(path: Path, run: Path, line: int | None = None, text: str | Non
 
 def train_run(spec: dict[str, Any]) -> str:
     """Train the run a spec describes into ``spec["out"]`` (``env_id``, ``method``, ``seed``, ``action_mode``,
-    ``model``, ``mode``, ``steps``, ``tasks_per_step``, ``group_size``; ``env_kwargs``, ``partners`` and ``progress``
-    optional), or reuse it when it is complete; returns the folder. An unfinished run starts again (same seed, same
-    result). A top-level function of JSON-able input, so a process pool or Ray can call it (``execute``)."""
+    ``model``, ``mode``, ``steps``, ``tasks_per_step``, ``group_size``; ``env_kwargs``, ``partners``, ``progress``
+    and the trainer's ``device``, ``dtype`` and ``backend`` optional), or reuse it when it is complete; returns the
+    folder. An unfinished run starts again (same seed, same result). A top-level function of JSON-able input, so a
+    process pool or Ray can call it (``execute``)."""
     from baselines.train import TrainConfig, train  # lazy: torch, loaded by the runs that train
 
     run = Path(spec["out"])
     with writing(run, wait=True):       # another suite training this run now (a shared baseline): wait, then reuse it
-        if complete_run(run, spec["steps"]):
+        if complete_run(run, spec["steps"], spec):
             return str(run)
         for old in run.iterdir():       # an unfinished run: emptied (the folder itself is what is held)
             shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
@@ -102,7 +123,7 @@ def train_run(spec: dict[str, Any]) -> str:
                           credit=spec["method"], steps=spec["steps"], tasks_per_step=spec["tasks_per_step"],
                           group_size=spec["group_size"], seed=spec["seed"], partners=spec.get("partners", ""),
                           out=str(run), save_every=spec["steps"], keep_checkpoints=1, tensorboard=False,
-                          progress=progress)
+                          progress=progress, **{k: spec[k] for k in PLACEMENT if k in spec})
         if progress:
             print(f"train {spec['method']} on {spec['env_id']}, seed {spec['seed']}: {spec['steps']} steps",
                   file=sys.stderr)
