@@ -95,9 +95,10 @@ def test_page_gives_the_verdict_fixed_colours_and_fits_a_phone(site, tmp_path):
     probed.write_text(site.read_text().replace("</body>", _PROBE))
     phone = _dom(probed.as_uri(), tmp_path, width=390)
     verdict = re.search(r"<div class=\"verdict\"[^>]*>(.*?)</div>", phone, re.S).group(1)
-    assert "IQM (all 2 tasks x 1 run, 8 eval seeds each): " in verdict
-    assert re.search(r"closest to the leader (\w+): P\((\w+) &gt; \1\) = 0\.\d\d \[0\.\d\d, 0\.\d\d\] \(CI ",
-                     verdict), verdict
+    # one sentence per paired comparison, with its test and Holm's correction named (issue 40)
+    assert re.search(r"reference (vs random on the aggregate of 2 tasks: not separated|above random on the aggregate "
+                     r"of 2 tasks:) \(?paired difference [+-]\d\.\d+ \[", verdict), verdict
+    assert "Holm over 1 comparison" in verdict, verdict
     assert int(_probe(phone, "overflow")) <= 0, "the body scrolls sideways at 390 px"
     pixels = json.loads(_probe(phone, "pixels"))
     for method in ("reference", "random"):
