@@ -98,15 +98,21 @@ def replace_text(path: str | Path, text: str) -> None:
         f.write(text)
 
 
+def _read_upto(path: str | Path, cap: int) -> tuple[int, bytes]:
+    """``(size, data)``: the size the opened file reports (``fstat``) and, unless it is over ``cap``, at most
+    ``cap + 1`` of its bytes (nothing is read of a file over the cap)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        return size, (f.read(cap + 1) if size <= cap else b"")
+
+
 def read_capped(path: str | Path, cap: int, what: str = "the file") -> bytes:
     """The bytes of ``path``, at most ``cap`` of them: the size is checked on the opened file (``fstat``) before
     reading, and at most ``cap + 1`` bytes are read (a file that grows meanwhile, or a device that reports no size).
     Over the cap: ``ValueError`` naming the file, its size and the cap. ``OSError`` (a missing file) passes."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > cap:
-            raise ValueError(f"{path}: {what} has {size} bytes, over the limit of {cap} bytes")
-        data = f.read(cap + 1)
+    size, data = _read_upto(path, cap)
+    if size > cap:
+        raise ValueError(f"{path}: {what} has {size} bytes, over the limit of {cap} bytes")
     if len(data) > cap:
         raise ValueError(f"{path}: {what} has more than {cap} bytes, over the limit")
     return data
@@ -162,9 +168,7 @@ def read_json_object(path: str | Path, remedy: str, what: str = "", *, line: int
     why = None
     try:
         if text is None:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                data = f.read(cap + 1) if size <= cap else b""
+            size, data = _read_upto(path, cap)
             if max(size, len(data)) > cap:
                 why = f"{max(size, len(data))} bytes, over the limit of {cap}"
         else:
