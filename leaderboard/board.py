@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from leaderboard.stats import aggregate_seed_scores, bradley_terry_bootstrap, family_mean_bootstrap, format_ci, \
-    probability_of_improvement_ci, ranks, seed_scores, separated, mean_ci
+    mean_ci, probability_of_improvement_ci, ranks, seed_scores, separated
 from leaderboard.verdicts import Comparison, comparison, holm_family, sentence
 
 ANCHOR_ELO = 1000.0

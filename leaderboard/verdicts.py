@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from leaderboard.stats import holm, paired, mean_ci
+from leaderboard.stats import format_ci, holm, mean_ci, paired
 
 __all__ = ["ALPHA", "Comparison", "comparison", "holm_family", "sentence", "suite_comparisons", "suite_verdicts",
            "verdict"]
@@ -92,10 +92,6 @@ def _p(p: float) -> str:
     return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
 
 
-def _ci(v: tuple[float, float, float]) -> str:
-    return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
-
-
 def sentence(c: Comparison, alpha: float = ALPHA) -> str:
     """The line that states ``c`` (see the module docstring for its form)."""
     word = verdict(c, alpha)
@@ -106,7 +102,7 @@ def sentence(c: Comparison, alpha: float = ALPHA) -> str:
             f"seed{'s' if c.n != 1 else ''}, {test} p = {_p(c.p)}, Holm-adjusted p = {_p(c.p_holm)} "
             f"(Holm over {c.m} comparison{'s' if c.m != 1 else ''}, family-wise {alpha:.0%})")
     if c.unpaired_a is not None and c.unpaired_b is not None:
-        body += f"; unpaired: {c.a} {_ci(c.unpaired_a)}, {c.b} {_ci(c.unpaired_b)}"
+        body += f"; unpaired: {c.a} {format_ci(c.unpaired_a)}, {c.b} {format_ci(c.unpaired_b)}"
     return f"{head}: {body}" if word != "not separated" else f"{head} ({body})"
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from leaderboard import stats
-from leaderboard.stats import aggregate_seed_scores, family_mean_bootstrap, holm, paired, sign_flip_test, mean_ci
+from leaderboard.stats import aggregate_seed_scores, family_mean_bootstrap, holm, mean_ci, paired, sign_flip_test
 
 
 def test_holm_matches_the_hand_worked_step_down():
