@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from baselines.models import require_device
-from baselines.train.config import BACKENDS
+from baselines.train.config import BACKENDS, DTYPES
 from leaderboard.board import build_board
 from leaderboard.evaluate import evaluate
 from leaderboard.fidelity import for_suite
@@ -62,9 +62,7 @@ from leaderboard.workers import Workers
 BASELINES = ("broadcast", "none", "shuffled", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas",
              "mappo", "ippo")
 
-DTYPES = ("float32", "bfloat16")        # the trainer's --dtype
-
-__all__ = ["BASELINES", "DTYPES", "benchmark_credit"]
+__all__ = ["BASELINES", "benchmark_credit"]
 
 
 def _check_methods(method: str, baselines: Sequence[str]) -> None:

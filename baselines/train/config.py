@@ -41,6 +41,7 @@ OUTPUT_FIELDS = ("out", "resume", "progress", "tensorboard", "wandb")
 RESULT_NEUTRAL_FIELDS = OUTPUT_FIELDS + ("save_every", "keep_checkpoints", "eval_every", "eval_episodes")
 RUN_CONFIG = "config.json"
 BACKENDS = ("hf", "vllm")
+DTYPES = ("float32", "bfloat16")        # --dtype: the training dtypes
 # Fields added after runs were hashed, with the default under which a run trains as it did before they existed:
 # TrainConfig.hash() leaves a field out at that value, so the hash of an older run (and its --resume) is unchanged.
 NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0}
@@ -304,7 +305,7 @@ class TrainConfig:
             raise ValueError(f"--backend must be one of {list(BACKENDS)}, got {self.backend!r}")
         if not 0 <= self.tis_cap < math.inf:
             raise ValueError(f"--tis-cap must be a finite number >= 0 (0 = off), got {self.tis_cap!r}")
-        if self.dtype not in ("float32", "bfloat16"):
+        if self.dtype not in DTYPES:
             raise ValueError(f"--dtype must be float32 or bfloat16, got {self.dtype!r}")
         if "action_mode" in self.env_kwargs:
             raise ValueError("give the action mode with --action-mode, not in --env-kwargs")
