@@ -20,8 +20,7 @@ from typing import Sequence
 
 from baselines.credit import list_credits
 from baselines.outputs import escape_controls, folder_problem
-from baselines.train.config import BACKENDS, read_run_config
-from baselines.train.config import DTYPES
+from baselines.train.config import BACKENDS, DTYPES, read_run_config
 from leaderboard.benchmark import BASELINES, benchmark_credit
 from leaderboard.evaluate import evaluate
 from leaderboard.private import evaluate_private
