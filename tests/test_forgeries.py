@@ -13,8 +13,8 @@ import pytest
 from leaderboard.__main__ import main
 from leaderboard.reproduce import reproduce
 from leaderboard.validate import validate
-from test_leaderboard_integrity import (KUHN, _copy, _rejected, _reseal, credit_protocol, credit_runs,  # noqa: F401
-                                        credit_submission)
+from test_leaderboard_integrity import (KUHN, _copy, _kuhn_protocol, _rejected, _reseal, credit_protocol,  # noqa: F401
+                                        credit_runs, credit_submission)
 
 
 def _train(out: Path, seed: int, **changes) -> Path:
@@ -288,12 +288,7 @@ def test_forgery_v1_the_best_of_four_engine_seeds_is_refused(monkeypatch, v1_pro
 # ---------------------------------------------------------------------- labels and duplicates
 @pytest.fixture(scope="module")
 def policy_protocol(tmp_path_factory) -> Path:
-    raw = json.loads((Path(__file__).parents[1] / "leaderboard/protocols/policy.json").read_text())
-    raw.update(id="test-labels", seeds={"start": 2**40, "count": 4})
-    raw["tasks"] = [t for t in raw["tasks"] if t["name"] == "kuhn_poker/vs-kuhn_nash"]
-    path = tmp_path_factory.mktemp("labels") / "test-labels.json"
-    path.write_text(json.dumps(raw))
-    return path
+    return _kuhn_protocol(tmp_path_factory.mktemp("labels"), "test-labels", 4, "kuhn_poker/vs-kuhn_nash")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from baselines.outputs import json_shape_problem, loads_bounded, read_capped, read_json_object
-from test_leaderboard_integrity import _copy, _episodes, _evaluate, _rejected, _reseal
+from test_leaderboard_integrity import _copy, _episodes, _evaluate, _kuhn_protocol, _rejected, _reseal
 
 GIB = 1 << 30
 PEAK_MB = 400           # the imports (torch, numpy) take ~230 MB; reading a 1 GiB file whole took 2-5 GB
@@ -120,14 +120,7 @@ def test_a_sparse_run_config_is_refused_by_the_checkpoint_player(tmp_path):
 # ---------------------------------------------------------------------- submissions
 @pytest.fixture(scope="module")
 def kuhn_protocol(tmp_path_factory) -> Path:
-    from leaderboard.protocol import PROTOCOL_DIR
-
-    raw = json.loads((PROTOCOL_DIR / "policy.json").read_text())
-    raw.update(id="test-hostile", seeds={"start": 2**40, "count": 4})
-    raw["tasks"] = [t for t in raw["tasks"] if t["name"] == "kuhn_poker/vs-kuhn_nash"]
-    path = tmp_path_factory.mktemp("protocol") / "test-hostile.json"
-    path.write_text(json.dumps(raw))
-    return path
+    return _kuhn_protocol(tmp_path_factory.mktemp("protocol"), "test-hostile", 4, "kuhn_poker/vs-kuhn_nash")
 
 
 @pytest.fixture(scope="module")

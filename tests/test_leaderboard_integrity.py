@@ -23,15 +23,20 @@ KUHN = "kuhn_poker-v0"
 
 
 # ---------------------------------------------------------------------- helpers
+def _kuhn_protocol(folder: Path, protocol_id: str, seeds: int, task: str | None = None) -> Path:
+    """policy@2 cut down to Kuhn (every Kuhn task, or only ``task``) on ``seeds`` seeds, as ``protocol_id``."""
+    raw = json.loads((PROTOCOL_DIR / "policy.json").read_text())
+    raw.update(id=protocol_id, seeds={"start": 2**40, "count": seeds})
+    raw["tasks"] = [t for t in raw["tasks"] if t["env_id"] == KUHN and task in (None, t["name"])]
+    path = folder / f"{protocol_id}.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
 @pytest.fixture(scope="module")
 def protocol_path(tmp_path_factory) -> Path:
     """policy@2 cut down to Kuhn (vs the Nash bot and vs random) on 8 seeds."""
-    raw = json.loads((PROTOCOL_DIR / "policy.json").read_text())
-    raw.update(id="test-policy", seeds={"start": 2**40, "count": 8})
-    raw["tasks"] = [t for t in raw["tasks"] if t["env_id"] == KUHN]
-    path = tmp_path_factory.mktemp("protocol") / "test-policy.json"
-    path.write_text(json.dumps(raw))
-    return path
+    return _kuhn_protocol(tmp_path_factory.mktemp("protocol"), "test-policy", 8)
 
 
 def _evaluate(protocol_path, out, player="random", method="random-player"):
