@@ -19,15 +19,20 @@ from scipy.stats import ttest_ind
 from baselines.train import TrainConfig, train
 
 
-def _run(tmp_path, **kw) -> list[dict]:
-    cfg = TrainConfig(model="tiny", mode="choice", out=str(tmp_path / "run"), progress=False, tensorboard=False,
-                      save_every=10**6, **kw)
+def _train_on_one_thread(cfg: TrainConfig) -> None:
+    """``train(cfg)`` with torch on one thread (the runs' figures were measured so), the thread count restored."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         train(cfg)
     finally:
         torch.set_num_threads(threads)
+
+
+def _run(tmp_path, **kw) -> list[dict]:
+    cfg = TrainConfig(model="tiny", mode="choice", out=str(tmp_path / "run"), progress=False, tensorboard=False,
+                      save_every=10**6, **kw)
+    _train_on_one_thread(cfg)
     return [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
 
 

@@ -8,12 +8,12 @@ never saw there (W-Z), its P(answer = hinted label) is at chance, 1/4: it memori
 from __future__ import annotations
 
 import pytest
-import torch
 
 from baselines.policies.base import request_for
-from baselines.train import TrainConfig, checkpoint, train
+from baselines.train import TrainConfig, checkpoint
 from baselines.train.learners import build_team
 from marl_llm_envs import make
+from test_llm_learning import _train_on_one_thread
 
 KWARGS = {"thinker_clue_accuracy": 0.9}
 RENAME = dict(zip("ABCD", "WXYZ"))
@@ -47,12 +47,7 @@ def test_trained_tiny_follows_the_trained_labels_and_is_at_chance_on_renamed_one
     cfg = TrainConfig(env="think_solve-v0", env_kwargs=KWARGS, action_mode="discrete", model="tiny", mode="choice",
                       partners="thinker=reference", steps=150, seed=0, out=str(tmp_path / "run"), progress=False,
                       tensorboard=False, save_every=10**6)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        train(cfg)
-    finally:
-        torch.set_num_threads(threads)
+    _train_on_one_thread(cfg)
     env = make("think_solve-v0", action_mode="discrete", **KWARGS)
     team = build_team(cfg, env, ["solver", "thinker"])
     _, tensors = checkpoint.load(checkpoint.latest(tmp_path / "run" / "checkpoints"))

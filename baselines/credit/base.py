@@ -19,7 +19,8 @@ from baselines.rollout import BranchSpec
 from marl_llm_envs import spec
 from marl_llm_envs.core import TextEnv
 
-__all__ = ["CreditMethod", "TokenAdvantages", "TurnAdvantages", "list_credits", "make_credit", "register"]
+__all__ = ["CreditMethod", "TokenAdvantages", "TurnAdvantages", "credit_class", "list_credits", "make_credit",
+           "register"]
 
 TurnAdvantages: TypeAlias = list[list[float]]
 """What :meth:`CreditMethod.advantages` returns: for every episode of the batch (in the order given), one advantage per
@@ -103,16 +104,7 @@ def make_credit(name: str, **options: Any) -> CreditMethod:
     """A registered method by name (``"rae"``), or a user's class by ``"package.module:ClassName"``.
 
     Unknown names and options raise ``ValueError`` listing what exists."""
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"a credit method name is a non-empty str, got {name!r}")
-    if ":" in name:
-        cls = _load_class(name)
-        label = name
-    else:
-        if name not in _REGISTRY:
-            raise ValueError(f"unknown credit method {name!r}; registered: {', '.join(_REGISTRY)}; or give "
-                             "'package.module:ClassName' for your own CreditMethod subclass")
-        cls, label = _REGISTRY[name], name
+    cls, label = credit_class(name), name
     params = inspect.signature(cls.__init__).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         known = {n: p.default for n, p in params.items()
@@ -123,6 +115,19 @@ def make_credit(name: str, **options: Any) -> CreditMethod:
             raise ValueError(f"credit method {label} has no option {', '.join(map(repr, unknown))}; its options: "
                              f"{listed}")
     return cls(**options)
+
+
+def credit_class(name: str) -> type[CreditMethod]:
+    """The class :func:`make_credit` builds for ``name`` (a registered name, or ``"package.module:ClassName"``);
+    an unknown name raises ``ValueError`` listing what exists."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a credit method name is a non-empty str, got {name!r}")
+    if ":" in name:
+        return _load_class(name)
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown credit method {name!r}; registered: {', '.join(_REGISTRY)}; or give "
+                         "'package.module:ClassName' for your own CreditMethod subclass")
+    return _REGISTRY[name]
 
 
 def _load_class(path: str) -> type[CreditMethod]:

@@ -31,6 +31,7 @@ import torch
 
 from baselines.outputs import replace_text, writing
 from baselines.credit import CreditMethod, TokenAdvantages, TurnAdvantages, make_credit
+from baselines.credit.base import credit_class
 from baselines.rollout import BranchSpec, RolloutEngine, episode_stats, training_seeds
 from baselines.train import checkpoint
 from baselines.train.config import TrainConfig, write_run_config
@@ -501,10 +502,8 @@ def _credit_options(cfg: TrainConfig) -> dict[str, Any]:
     (shuffled's draws, MAPPO's critic initialization): two training seeds then draw independently, and one training
     seed reproduces its run exactly (issue 40: every seed shared shuffled's option seed 0, so one draw pattern)."""
     options = dict(cfg.credit_options)
-    if "seed" not in options:
-        probe = make_credit(cfg.credit, **options)
-        if "seed" in inspect.signature(type(probe).__init__).parameters:
-            options["seed"] = cfg.seed
+    if "seed" not in options and "seed" in inspect.signature(credit_class(cfg.credit).__init__).parameters:
+        options["seed"] = cfg.seed
     return options
 
 
