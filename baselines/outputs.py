@@ -20,6 +20,7 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
+
 import numpy as np
 
 __all__ = ["JSON_CAP", "MAX_JSON_DEPTH", "FolderBusy", "escape_controls", "file_problem", "folder_problem",

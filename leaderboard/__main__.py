@@ -21,6 +21,7 @@ from typing import Sequence
 from baselines.credit import list_credits
 from baselines.outputs import escape_controls, folder_problem
 from baselines.train.config import BACKENDS, DTYPES, read_run_config
+from leaderboard import fidelity
 from leaderboard.benchmark import BASELINES, benchmark_credit
 from leaderboard.evaluate import evaluate
 from leaderboard.private import evaluate_private
@@ -30,7 +31,6 @@ from leaderboard.reproduce import reproduce
 from leaderboard.store import DEFAULT_STORE, submit
 from leaderboard.suite import list_suites, load_suite
 from leaderboard.validate import Limits, SubmissionError, validate
-from leaderboard import fidelity
 
 BOARD_DIR = DEFAULT_STORE.parent          # render writes LEADERBOARD.md and index.html here
 _STORE_HELP = f"the entry store (default: {DEFAULT_STORE}, in the current folder)"

@@ -19,11 +19,14 @@ SHA-256. No statistic is in it: validation computes them from the episodes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import importlib.util
 import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -31,22 +34,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from baselines.outputs import replace_text, writing
-from leaderboard.players import load_player, opponent_policy
-from leaderboard.protocol import Protocol, canonical_sha256
-from marl_llm_envs.text import short_repr
-import dataclasses
+from baselines.credit import list_credits
+from baselines.episode import write_jsonl
+from baselines.outputs import loads_bounded, read_capped, replace_text, writing
+from baselines.rollout import RolloutEngine
 from baselines.train import TrainConfig
 from baselines.train.config import RESULT_NEUTRAL_FIELDS
-from baselines.credit import list_credits
-from leaderboard.players import credit_sha256
-from baselines.outputs import loads_bounded, read_capped
-import importlib.util
-import shutil
-from leaderboard.players import SeededMoves, decision_stream
+from leaderboard.players import SeededMoves, credit_sha256, decision_stream, load_player, opponent_policy
+from leaderboard.protocol import Protocol, canonical_sha256
 from marl_llm_envs import make
-from baselines.rollout import RolloutEngine
-from baselines.episode import write_jsonl
+from marl_llm_envs.text import short_repr
 
 SUBMISSION_SCHEMA = "marl_llm_submission"
 SUBMISSION_VERSION = 1

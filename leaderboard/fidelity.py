@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -67,7 +68,6 @@ from leaderboard.suite import latest_suite, load_suite, safe_name
 from leaderboard.workers import Workers
 from marl_llm_envs import make
 from marl_llm_envs.reference import reference_policies
-import shutil
 
 __all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run",
            "family_fidelity", "for_suite", "add_flags", "command"]

@@ -26,16 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baselines.policies.base import Policy
-from baselines.credit import make_credit
-from baselines.policies.scripted import ScriptedPolicy
-from marl_llm_envs.reference import reference_policies
-from marl_llm_envs.scripted import random_legal
 import numpy as np
+
+from baselines.credit import make_credit
+from baselines.policies.base import Policy
+from baselines.policies.scripted import ScriptedPolicy
 from baselines.train import checkpoint
 from baselines.train.config import OUTPUT_FIELDS, read_run_config
 from baselines.train.learners import build_team
 from marl_llm_envs import make
+from marl_llm_envs.reference import reference_policies
+from marl_llm_envs.scripted import random_legal
 
 __all__ = ["Player", "SeededMoves", "credit_sha256", "decision_stream", "load_player", "opponent_policy"]
 

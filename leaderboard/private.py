@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from leaderboard.evaluate import evaluate
 from leaderboard.protocol import EVAL_SEED_START, Protocol
 from leaderboard.reproduce import reproduce
-from leaderboard.validate import Validated, validate
 from leaderboard.store import add_entry
+from leaderboard.validate import Validated, validate
 
 __all__ = ["PRIVATE_SEED_START", "evaluate_private", "private_protocol"]
 

@@ -56,8 +56,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
-from marl_llm_envs import spec
-from marl_llm_envs import make
+
+from marl_llm_envs import make, spec
 from marl_llm_envs.reference import reference_policies
 
 SCHEMA = "marl_llm_protocol"

@@ -31,20 +31,20 @@ machine and no re-training) is a :class:`~leaderboard.validate.SubmissionError` 
 
 from __future__ import annotations
 
+import ctypes
+import json
 import math
 import random
+import resource
+import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, play_cell, run_label
 from leaderboard.validate import SubmissionError, Validated, draw_audit_seed
-import ctypes
-import resource
-import json
-import shutil
-import subprocess
-import sys
 
 __all__ = ["DETECT_FRACTION", "DETECT_PROBABILITY", "detection_probability", "detection_sample", "draw_audit_seed",
            "reproduce"]

@@ -36,28 +36,24 @@ from __future__ import annotations
 import json
 import math
 import random
-import secrets
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from baselines.episode import json_safe
+from baselines.episode import READABLE_VERSIONS, SCHEMA, Episode, json_safe
 from baselines.outputs import escape_controls, json_shape_problem, read_capped
-from marl_llm_envs.text import short_repr
-
-from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_method,
-                                  check_run, config_sha256, file_sha256, parse_run_label, run_label)
-from leaderboard.protocol import Protocol, ProtocolError, Task, canonical_sha256, load_protocol, registered_protocol
-from marl_llm_envs.reference import reference_policies
-from baselines.episode import READABLE_VERSIONS, SCHEMA, Episode
-from marl_llm_envs import spec
-from leaderboard.evaluate import opponent_for
 from baselines.policies.base import request_for
 from baselines.rollout import env_action
-from marl_llm_envs import make
+from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_method,
+                                  check_run, config_sha256, file_sha256, opponent_for, parse_run_label, run_label)
+from leaderboard.protocol import Protocol, ProtocolError, Task, canonical_sha256, load_protocol, registered_protocol
+from marl_llm_envs import make, spec
+from marl_llm_envs.reference import reference_policies
+from marl_llm_envs.text import short_repr
 
 __all__ = ["Limits", "SubmissionError", "Validated", "validate"]
 

@@ -24,8 +24,8 @@ from typing import Sequence
 
 from baselines.credit.base import CreditMethod, check_batch, register, roles_of
 from baselines.episode import Episode
-from baselines.rollout import BranchSpec
 from baselines.fidelity import ground_truth, readable_roles
+from baselines.rollout import BranchSpec
 
 
 @register("oracle")

@@ -60,9 +60,7 @@ from typing import Any
 
 from baselines.policies.base import Choice, Generation, Policy, Request, set_decoding
 from baselines.policies.prompts import chat_prompt_ids, label_menu, label_token_ids, move_token_ids
-from baselines.policies.weight_sync import AdapterVersions, max_loras
-from baselines.policies.weight_sync import model_weights
-from baselines.policies.weight_sync import engine_weights, save_weights
+from baselines.policies.weight_sync import AdapterVersions, engine_weights, max_loras, model_weights, save_weights
 
 __all__ = ["VLLMPolicy", "WeightLoaderExtension"]
 

@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from baselines.episode import write_jsonl
+from baselines.models import load_model, require_device
 from baselines.policies.base import Policy
+from baselines.policies.vllm import VLLMPolicy
 from baselines.rollout.engine import BranchSpec, RolloutEngine
 from baselines.rollout.summary import summarize
-from pathlib import Path
-from baselines.policies.vllm import VLLMPolicy
-import tempfile
-from baselines.models import load_model
-from baselines.models import require_device
 
 __all__ = ["build_parser", "main"]
 

@@ -21,13 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from baselines.outputs import replace_text
-from marl_llm_envs.text import short_repr
-from baselines.outputs import loads_bounded, read_capped
 from baselines.credit import list_credits
-from marl_llm_envs import spec
-from baselines.outputs import folder_problem
+from baselines.outputs import folder_problem, loads_bounded, read_capped, replace_text
 from baselines.rollout.engine import SEED_STREAM
+from marl_llm_envs import spec
+from marl_llm_envs.text import short_repr
 
 AGGREGATIONS = ("token-mean", "seq-mean")
 ADAPTERS = ("none", "shared", "per_role")

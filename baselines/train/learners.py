@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
@@ -39,9 +40,8 @@ from baselines.policies.base import Choice, Generation, Policy, Request
 from baselines.policies.hf import TransformersPolicy, sequence_logprobs
 from baselines.policies.mlp import MLPPolicy
 from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
-from marl_llm_envs.reference import reference_policies
-from pathlib import Path
 from baselines.policies.vllm import VLLMPolicy
+from marl_llm_envs.reference import reference_policies
 
 __all__ = ["Learner", "Sample", "build_team"]
 

@@ -29,17 +29,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.outputs import replace_text, writing
 from baselines.credit import CreditMethod, TokenAdvantages, TurnAdvantages, make_credit
 from baselines.credit.base import credit_class
+from baselines.models import require_device
+from baselines.outputs import replace_text, writing
 from baselines.rollout import BranchSpec, RolloutEngine, episode_stats, training_seeds
 from baselines.train import checkpoint
 from baselines.train.config import TrainConfig, write_run_config
+from baselines.train.exact_eval import evaluate
 from baselines.train.learners import Learner, Sample, Team, build_team
 from baselines.train.loss import policy_loss, tis_weights, token_weight
 from marl_llm_envs import make, spec
-from baselines.models import require_device
-from baselines.train.exact_eval import evaluate
 
 __all__ = ["train"]
 
