@@ -59,7 +59,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from baselines.episode import Episode, Turn
-from baselines.policies.base import Policy, request_for
+from baselines.policies.base import Policy, choice_probs, request_for
 from baselines.rollout import BranchSpec, RolloutEngine
 from marl_llm_envs import replay
 
@@ -123,28 +123,21 @@ class Truth:
 # ---------------------------------------------------------------------- pi(b | h)
 def move_probs(policy: Policy | None, turn: Turn) -> np.ndarray:
     """``pi(b | h)`` over the turn's legal moves, in order (discrete mode: the action ids its mask allows; choice
-    mode: ``Turn.legal_actions``), from what the policy recorded on the turn: an MLP's :class:`VectorInputs` scored
-    again by ``policy`` (an :class:`~baselines.policies.mlp.MLPPolicy`), or the ``probs`` of an LLM choice mode or a
-    bot. Raises ``ValueError`` when the turn records no distribution (a free-text turn, a scripted bot)."""
+    mode: ``Turn.legal_actions``), from what the policy recorded on the turn (:func:`~baselines.policies.base.
+    choice_probs`: an MLP's :class:`VectorInputs` scored again by ``policy``, an :class:`~baselines.policies.mlp.
+    MLPPolicy`; or the ``probs`` of an LLM choice mode or a bot), normalized. Raises ``ValueError`` when the turn
+    records no distribution (a free-text turn, a scripted bot)."""
     choice = turn.choice
     if choice is None:
         raise ValueError(f"turn {turn.turn_index} of {turn.agent} records no move distribution (a free-text turn "
                          "or a scripted policy): pi(b|h) cannot be read from it")
-    if choice.scoring == "mlp":
-        if policy is None or not hasattr(policy, "log_policy"):
-            raise ValueError(f"turn {turn.turn_index} of {turn.agent} was played by an MLP; pass its MLPPolicy to "
-                             "read pi(b|h)")
-        import torch  # lazy: torch, seconds to import
-
-        with torch.no_grad():
-            logp, mask = policy.log_policy([choice.inputs])
-        ids = np.flatnonzero(mask[0].cpu().numpy() > 0)
-        p = logp[0].exp().cpu().numpy().astype(np.float64)[ids]
-        return p / p.sum()
-    if choice.probs:
-        p = np.asarray(choice.probs, dtype=np.float64)
-        return p / p.sum()
-    raise ValueError(f"turn {turn.turn_index} of {turn.agent} ({choice.scoring}) records no probabilities")
+    if choice.scoring == "mlp" and (policy is None or not hasattr(policy, "log_policy")):
+        raise ValueError(f"turn {turn.turn_index} of {turn.agent} was played by an MLP; pass its MLPPolicy to "
+                         "read pi(b|h)")
+    p = choice_probs(policy, choice)
+    if p is None:
+        raise ValueError(f"turn {turn.turn_index} of {turn.agent} ({choice.scoring}) records no probabilities")
+    return p / p.sum()
 
 
 def readable_roles(episodes: Sequence[Episode], policies: Mapping[str, Policy],

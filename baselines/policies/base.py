@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
 
 _set_dict = object.__setattr__
 """How :class:`Request`, :class:`VectorInputs` and :class:`Choice` set their fields at construction: their instance
@@ -165,6 +167,25 @@ class Generation:
 
 SETTINGS = ("mode", "temperature", "top_p", "max_new_tokens")
 OBSERVES = ("text", "legal_actions", "vector", "env")
+
+
+def choice_probs(policy: Any, choice: Choice | None) -> np.ndarray | None:
+    """The distribution ``choice`` was drawn from, over its request's legal moves in order (float64), or ``None``
+    where it records none (free text, a scripted bot that reports no probabilities): an MLP's scored again by
+    ``policy`` (its ``log_policy`` on the recorded :class:`VectorInputs`, over the legal ids of its mask), an LLM
+    choice mode's or a bot's ``probs`` as recorded. Not renormalized: callers check or normalize the sum."""
+    if choice is None:
+        return None
+    if choice.scoring == "mlp":
+        if choice.inputs is None or not hasattr(policy, "log_policy"):
+            return None
+        import torch  # lazy: torch, seconds to import
+
+        with torch.no_grad():
+            logp, mask = policy.log_policy([choice.inputs])
+        legal = np.flatnonzero(np.asarray(mask[0].cpu()) > 0)
+        return np.exp(logp[0].cpu().double().numpy()[legal])
+    return np.asarray(choice.probs, dtype=np.float64) if choice.probs else None
 
 
 def request_for(env, agent: str, observes: Iterable[str] = ("text", "legal_actions"),

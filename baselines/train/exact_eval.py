@@ -36,7 +36,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from baselines.policies.base import Policy, request_for
+from baselines.policies.base import Policy, choice_probs, request_for
 from baselines.rollout.engine import env_action
 from marl_llm_envs import make
 
@@ -123,21 +123,12 @@ def expand(policies: Mapping[str, Policy], env_id: str, env_kwargs: Mapping[str,
 
 def _distribution(policy: Policy, request, generation) -> list[float]:
     """The policy's probabilities over ``request.legal_actions`` for this decision."""
-    choice = generation.choice
-    if choice is not None and choice.probs:
-        probs = [float(p) for p in choice.probs]
-    elif choice is not None and choice.scoring == "mlp" and choice.inputs is not None and hasattr(policy,
-                                                                                                "log_policy"):
-        import torch  # lazy: torch, seconds to import
-
-        with torch.no_grad():
-            logp, mask = policy.log_policy([choice.inputs])
-        legal = np.flatnonzero(np.asarray(mask[0].cpu()) > 0)
-        probs = np.exp(logp[0].cpu().double().numpy()[legal]).tolist()
-    else:
+    probs = choice_probs(policy, generation.choice)
+    if probs is None:
         raise ValueError(f"exact evaluation needs each policy's distribution over the legal moves; "
                          f"{getattr(policy, 'name', type(policy).__name__)} ({request.role}) reports none (a "
                          "scripted bot): evaluate with choice-mode LLMs, MLPs or random bots")
+    probs = probs.tolist()
     if len(probs) != len(request.legal_actions) or not math.isclose(sum(probs), 1.0, abs_tol=1e-4):
         raise ValueError(f"{request.role}: the policy's probabilities ({len(probs)}, sum {sum(probs):.6f}) are not a "
                          f"distribution over the {len(request.legal_actions)} legal moves")
