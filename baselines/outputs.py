@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["JSON_CAP", "MAX_JSON_DEPTH", "FolderBusy", "escape_controls", "file_problem", "folder_problem",
            "json_shape_problem", "loads_bounded", "read_capped", "read_json_object", "replace_text", "replacing",
-           "writing"]
+           "safe_name", "writing"]
 
 JSON_CAP = 64 << 20          # default size cap of a JSON file read back (the largest we write is far smaller)
 MAX_JSON_DEPTH = 64          # nesting: ours is at most ~10 deep (a checkpoint's optimizer state)
@@ -199,6 +199,13 @@ def escape_controls(text: object) -> str:
     escape (``\\x1b``, ``\\n``, ``\\u202e``): what a message or a terminal table echoes of a file someone else
     wrote can then not move the cursor, recolour the terminal or hide text."""
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
+def safe_name(name: str) -> str:
+    """``name`` as one path component: every character but letters, digits and ``._-`` becomes ``_`` (a method
+    ``package.module:Class`` or a setting ``voting/plurality/n2`` names one run folder; a learner's label its vLLM
+    engine's folder)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 def folder_problem(path: str | Path) -> str | None:

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from baselines.models import load_model
+from baselines.outputs import safe_name
 from baselines.policies.base import Choice, Generation, Policy, Request
 from baselines.policies.hf import TransformersPolicy, sequence_logprobs
 from baselines.policies.mlp import MLPPolicy
@@ -497,7 +498,7 @@ def _vllm_engine(cfg, name: str, label: str, model, tok, settings: dict, roles: 
     Its weights are sent by :meth:`Learner.sync_rollouts` before the first rollout and after every update."""
 
     adapters = list(roles) if cfg.adapters == "per_role" else ["shared"] if cfg.adapters == "shared" else []
-    folder = Path(cfg.out) / "vllm" / "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    folder = Path(cfg.out) / "vllm" / safe_name(label)
     return VLLMPolicy.from_model(model, tok, folder / "model", name=f"vllm:{name}:{cfg.mode}",
                                  dtype=cfg.dtype, seed=cfg.seed, lora_adapters=adapters, lora_rank=cfg.lora_r,
                                  lora_folder=folder / "adapters", **settings)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import marl_llm_envs
-from baselines.outputs import read_json_object, writing
+from baselines.outputs import read_json_object, safe_name, writing
 from baselines.rollout import RolloutEngine
 from leaderboard import exact
 from leaderboard.players import load_player, opponent_policy
@@ -22,12 +22,6 @@ from leaderboard.suite.spec import Suite
 from leaderboard.workers import Workers
 
 __all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "run_one", "safe_name", "train_run"]
-
-
-def safe_name(name: str) -> str:
-    """``name`` as one path component: every character but letters, digits and ``._-`` becomes ``_`` (a method
-    ``package.module:Class`` or a setting ``voting/plurality/n2`` names one run folder)."""
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 def applicable(method: str, env_id: str) -> str | None:
