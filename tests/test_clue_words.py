@@ -126,3 +126,11 @@ def test_the_default_records_no_clue_pool_and_bad_settings_are_named():
         make("think_solve-v0", action_mode="discrete", clue_pool="words")
     with pytest.raises(ValueError, match="give thinker_clue_accuracy and action_mode='discrete'"):
         make("think_solve-v0", thinker_clue_accuracy=0.9, clue_pool="words")
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_the_words_task_passes_pettingzoos_api_and_seed_tests(split):
+    from pettingzoo.test import api_test, seed_test
+
+    api_test(_env(split=split), num_cycles=50)
+    seed_test(lambda: _env(split=split), num_cycles=50)
