@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from baselines import fidelity as fid
+from baselines.credit import make_credit
 from baselines.policies.base import Choice, Generation, Policy, request_for
 from baselines.policies.mlp import MLPPolicy
 from baselines.rollout import BranchSpec, RolloutEngine
@@ -74,6 +75,20 @@ def test_true_advantage_of_a_two_voter_fraction_vote_is_the_hand_computed_one():
             assert np.allclose(tt.advantages(), [((b == right) - p[right]) / 2 for b in range(5)], atol=1e-9)
             assert np.allclose(tt.probs, p)
     assert truth.exact_turns == 2 * len(episodes)
+
+
+def test_oracle_credits_each_ballot_its_hand_computed_true_advantage():
+    """The oracle method (make_credit("oracle"), its own force branches) on the two-voter fraction vote: each
+    ballot's advantage is ([a right] - p[right label]) / 2, as worked by hand above."""
+    p = [0.4, 0.3, 0.15, 0.1, 0.05]
+    policy = FixedProbs(p)
+    oracle = make_credit("oracle", k=2)
+    episodes = RolloutEngine(policy, show_progress=False).run(VOTING, 6, 2, seed=5, env_kwargs=_voting(2),
+                                                              branches=oracle.branches(VOTING))
+    oracle.policies = {"voter": policy}     # what attach(team) hands over in training
+    for e, row in zip(episodes, oracle.advantages(episodes)):
+        right = _answer_index(e)
+        assert row == pytest.approx([((int(t.action) == right) - p[right]) / 2 for t in e.turns], abs=1e-9)
 
 
 def test_sampled_true_advantage_is_exact_where_later_voters_never_see_the_move():
