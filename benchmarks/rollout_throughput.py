@@ -17,7 +17,7 @@ shared), and one call against transformers ``model.generate`` on the same prompt
 same workload in one run (one generate call of 16 random-text prompts, and the batched engine over think_solve
 episodes), with each engine's start-up time; models ``tiny-vllm`` and SmolLM2-135M.
 
-    /work/venv-vllm/bin/python benchmarks/rollout_throughput.py --backend vllm --threads 1
+    .venv-vllm/bin/python benchmarks/rollout_throughput.py --backend vllm --threads 1
 
 CUDA mode: tokens/s of a randomly initialised model shaped like Qwen2-0.5B (built from a config: nothing is
 downloaded), one call of the policy (plain, fast, static cache + CUDA graph) and the engine at a batch of 256 envs,
