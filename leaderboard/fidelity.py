@@ -44,7 +44,6 @@ delay, clue accuracy and idle seats, with 95% bands).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import shutil
@@ -63,6 +62,7 @@ from baselines.policies.scripted import MixedPolicy
 from baselines.rollout import RolloutEngine, training_seeds
 from baselines.train import TrainConfig, checkpoint, train
 from baselines.train.learners import build_team
+from leaderboard.players import weights_sha256
 from leaderboard.stats import holm
 from leaderboard.suite import latest_suite, load_suite, safe_name
 from leaderboard.workers import Workers
@@ -137,12 +137,8 @@ def plan(methods: Sequence[str], tier: str = "micro", quick: bool = False, setti
 
 
 def _weights_sha256(team) -> str:
-    h = hashlib.sha256()
-    for learner in team.learners:
-        for name, t in sorted(learner.module.state_dict().items()):
-            h.update(name.encode())
-            h.update(t.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
+    """The team's weights' SHA-256 (every learner's state, in order), as a player's provenance records it."""
+    return weights_sha256(*(learner.module.state_dict() for learner in team.learners))
 
 
 def _trained_weights(spec: dict[str, Any], team, step: int) -> str:

@@ -38,7 +38,8 @@ from marl_llm_envs import make
 from marl_llm_envs.reference import reference_policies
 from marl_llm_envs.scripted import random_legal
 
-__all__ = ["Player", "SeededMoves", "credit_sha256", "decision_stream", "load_player", "opponent_policy"]
+__all__ = ["Player", "SeededMoves", "credit_sha256", "decision_stream", "load_player", "opponent_policy",
+           "weights_sha256"]
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Player:
     run_dir: Path | None = None              # checkpoints: the trainer run (config.json, metrics.jsonl)
 
 
-def _weights_sha256(*states: dict[str, Any]) -> str:
+def weights_sha256(*states: dict[str, Any]) -> str:
     """sha256 over the tensors of one or more state dicts, each in key order (bfloat16 read as float32)."""
     import torch
 
@@ -178,7 +179,7 @@ def _hf_player(spec: str, env_id: str, roles: list[str], greedy: bool) -> Player
         raise ValueError(f"player spec {spec!r} is not hf:MODEL or hf:MODEL:choice / hf:MODEL:generate")
     policy = TransformersPolicy.from_name(name, mode=mode, temperature=0.0 if greedy else 1.0)
     return Player(spec, env_id, {r: policy for r in roles},
-                  {"spec": spec, "model_id": name, "weights_sha256": _weights_sha256(policy.model.state_dict()),
+                  {"spec": spec, "model_id": name, "weights_sha256": weights_sha256(policy.model.state_dict()),
                    "decoding": {r: policy.settings() for r in roles}})
 
 
@@ -228,7 +229,7 @@ def _checkpoint_player(spec: str, path: Path, env_id: str, roles: list[str], act
         p.version = int(meta["step"])
     return Player(spec, env_id, policies, {
         "spec": spec, "model_id": cfg.model,
-        "weights_sha256": _weights_sha256(*(state["model"] for state in tensors["learners"])),
+        "weights_sha256": weights_sha256(*(state["model"] for state in tensors["learners"])),
         "decoding": {r: p.settings() for r, p in sorted(policies.items())},
         "config_hash": config_hash, "credit": cfg.credit, "credit_sha256": credit_sha256(cfg.credit),
         "train_seed": cfg.seed, "step": int(meta["step"]),
