@@ -11,7 +11,7 @@ import pytest
 
 import marl_llm_envs
 from baselines.rollout import RolloutEngine
-from baselines.train.loop import _decisive_rewards, _metrics
+from baselines.train.logging import decisive_rewards as _decisive_rewards, step_metrics as _metrics
 from leaderboard.players import opponent_policy
 from leaderboard.suite import load_suite, plan, run_one, suite_coverage
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gc
 import inspect
-import json
 import math
 import os
 import time
@@ -32,19 +31,19 @@ import torch
 from baselines.credit import CreditMethod, TokenAdvantages, TurnAdvantages, make_credit
 from baselines.credit.base import credit_class
 from baselines.models import require_device
-from baselines.outputs import replace_text, writing
-from baselines.rollout import BranchSpec, RolloutEngine, episode_stats, training_seeds
+from baselines.outputs import writing
+from baselines.rollout import BranchSpec, RolloutEngine, training_seeds
 from baselines.train import checkpoint
 from baselines.train.config import TrainConfig, write_run_config
 from baselines.train.exact_eval import evaluate
 from baselines.train.learners import Learner, Sample, Team, build_team
+from baselines.train.logging import METRICS, Log, keep_metrics, require_wandb, step_metrics
 from baselines.train.loss import policy_loss, tis_weights, token_weight
 from marl_llm_envs import make, spec
 
 __all__ = ["train"]
 
 CHECKPOINTS = "checkpoints"      # the run folder's checkpoint folder
-METRICS = "metrics.jsonl"        # one JSON line of metrics per step
 COLLECT_EVERY = 4                # an MLP run's full garbage collection: after every 4th step (_collect_once_per_step)
 
 
@@ -247,80 +246,6 @@ def _autocast(cfg: TrainConfig):
     return nullcontext()
 
 
-def _metrics(step: int, episodes, advantages, family: str, diag: dict[str, float]) -> dict[str, Any]:
-    m: dict[str, Any] = {"step": step, "episodes": len(episodes)}
-    stats = episode_stats(episodes)
-    adv_by_role: dict[str, list[float]] = {}
-    for e, row in zip(episodes, advantages):
-        for t, a in zip(e.turns, row):
-            xs = adv_by_role.get(t.role)
-            if xs is None:
-                xs = adv_by_role[t.role] = []
-            if isinstance(a, list):
-                xs.extend(a)
-            else:
-                xs.append(a)
-    for team, r in stats.means(stats.team_rewards).items():
-        m[f"reward/team/{team}"] = r
-    for team, r in sorted(_decisive_rewards(episodes).items()):
-        m[f"reward/decisive/{team}"] = float(np.mean(r))
-    for role, rs in sorted(stats.role_rewards.items()):
-        m[f"reward/role/{role}"] = float(np.mean(rs))
-        if family == "zero_sum":
-            m[f"win_rate/{role}"] = float(np.mean([r > 0 for r in rs]))
-    for role, xs in sorted(adv_by_role.items()):
-        x = np.asarray(xs, dtype=np.float64)
-        m[f"adv/{role}/mean"], m[f"adv/{role}/std"], m[f"adv/{role}/abs"] = (float(x.mean()), float(x.std()),
-                                                                             float(np.abs(x).mean()))
-    m["invalid_rate"] = stats.invalid_rate
-    m["tokens/main"] = stats.tokens_main
-    m["tokens/branches"] = stats.tokens_branches
-    free: dict[str, list[float]] = {}
-    for e in episodes:       # the free-riding diagnostic: the outcome with minus without the agent
-        for b in e.branches:
-            if b.kind == "ablate":
-                t = e.turns[b.turn_index]
-                free.setdefault(t.role, []).append(float(e.rewards.get(t.agent, 0.0))
-                                                   - float(b.team_rewards.get(t.team, 0.0)))
-    for role, xs in sorted(free.items()):
-        m[f"free_riding/{role}"] = float(np.mean(xs))
-    for role, xs in sorted(_rollout_entropy(episodes).items()):
-        m[f"policy_entropy/{role}"] = float(np.mean(xs))
-    for k, v in diag.items():
-        m[f"credit/{k}"] = float(v)
-    return m
-
-
-def _decisive_rewards(episodes) -> dict[str, list[float]]:
-    """Per team, the noise-free reward of each episode whose env reports the noise it added (``noise_total`` in the
-    final infos, e.g. team_umbrella-v0): the team reward minus that noise, i.e. the decisive move's +-1 (or the
-    invalid-move penalty). Empty for envs that add no noise."""
-    out: dict[str, list[float]] = {}
-    for e in episodes:
-        noise = next((i["noise_total"] for i in e.final_infos.values()
-                      if isinstance(i, dict) and i.get("noise_total") is not None), None)
-        if noise is None:
-            continue
-        for team, r in e.team_rewards.items():
-            out.setdefault(team, []).append(float(r) - float(noise))
-    return out
-
-
-def _rollout_entropy(episodes) -> dict[str, list[float]]:
-    """Per role, the entropy (nats) of each main-episode decision's sampled distribution over the legal moves, from
-    the probabilities the policy recorded (``Turn.choice.probs``: choice mode, scripted bots): the exploration left at
-    every step, from step 0 on, over every decision (not only those the update trains)."""
-    out: dict[str, list[float]] = {}
-    for e in episodes:
-        for t in e.turns:
-            probs = t.choice.probs if t.choice is not None and not t.replayed else None
-            if probs:
-                p = np.asarray(probs, dtype=np.float64)
-                p = p[p > 0]
-                out.setdefault(t.role, []).append(float(-(p * np.log(p)).sum()))
-    return out
-
-
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Run (or resume) a training run; returns the last step's metrics.
 
@@ -371,7 +296,7 @@ def _train_in(cfg: TrainConfig, run: _Run, dist: _Dist, freeze: bool) -> dict[st
     for learner in team.learners:
         learner.set_version(start)
         learner.sync_rollouts(start)     # --backend vllm: the engine starts from the trainer's (resumed) weights
-    log = _Log(cfg, run.out, start) if dist.main else None
+    log = Log(cfg, run.out, start) if dist.main else None
     method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
     engine = RolloutEngine(team.policies, show_progress=False, record_state=method.needs_state)
     metrics: dict[str, Any] = {}
@@ -435,7 +360,7 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
             learner.sync_rollouts(step + 1)
     t3 = time.perf_counter()
     # ---- metrics
-    metrics = _metrics(step, episodes, advantages, run.family, diag)
+    metrics = step_metrics(step, episodes, advantages, run.family, diag)
     metrics.update(upd)
     metrics["roles_trained"] = ",".join(sorted(roles_now))
     metrics.update({"time/rollout": t1 - t0, "time/credit": t2 - t1, "time/update": t3 - t2,
@@ -486,10 +411,7 @@ def _prepare(cfg: TrainConfig) -> _Run:
     for b in branches:
         b.agents(env)
     if cfg.wandb:
-        try:
-            import wandb  # noqa: F401
-        except ImportError:
-            raise ImportError("--wandb needs wandb: pip install wandb") from None
+        require_wandb()
 
     require_device(cfg.device)
     out = Path(cfg.out)
@@ -547,33 +469,8 @@ def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
                          f"({type(e).__name__}: {str(e)[:300]})") from None
     start = meta["step"]
     if main:
-        _keep_metrics(run.out / METRICS, start)
+        keep_metrics(run.out / METRICS, start)
     return start
-
-
-def _keep_metrics(path: Path, start: int) -> None:
-    """Cut ``metrics.jsonl`` to the lines of steps ``0 .. start - 1`` (a run resumed from its checkpoint at step
-    ``start`` writes the later ones again), replacing the file in one step (a process killed while it is rewritten
-    leaves the old file, never a cut one). A file that does not hold those steps, in order, is an error that leaves
-    it untouched: resuming would write a run whose metrics miss steps."""
-    if not path.exists():
-        lines: list[str] = []
-    else:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[:start]
-    for i, line in enumerate(lines):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        if not isinstance(row, dict) or row.get("step") != i:
-            raise ValueError(f"--resume: line {i + 1} of {path} is not the metrics of step {i} (the file was cut or "
-                             f"edited); the checkpoint continues from step {start}. Restore the file, or train again "
-                             "with another --out")
-    if len(lines) < start:
-        raise ValueError(f"--resume: {path} holds the metrics of {len(lines)} steps, but the checkpoint continues "
-                         f"from step {start} (the file was cut or deleted); resuming would leave steps "
-                         f"{len(lines)}..{start - 1} out. Restore the file, or train again with another --out")
-    replace_text(path, "".join(line + "\n" for line in lines))
 
 
 def _rollout(engine: RolloutEngine, cfg: TrainConfig, run: _Run, dist: _Dist, step: int) -> tuple[list, slice]:
@@ -615,61 +512,3 @@ def _save(cfg: TrainConfig, out: Path, step: int, team: Team, method: CreditMeth
                              "reference": lr.reference_state()}     # the KL reference's weights (None: none kept)
                             for lr in team.learners], "rng": checkpoint.rng_state()}
     checkpoint.save(out / CHECKPOINTS, step, meta, tensors, keep=cfg.keep_checkpoints)
-
-
-class _Log:
-    """Where each step's metrics go (the main process only): a line of ``metrics.jsonl``, and TensorBoard, W&B and
-    the progress bar where they are asked for."""
-
-    def __init__(self, cfg: TrainConfig, out: Path, start: int) -> None:
-        self.path = out / METRICS
-        self.file = None
-        self.writer = _tensorboard(cfg, out, start)
-        self.run = None
-        if cfg.wandb:
-            import wandb
-
-            self.run = wandb.init(project=cfg.wandb, config=cfg.to_dict(), dir=str(out), resume="allow")
-        self.bar = None
-        if cfg.progress:
-            from baselines.progress import Progress
-
-            self.bar = Progress(cfg.steps, f"train {cfg.env} {cfg.credit}", unit="step", initial=start)   # TTY: a bar
-
-    def write(self, step: int, metrics: dict[str, Any]) -> None:
-        if self.file is None:       # opened once, at the first step; each line is flushed as it is written
-            self.file = open(self.path, "a", encoding="utf-8")
-        self.file.write(json.dumps(metrics, sort_keys=True) + "\n")
-        self.file.flush()
-        if self.writer is not None:
-            for k, v in metrics.items():
-                if isinstance(v, (int, float)) and k != "step":
-                    self.writer.add_scalar(k, v, step)
-            self.writer.flush()
-        if self.run is not None:
-            self.run.log({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, step=step)
-        if self.bar is not None:
-            reward = next((v for k, v in metrics.items() if k.startswith("reward/team/")), 0.0)
-            tps = (metrics["tokens/main"] + metrics["tokens/branches"]) / max(1e-9, metrics["time/step"])
-            self.bar.update(1, reward=f"{reward:+.3f}", tok_s=f"{tps:.0f}")
-
-    def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
-        if self.bar is not None:
-            self.bar.close()
-        if self.writer is not None:
-            self.writer.close()
-        if self.run is not None:
-            self.run.finish()
-
-
-def _tensorboard(cfg: TrainConfig, out: Path, start: int):
-    if not cfg.tensorboard:
-        return None
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:     # tensorboard is optional
-        return None
-    return SummaryWriter(str(out / "tensorboard"), purge_step=start)
