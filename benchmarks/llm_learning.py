@@ -15,8 +15,8 @@ per setup, the mean over the last third of the steps of the trained curve, the c
 each with a 95% t-interval over seeds (overlapping intervals: inconclusive).
 
 Update cost (one Kuhn batch of the same model, advantages +-1 so every decision is trained, each variant timed in the
-same process, one after the other, at each of ``--cost-threads``): ``_update`` as the trainer runs it
-(:meth:`LLMLearner.micro_batches`: sorted by prompt, identical prompts and shared prefixes prefilled once), ``_update``
+same process, one after the other, at each of ``--cost-threads``): ``update`` as the trainer runs it
+(:meth:`LLMLearner.micro_batches`: sorted by prompt, identical prompts and shared prefixes prefilled once), ``update``
 with micro-batches packed in order by full prompt length (first thread count only), and the anchor, a bare loop: the
 same prompts, left-padded in micro-batches of the same token budget, one forward and ``backward()`` of the label
 tokens' log-probabilities, no optimizer. Rates are prompt tokens of the batch per second. Then one update pass cut into
@@ -122,19 +122,20 @@ def _cost_batch(args):
     from baselines.rollout import RolloutEngine
     from baselines.train import TrainConfig
     from baselines.train.learners import build_team
-    from baselines.train.loop import _Dist, _samples
+    from baselines.train.dist import Dist
+    from baselines.train.update import trained_samples
     from marl_llm_envs import make
 
     cfg = TrainConfig(env="kuhn_poker-v0", model=args.model, mode="choice", choice_scoring=args.scoring,
                       adapters=args.adapters, partners="player_1=random", lr=1e-6)
-    team = build_team(cfg, make("kuhn_poker-v0"), ["player_0", "player_1"], prepare=_Dist(cfg).prepare)
+    team = build_team(cfg, make("kuhn_poker-v0"), ["player_0", "player_1"], prepare=Dist(cfg).prepare)
     learner = team.learners[0]
     n_tasks = max(1, args.cost_episodes // args.group_size)
     episodes = RolloutEngine(team.policies, show_progress=False).run("kuhn_poker-v0", n_tasks, args.group_size, seed=7)
     rng = np.random.default_rng(0)
     adv = [[float(rng.choice([-1.0, 1.0])) for _ in e.turns] for e in episodes]
     roles = set(team.trainable)
-    samples = _samples(episodes, adv, roles)
+    samples = trained_samples(episodes, adv, roles)
     return cfg, team, learner, episodes, samples, roles
 
 
@@ -196,7 +197,8 @@ def update_cost(args) -> dict:
     """Prompt tokens/s of the update against a bare forward+backward loop over the same batch, per torch thread
     count, and the update's phases (one process, one variant after the other)."""
     from baselines.train.learners import Learner, LLMLearner
-    from baselines.train.loop import _Dist, _update
+    from baselines.train.dist import Dist
+    from baselines.train.update import update
 
     threads0 = torch.get_num_threads()
     cfg, team, learner, episodes, samples, roles = _cost_batch(args)
@@ -220,7 +222,7 @@ def update_cost(args) -> dict:
         for variant, method in variants:
             learner.micro_batches = types.MethodType(method, learner)
             before = learner.hf_policy.stats.prefill_tokens
-            dt, _ = timed(lambda: _update(team, cfg, _Dist(cfg), list(samples), total, roles))
+            dt, _ = timed(lambda: update(team, Dist(cfg), list(samples), total, roles))
             out["rows"].append({"variant": variant, "threads": threads, "s": dt, "prompt_tok_s": tokens / dt,
                                 "computed_prompt_tokens": learner.hf_policy.stats.prefill_tokens - before,
                                 "micro_batches": len(learner.micro_batches(samples, cfg.micro_batch_tokens))})

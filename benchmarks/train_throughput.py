@@ -38,6 +38,7 @@ machine; the anchor (the env-only rate) is measured the same way in the same run
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import os
 import platform
@@ -79,7 +80,8 @@ def main() -> None:
     from baselines.rollout import RolloutEngine
     from baselines.train import TrainConfig, train
     from baselines.train.learners import build_team, pack
-    from baselines.train.loop import _Dist, _samples, _update
+    from baselines.train.dist import Dist
+    from baselines.train.update import trained_samples, update
     from marl_llm_envs import make
 
     print(f"# Trainer throughput ({datetime.datetime.now().isoformat(timespec='seconds')})\n")
@@ -122,14 +124,14 @@ def main() -> None:
         args.env, args.tasks, args.group_size, seed=1, env_kwargs=env_kwargs, branches=method.branches(args.env))
     rng = np.random.default_rng(0)
     adv = [[float(rng.normal()) for _ in e.turns] for e in episodes]   # every turn has work to do
-    samples = _samples(episodes, adv, set(team.trainable))
+    samples = trained_samples(episodes, adv, set(team.trainable))
     total = {learner.name: [s.n for s in samples]}
     prompt_tokens = sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples)
     scored = sum(s.n for s in samples)
     model = learner.module
 
     def ours() -> None:
-        _update(team, cfg, _Dist(cfg), samples, total, set(team.trainable))
+        update(team, Dist(cfg), samples, total, set(team.trainable))
 
     bare_opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
 
@@ -144,7 +146,9 @@ def main() -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         bare_opt.step()
 
-    learner.set_up_training(1e-5, 0.01, _Dist(cfg).prepare)      # AdamW as the bare loop has it (its defaults)
+    # AdamW as the bare loop has it (its defaults); the rest of the update's settings as a run of cfg has them
+    settings = dataclasses.replace(cfg.learner_settings(learner.model_name), lr=1e-5, weight_decay=0.01)
+    learner.set_up_training(settings, Dist(cfg).prepare)
     times: dict[str, list[float]] = {"bare": [], "ours": []}
     for _ in range(args.repeats):       # interleaved, so load changes hit both alike
         for name, fn in (("bare", bare), ("ours", ours)):

@@ -47,7 +47,7 @@ def test_an_old_turn_with_the_choice_in_extra_loads_with_a_typed_choice():
 
 
 def test_the_trainer_reads_the_typed_choice_of_old_and_new_turns_alike():
-    from baselines.train.loop import _samples
+    from baselines.train.update import trained_samples as _samples
 
     new = Turn("player_0", "player_0", "player_0", [1, 2], [9], [-0.5], "[bet]", "[bet]",
                legal_actions=["[check]", "[bet]"], choice=Choice(1, -0.51, "label", [0.4, 0.6]))
@@ -67,7 +67,7 @@ def test_an_mlp_decision_is_scored_again_on_its_typed_inputs_from_new_and_old_fi
     from baselines.policies.mlp import MLPPolicy
     from baselines.rollout import RolloutEngine
     from baselines.train.learners import MLPLearner
-    from baselines.train.loop import _samples
+    from baselines.train.update import trained_samples as _samples
     from marl_llm_envs import make
 
     env = make("kuhn_poker-v0", action_mode="discrete")

@@ -20,7 +20,8 @@ import torch
 from baselines.rollout import RolloutEngine
 from baselines.train import TrainConfig, checkpoint, train
 from baselines.train.learners import build_team
-from baselines.train.loop import _Dist, _samples, _update
+from baselines.train.dist import Dist as _Dist
+from baselines.train.update import trained_samples as _samples, update as _update
 from baselines.train.loss import policy_loss, token_weight
 from marl_llm_envs import make
 
@@ -73,7 +74,7 @@ def _one_update(cfg: TrainConfig, env_id: str, kwargs: dict, sign: dict[str, flo
     params = {n: p.detach().clone() for n, p in learner.module.named_parameters()}
     with torch.no_grad():
         before = learner.logprobs(samples)[0].clone()
-    stats = _update(team, cfg, _Dist(cfg), samples, total, roles_now)
+    stats = _update(team, _Dist(cfg), samples, total, roles_now)
     with torch.no_grad():
         after = learner.logprobs(samples)[0]
     return team, samples, before, after, stats, params

@@ -15,7 +15,8 @@ from baselines.rollout import RolloutEngine
 from baselines.train import TrainConfig, train
 from baselines.train.config import read_run_config, write_run_config
 from baselines.train.learners import build_team
-from baselines.train.loop import _Dist, _samples, _update
+from baselines.train.dist import Dist as _Dist
+from baselines.train.update import trained_samples as _samples, update as _update
 from baselines.train.loss import policy_loss
 from marl_llm_envs import make
 
@@ -86,7 +87,7 @@ def test_each_roles_adapter_is_clipped_on_its_own():
 
     learner.optimizer.step = record_then_skip
     total = {lr.name: [s.n for s in samples if s.role in lr.trainable] for lr in team.learners}
-    stats = _update(team, cfg, _Dist(cfg), samples, total, {"thinker", "solver"})
+    stats = _update(team, _Dist(cfg), samples, total, {"thinker", "solver"})
     assert {s.role for s in samples} == {"thinker", "solver"}
     (seen,) = norms
     assert set(seen) == {"thinker", "solver"}

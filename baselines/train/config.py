@@ -188,31 +188,35 @@ class TrainConfig:
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
     # ------------------------------------------------------------------ derived
-    def learning_rate(self, model_name: str) -> float:
+    def learner_settings(self, model_name: str) -> "LearnerSettings":
+        """The update's hyperparameters for a learner of ``model_name`` (the ``--model`` name of its weights), with
+        the per-model defaults filled in. The trainer resolves them once per learner, when the team is built (before
+        step 0): :attr:`Learner.settings <baselines.train.learners.Learner.settings>`.
+
+        * ``lr``: ``--lr``, or when it is 0, 3e-3 for an MLP, 1e-4 for LoRA adapters, 3e-4 for the ``tiny`` model's
+          full weights and 1e-5 for other LLMs' full weights;
+        * ``entropy_coef``: ``--entropy-coef``, or when it is -1, 0.05 for the random-init ``tiny`` model (it keeps the
+          choice distribution of a not-yet-learned hint from collapsing onto a wrong label, where every sample of a
+          GRPO group is wrong and the advantage is 0; measured in ``benchmarks/RESULTS.md``) and 0 otherwise;
+        * ``epochs``: ``--ppo-epochs``, or when it is 0, 4 for the ``tiny`` model (measured: it learns the clue task
+          with 4 clipped passes at lr 3e-4 and not with one; ``benchmarks/RESULTS.md``, "Why the tiny solver did not
+          learn") and 1 otherwise."""
         if self.lr > 0:
-            return self.lr
-        if model_name == "mlp":
-            return 3e-3
-        if self.adapters != "none":
-            return 1e-4
-        return 3e-4 if model_name == "tiny" else 1e-5
-
-    def entropy(self, model_name: str) -> float:
-        """The entropy bonus for a learner of ``model_name``: ``--entropy-coef``, or when it is -1, 0.05 for the
-        random-init ``tiny`` model (it keeps the choice distribution of a not-yet-learned hint from collapsing onto a
-        wrong label, where every sample of a GRPO group is wrong and the advantage is 0; measured in
-        ``benchmarks/RESULTS.md``) and 0 otherwise."""
-        if self.entropy_coef >= 0:
-            return self.entropy_coef
-        return 0.05 if model_name == "tiny" else 0.0
-
-    def epochs(self, model_name: str) -> int:
-        """PPO epochs for a learner of ``model_name``: ``--ppo-epochs``, or when it is 0, 4 for the random-init
-        ``tiny`` model (measured: it learns the clue task with 4 clipped passes at lr 3e-4 and not with one;
-        ``benchmarks/RESULTS.md``, "Why the tiny solver did not learn") and 1 otherwise."""
-        if self.ppo_epochs > 0:
-            return self.ppo_epochs
-        return 4 if model_name == "tiny" else 1
+            lr = self.lr
+        elif model_name == "mlp":
+            lr = 3e-3
+        elif self.adapters != "none":
+            lr = 1e-4
+        else:
+            lr = 3e-4 if model_name == "tiny" else 1e-5
+        tiny = model_name == "tiny"
+        return LearnerSettings(
+            lr=lr, weight_decay=self.weight_decay,
+            epochs=self.ppo_epochs if self.ppo_epochs > 0 else 4 if tiny else 1,
+            entropy_coef=self.entropy_coef if self.entropy_coef >= 0 else 0.05 if tiny else 0.0,
+            clip_low=self.clip_low, clip_high=self.clip_high, kl_coef=self.kl_coef, grad_clip=self.grad_clip,
+            aggregation=self.aggregation, micro_batch_tokens=self.micro_batch_tokens, tis_cap=self.tis_cap,
+            apply_tis=self.backend != "hf" and self.tis_cap > 0, device=self.device, dtype=self.dtype)
 
     @property
     def model_spec(self) -> "ModelSpec":
@@ -311,6 +315,28 @@ class TrainConfig:
             raise ValueError(f"--eval-every must be >= 0 (0 = off), got {self.eval_every!r}")
         if not self.eval_episodes > 0:
             raise ValueError(f"--eval-episodes must be > 0, got {self.eval_episodes!r}")
+
+
+@dataclass(frozen=True)
+class LearnerSettings:
+    """One learner's update hyperparameters, resolved from :class:`TrainConfig` once, before step 0
+    (:meth:`TrainConfig.learner_settings`): the flags' values, with the per-model defaults of ``--lr 0``,
+    ``--ppo-epochs 0`` and ``--entropy-coef -1`` filled in for the learner's model."""
+
+    lr: float                   # AdamW learning rate
+    weight_decay: float
+    epochs: int                 # clipped passes over each batch, one optimizer step each
+    entropy_coef: float         # entropy bonus (0 = off)
+    clip_low: float             # PPO ratio clip: 1 - clip_low <= ratio <= 1 + clip_high
+    clip_high: float
+    kl_coef: float              # k3 KL to the initial policy (0 = off)
+    grad_clip: float            # max gradient norm of each clip group (0 = no clipping)
+    aggregation: str            # "token-mean" or "seq-mean"
+    micro_batch_tokens: int     # forward work per micro-batch
+    tis_cap: float              # TIS weight cap (0: uncapped mismatch statistics, no weights applied)
+    apply_tis: bool             # weight the surrogate by TIS: an outside sampler (--backend vllm) and a cap > 0
+    device: str
+    dtype: str                  # "bfloat16": the forward passes run under autocast
 
 
 @dataclass(frozen=True)

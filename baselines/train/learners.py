@@ -42,6 +42,7 @@ from baselines.policies.hf import TransformersPolicy, sequence_logprobs
 from baselines.policies.mlp import MLPPolicy
 from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
 from baselines.policies.vllm import VLLMPolicy
+from baselines.train.config import LearnerSettings
 from marl_llm_envs.reference import reference_policies
 
 __all__ = ["Learner", "Sample", "build_team"]
@@ -112,9 +113,10 @@ class Learner:
     def __init__(self, module: nn.Module, policies: dict[str, Policy], trainable: list[str], name: str,
                  model_name: str) -> None:
         self.module, self.policies, self.trainable, self.name = module, policies, trainable, name
-        self.model_name = model_name               # the --model name: the per-model defaults of TrainConfig read it
+        self.model_name = model_name               # the --model name: TrainConfig.learner_settings reads it
         self.forward_module: nn.Module = module    # what the update's forward passes run (DDP-wrapped, compiled)
         self.optimizer: torch.optim.Optimizer | None = None     # None: the learner only plays
+        self.settings: LearnerSettings | None = None    # the update's hyperparameters (set_up_training); None: plays
         self.reference: Any = None
 
     @property
@@ -130,11 +132,14 @@ class Learner:
         (every role of the learner plays the same weights) unless a subclass holds several roles' separate weights."""
         return [self.parameters()]
 
-    def set_up_training(self, lr: float, weight_decay: float, prepare: Prepare, compile: bool = False) -> None:
-        """The optimizer (AdamW over :meth:`parameters`) and the module the update's forward passes run through:
-        ``prepare(module, optimizer)`` wraps both for data parallel (the identity on one process), and
-        ``compile`` runs ``torch.compile`` on the wrapped module."""
-        optimizer = torch.optim.AdamW(self.parameters(), lr=lr, weight_decay=weight_decay, foreach=self.foreach)
+    def set_up_training(self, settings: LearnerSettings, prepare: Prepare, compile: bool = False) -> None:
+        """Keep ``settings`` (the update's hyperparameters, resolved for this learner) and make the optimizer (AdamW
+        over :meth:`parameters`) and the module the update's forward passes run through: ``prepare(module,
+        optimizer)`` wraps both for data parallel (the identity on one process), and ``compile`` runs
+        ``torch.compile`` on the wrapped module."""
+        self.settings = settings
+        optimizer = torch.optim.AdamW(self.parameters(), lr=settings.lr, weight_decay=settings.weight_decay,
+                                      foreach=self.foreach)
         module, self.optimizer = prepare(self.module, optimizer)
         self.forward_module = torch.compile(module) if compile else module
 
@@ -393,9 +398,10 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     """Learners and policies for ``cfg`` on ``env`` (a made env of the right action mode), or a clear error.
 
     With ``prepare`` (the trainer's data-parallel wrapping of a module and its optimizer; ``lambda m, o: (m, o)`` on
-    one process), every learner with a trained role is also set up for training: its AdamW optimizer at
-    ``cfg.learning_rate`` and ``--weight-decay``, and its forward module, compiled with ``--compile``
-    (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's checkpoint player)."""
+    one process), every learner with a trained role is also set up for training: its update settings
+    (:meth:`TrainConfig.learner_settings <baselines.train.config.TrainConfig.learner_settings>`, resolved here once,
+    before step 0), its AdamW optimizer at their learning rate and weight decay, and its forward module, compiled
+    with ``--compile`` (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's checkpoint player)."""
     partners = cfg.partner_by_role(roles)
     spec = cfg.model_spec
     models = spec.for_roles(roles, cfg.env, partners)
@@ -436,7 +442,8 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
             if learner.trainable:
                 if cfg.kl_coef > 0:
                     learner.keep_reference()     # the initial weights, before any update (a resume loads the saved)
-                learner.set_up_training(cfg.learning_rate(learner.model_name), cfg.weight_decay, prepare, cfg.compile)
+                # the one place TrainConfig becomes this learner's update settings (per-model defaults filled in)
+                learner.set_up_training(cfg.learner_settings(learner.model_name), prepare, cfg.compile)
     return Team(learners, policies, trained)
 
 

@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import gc
 import inspect
-import math
 import os
 import time
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from baselines.credit import CreditMethod, TokenAdvantages, TurnAdvantages, make_credit
+from baselines.credit import CreditMethod, make_credit
 from baselines.credit.base import credit_class
 from baselines.models import require_device
 from baselines.outputs import writing
@@ -36,214 +35,16 @@ from baselines.rollout import BranchSpec, RolloutEngine, training_seeds
 from baselines.train import checkpoint
 from baselines.train.config import TrainConfig, write_run_config
 from baselines.train.exact_eval import evaluate
-from baselines.train.learners import Learner, Sample, Team, build_team
+from baselines.train.dist import Dist, shard
+from baselines.train.learners import Team, build_team
 from baselines.train.logging import METRICS, Log, keep_metrics, require_wandb, step_metrics
-from baselines.train.loss import policy_loss, tis_weights, token_weight
+from baselines.train.update import trained_samples, update
 from marl_llm_envs import make, spec
 
 __all__ = ["train"]
 
 CHECKPOINTS = "checkpoints"      # the run folder's checkpoint folder
 COLLECT_EVERY = 4                # an MLP run's full garbage collection: after every 4th step (_collect_once_per_step)
-
-
-class _Dist:
-    """The data-parallel context: accelerate when launched with several processes, else a plain single process."""
-
-    def __init__(self, cfg: TrainConfig) -> None:
-        self.accelerator = None
-        self.rank, self.world = 0, 1
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-            from accelerate import Accelerator
-            from accelerate.utils import DistributedDataParallelKwargs
-
-            self.accelerator = Accelerator(cpu=cfg.device == "cpu",
-                                           kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
-            self.rank, self.world = self.accelerator.process_index, self.accelerator.num_processes
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def gather(self, items: list) -> list[list]:
-        """Every process's ``items``, as one list per process in rank order."""
-        if self.accelerator is None:
-            return [items]
-        from accelerate.utils import gather_object
-
-        return gather_object([items])
-
-    def prepare(self, module, optimizer):
-        if self.accelerator is None:
-            return module, optimizer
-        return self.accelerator.prepare(module, optimizer)
-
-    def backward(self, loss: torch.Tensor) -> None:
-        if self.accelerator is None:
-            loss.backward()
-        else:
-            self.accelerator.backward(loss)
-
-    def no_sync(self, module, last: bool):
-        if self.accelerator is None or last:
-            return nullcontext()
-        return self.accelerator.no_sync(module)
-
-
-def _shard(items: list, rank: int, world: int) -> list:
-    """A contiguous share of ``items`` (rank order = global order)."""
-    n = len(items)
-    return items[rank * n // world:(rank + 1) * n // world]
-
-
-def _samples(episodes, advantages: TurnAdvantages | TokenAdvantages, roles_now: set[str],
-             per_token: bool = False) -> list[Sample]:
-    """Every trained decision of the main episodes: turns of a trained role that produced tokens (never branch
-    turns, replayed turns or scripted partners' turns). ``per_token``: the credit method's flag, saying that
-    ``advantages`` holds one value per completion token of each turn (:data:`TokenAdvantages`)."""
-    out = []
-    for e, row in zip(episodes, advantages):
-        for k, (t, a) in enumerate(zip(e.turns, row)):
-            if t.role not in roles_now or t.replayed or not t.completion_ids:
-                continue
-            if t.choice is not None:     # a move of the legal ones (choice mode, the MLP): one scored decision
-                kind, lps = t.choice.kind, [float(t.choice.logprob)]
-            else:
-                kind, lps = "generate", [float(x) for x in t.logprobs]
-            if per_token:          # one value per completion token; a decision scored as one unit takes the first
-                if not isinstance(a, (list, tuple)):
-                    raise ValueError(f"{e.env_id}: a per-token credit method gave turn {k} one number, not one per "
-                                     f"completion token")
-                adv = [float(x) for x in a] if kind == "generate" else [float(a[0])]
-            elif isinstance(a, (list, tuple)):
-                raise ValueError(f"{e.env_id}: the credit method gave turn {k} a list of values; a method that "
-                                 f"gives one per completion token sets per_token = True")
-            else:
-                adv = [float(a)] * len(lps)
-            if len(adv) != len(lps):
-                raise ValueError(f"{e.env_id}: {len(adv)} advantages for a turn of {len(lps)} scored tokens")
-            out.append(Sample(t.role, kind, list(t.prompt_ids), list(t.completion_ids), lps, adv,
-                              list(t.legal_actions), choice=t.choice))
-    return out
-
-
-@dataclass
-class _UpdateStats:
-    """What one update logs, summed over its learners, epochs and micro-batches."""
-
-    clip_frac: float = 0.0
-    kl: float = 0.0
-    ratio_max: float = 1.0
-    grad_norm: float = 0.0
-    trained_tokens: float = 0.0
-    gaps: list[float] = field(default_factory=list)    # |recomputed - sampled| log-probability of each scored token
-    entropy_sum: float = 0.0       # the weighted mean entropy of the decisions the update trains
-    entropy_weight: float = 0.0
-    mismatch_kl: float = 0.0       # sampler against trainer (tis_weights): k3 KL summed over tokens, their count, max r
-    mismatch_tokens: int = 0
-    mismatch_max_ratio: float = 1.0
-
-    def as_dict(self) -> dict[str, float]:
-        gap_max, gap_mean = (float(max(self.gaps)), float(np.mean(self.gaps))) if self.gaps else (0.0, 0.0)
-        # the entropy is over the samples the update computed (zero-advantage ones are skipped when nothing else
-        # needs them), so that skipping does not read as an entropy collapse
-        entropy = self.entropy_sum / self.entropy_weight if self.entropy_weight > 0 else 0.0
-        return {"clip_frac": self.clip_frac, "kl": self.kl, "ratio_max": self.ratio_max, "entropy": entropy,
-                "recompute_gap_max": gap_max, "recompute_gap_mean": gap_mean, "trained_tokens": self.trained_tokens,
-                "grad_norm": self.grad_norm,
-                "mismatch/kl": self.mismatch_kl / self.mismatch_tokens if self.mismatch_tokens else 0.0,
-                "mismatch/max_ratio": self.mismatch_max_ratio}
-
-
-def _update(team: Team, cfg: TrainConfig, dist: _Dist, local: list[Sample], total: dict[str, list[int]],
-            roles_now: set[str]) -> dict[str, float]:
-    """One update of every learner with trained roles this step (PPO epochs x micro-batches, gradient clipping).
-    ``local``: this process's samples; ``total``: per learner, the scored-token counts of the whole batch's samples
-    (the aggregation weights are computed over the whole batch)."""
-    stats = _UpdateStats()
-    for learner in team.learners:
-        if not set(learner.trainable) & roles_now:
-            continue
-        trains = set(learner.trainable) & roles_now
-        mine = [s for s in local if s.role in trains]
-        weight_of: dict[int, float] = {}      # token_weight depends on the sample's length only: once per length
-        for s in mine:
-            w = weight_of.get(s.n)
-            if w is None:
-                w = weight_of[s.n] = token_weight(s.n, total[learner.name], cfg.aggregation)
-            s.weight = w
-        entropy_coef = cfg.entropy(learner.model_name)
-        if cfg.kl_coef == 0 and entropy_coef == 0:
-            # A zero advantage contributes nothing to the loss or its gradient: skip its forward pass. The weights
-            # above still count its tokens, so the aggregation is unchanged (DAPO's token-mean over the batch).
-            mine = [s for s in mine if s.adv.count(0.0) < len(s.adv)]     # some a != 0.0 (NaN included)
-        _ppo_epochs(learner, cfg, dist, mine, entropy_coef, stats)
-        stats.trained_tokens += sum(s.n for s in mine)
-    return stats.as_dict()
-
-
-def _ppo_epochs(learner: Learner, cfg: TrainConfig, dist: _Dist, samples: list[Sample], entropy_coef: float,
-                stats: _UpdateStats) -> None:
-    """``cfg.epochs`` clipped passes of one learner over its samples, one optimizer step each."""
-    batches = learner.micro_batches(samples, cfg.micro_batch_tokens)
-    scale = float(dist.world)     # DDP averages the processes' gradients; the weights sum over the whole batch
-    # verl's recompute: the old log-probabilities come from the training model itself, before any update. The
-    # first epoch's forward passes all run before the first optimizer step, so they are that recompute: no
-    # extra pass is needed.
-    old: list[torch.Tensor | None] = [None] * len(batches)
-    ref: list[torch.Tensor | None] = [None] * len(batches)
-    tis: list[torch.Tensor | None] = [None] * len(batches)   # TIS weights (an outside sampler: --backend vllm)
-    apply_tis = cfg.backend != "hf" and cfg.tis_cap > 0
-    epochs = cfg.epochs(learner.model_name)
-    for _ in range(epochs):
-        learner.optimizer.zero_grad(set_to_none=True)
-        if not batches:   # a process with no samples still joins the gradient all-reduce
-            zero = sum(p.sum() for p in learner.parameters()) * 0.0
-            dist.backward(zero)
-        for n, mb in enumerate(batches):
-            with dist.no_sync(learner.forward_module, last=n == len(batches) - 1):
-                with _autocast(cfg):
-                    new, entropy = learner.logprobs(mb)
-                new = new.float()
-                if old[n] is None:
-                    old[n] = new.detach()
-                    # |recomputed - sampled| in float32 (NumPy's float32 ops are torch's, element by element)
-                    sampled = np.array([x for s in mb for x in s.sampler_lp], dtype=np.float32)
-                    finite = np.isfinite(sampled)      # a sampler's -inf never reaches the loss; skip it here too
-                    stats.gaps.extend(np.abs(old[n].cpu().numpy() - sampled)[finite].tolist())
-                    weights, mm = tis_weights(old[n], torch.from_numpy(sampled), cfg.tis_cap or math.inf)
-                    stats.mismatch_kl += mm["kl"]
-                    stats.mismatch_tokens += mm["tokens"]
-                    stats.mismatch_max_ratio = max(stats.mismatch_max_ratio, mm["max_ratio"])
-                    if apply_tis:
-                        tis[n] = weights
-                    if cfg.kl_coef > 0:
-                        ref[n] = learner.ref_logprobs(mb).detach().float()
-                dev = new.device
-                adv = torch.tensor([x for s in mb for x in s.adv], dtype=torch.float32, device=dev)
-                w = torch.tensor([s.weight for s in mb for _ in range(s.n)], dtype=torch.float32, device=dev)
-                loss, st = policy_loss(new, old[n].to(dev), adv, w, clip_low=cfg.clip_low,
-                                       clip_high=cfg.clip_high, ref_lp=None if ref[n] is None else ref[n].to(dev),
-                                       kl_coef=cfg.kl_coef, entropy=entropy, entropy_coef=entropy_coef,
-                                       is_weight=None if tis[n] is None else tis[n].to(dev))
-                dist.backward(loss * scale if scale != 1.0 else loss)    # x * 1.0 is x, and so is its gradient
-            stats.clip_frac += st["clipped"] / epochs
-            stats.kl += st.get("kl", 0.0) / epochs
-            stats.ratio_max = max(stats.ratio_max, st["ratio_max"])
-            if entropy is not None:
-                stats.entropy_sum += float((entropy.detach() * w).sum())
-                stats.entropy_weight += float(w.sum())
-        for group in learner.clip_groups():    # one norm per role's own weights (per-role adapters: per adapter)
-            norm = torch.nn.utils.clip_grad_norm_(group, cfg.grad_clip if cfg.grad_clip > 0 else math.inf,
-                                                  foreach=learner.foreach)   # the MLP: one norm and one scale call
-            stats.grad_norm = max(stats.grad_norm, float(norm))
-        learner.optimizer.step()
-
-
-def _autocast(cfg: TrainConfig):
-    if cfg.dtype == "bfloat16":
-        return torch.autocast(device_type=torch.device(cfg.device).type, dtype=torch.bfloat16)
-    return nullcontext()
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
@@ -276,7 +77,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
 def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
     run = _prepare(cfg)          # everything that can fail does so before the first rollout
-    dist = _Dist(cfg)
+    dist = Dist(cfg)
     if not dist.main:            # the other processes of a data-parallel run write nothing here
         return _train_in(cfg, run, dist, freeze)
     with writing(run.out):       # no other process writes this run while this one does (FolderBusy at once)
@@ -284,7 +85,7 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
         return _train_in(cfg, run, dist, freeze)
 
 
-def _train_in(cfg: TrainConfig, run: _Run, dist: _Dist, freeze: bool) -> dict[str, Any]:
+def _train_in(cfg: TrainConfig, run: _Run, dist: Dist, freeze: bool) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed % 2**32)
     team = build_team(cfg, run.env, run.roles, prepare=dist.prepare)
@@ -349,11 +150,11 @@ def _step(cfg, run, dist, team, method, engine, log, step: int, start: int, free
     t2 = time.perf_counter()
     # ---- update: this process's turns, weights over the whole batch
     roles_now = _roles_trained(cfg, team, step)
-    everything = _samples(episodes, advantages, roles_now, method.per_token)
+    everything = trained_samples(episodes, advantages, roles_now, method.per_token)
     total = {lr.name: [s.n for s in everything if s.role in lr.trainable] for lr in team.learners}
-    local = everything if dist.world == 1 else _samples(episodes[mine], advantages[mine], roles_now,
+    local = everything if dist.world == 1 else trained_samples(episodes[mine], advantages[mine], roles_now,
                                                         method.per_token)
-    upd = _update(team, cfg, dist, local, total, roles_now)
+    upd = update(team, dist, local, total, roles_now)
     for learner in team.learners:
         learner.set_version(step + 1)
         if set(learner.trainable) & roles_now:      # --backend vllm: the engine plays the updated weights next
@@ -473,10 +274,10 @@ def _resume(cfg: TrainConfig, run: _Run, team: Team, main: bool) -> int:
     return start
 
 
-def _rollout(engine: RolloutEngine, cfg: TrainConfig, run: _Run, dist: _Dist, step: int) -> tuple[list, slice]:
+def _rollout(engine: RolloutEngine, cfg: TrainConfig, run: _Run, dist: Dist, step: int) -> tuple[list, slice]:
     """Step ``step``'s episodes, gathered from every process in rank order, and the slice of them this process
     played (its shard of the step's tasks)."""
-    seeds = _shard(training_seeds(cfg.seed, step, cfg.tasks_per_step), dist.rank, dist.world)
+    seeds = shard(training_seeds(cfg.seed, step, cfg.tasks_per_step), dist.rank, dist.world)
     local = engine.run(cfg.env, len(seeds), cfg.group_size, seed=cfg.seed * 1_000_003 + step,
                        env_kwargs=run.env_kwargs, branches=run.branches, seeds=seeds,
                        run_id=f"step-{step}.{dist.rank}")
