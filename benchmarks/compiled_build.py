@@ -43,7 +43,7 @@ COMPILED = [
     "marl_llm_envs/envs/poker.py", "marl_llm_envs/envs/kuhn_poker.py", "marl_llm_envs/envs/voting.py",
     "marl_llm_envs/envs/hanabi.py", "marl_llm_envs/tasks/__init__.py", "marl_llm_envs/tasks/arithmetic.py",
     "baselines/episode.py", "baselines/rollout/engine.py", "baselines/policies/mlp.py", "baselines/policies/base.py",
-    "baselines/credit/base.py", "baselines/credit/broadcast.py", "baselines/train/loop.py",
+    "baselines/credit/base.py", "baselines/credit/broadcast.py", "baselines/train/loop.py", "baselines/train/update.py",
     "baselines/train/learners.py", "baselines/train/loss.py",
 ]
 SETUP = """

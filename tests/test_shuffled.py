@@ -110,7 +110,7 @@ def test_drawing_from_others_is_minus_broadcast_over_g_minus_1_on_average_and_an
 def _trainer_method(seed: int, tmp_path, options: dict | None = None):
     """The credit method the trainer builds for a run with training seed ``seed`` (before any rollout)."""
     from baselines.train import TrainConfig
-    from baselines.train.loop import _prepare
+    from baselines.train.loop import prepare as _prepare
 
     cfg = TrainConfig(env="think_solve-v0", model="mlp", action_mode="discrete", credit="shuffled",
                       credit_options=options or {}, seed=seed, steps=1, out=str(tmp_path / f"run{seed}"),

@@ -21,14 +21,23 @@ import os
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 
 from baselines.outputs import loads_bounded, read_capped, replace_text
 
-__all__ = ["CheckpointError", "latest", "load", "rng_state", "save", "set_rng_state"]
+if TYPE_CHECKING:
+    from baselines.credit import CreditMethod
+    from baselines.train.learners import Learner
+
+__all__ = ["CHECKPOINTS", "CheckpointError", "latest", "load", "restore_run", "resume_point", "rng_state", "save",
+           "save_run", "set_rng_state"]
+
+CHECKPOINTS = "checkpoints"         # a training run folder's checkpoint folder
 
 STATE_TENSORS = "state.safetensors"
 STATE_JSON = "state.json"
@@ -112,8 +121,6 @@ def _decode(value: Any, tensors: dict[str, torch.Tensor], where: str) -> Any:
 def save(folder: Path, step: int, meta: dict[str, Any], tensors: dict[str, Any], keep: int = 2) -> Path:
     """Write checkpoint ``step`` under ``folder`` (``meta``: JSON; ``tensors``: nested dicts / lists / tuples of
     tensors, arrays and plain values, such as state dicts, optimizer states and :func:`rng_state`)."""
-    from safetensors.torch import save_file
-
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"step-{step:07d}"
     tmp = folder / f".tmp-step-{step:07d}-{os.getpid()}"
@@ -194,10 +201,7 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(meta, tensors)`` of the trainer's checkpoint folder ``path``, read without pickle (:class:`CheckpointError`
     for a pickle, a damaged file, or one without the trainer's layout: ``meta`` ``{"step": int >= 0, "config_hash":
     str, "credit": {...}}``, ``tensors`` ``{"learners": [{"model": {...}, "optimizer": {...} or None}, ...], "rng":
-    ...}``, as ``baselines.train.loop`` saves them)."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
+    ...}``, as :func:`save_run` saves them)."""
     path = Path(path)
     if not (path / STATE_TENSORS).is_file() or not (path / STATE_JSON).is_file():
         if any((path / n).exists() for n in PICKLE_NAMES):
@@ -236,3 +240,55 @@ def _check_layout(path: Path, meta: Any, tensors: Any) -> None:
             and (x.get("optimizer") is None or isinstance(x.get("optimizer"), dict)) for x in learners)):
         raise CheckpointError(f"{path / STATE_JSON}: damaged (a trainer checkpoint's state is {{\"learners\": [{{"
                               f"\"model\": {{...}}, \"optimizer\": {{...}} or null}}, ...], \"rng\": ...}})")
+
+
+# ---------------------------------------------------------------------- a training run's checkpoints and --resume
+def save_run(out: Path, step: int, config_hash: str, learners: list[Learner], method: CreditMethod,
+             keep: int) -> Path:
+    """Checkpoint ``step`` of the run in ``out``: every learner's weights, optimizer moments and KL reference
+    (``--kl-coef``), the credit method's state, every RNG; the ``keep`` latest checkpoints stay."""
+    meta = {"step": step, "config_hash": config_hash, "credit": method.state_dict()}
+    tensors = {"learners": [{"model": lr.state_dict(),
+                             "optimizer": lr.optimizer.state_dict() if lr.optimizer is not None else None,
+                             "reference": lr.reference_state()}     # the KL reference's weights (None: none kept)
+                            for lr in learners], "rng": rng_state()}
+    return save(out / CHECKPOINTS, step, meta, tensors, keep=keep)
+
+
+def resume_point(out: Path) -> Path:
+    """The checkpoint ``--resume`` continues the run in ``out`` from, or a ``ValueError`` saying why there is none."""
+    found = latest(out / CHECKPOINTS)
+    if found is None:
+        why = why_none(out / CHECKPOINTS, "write one of those names into {latest} to resume from it")
+        raise ValueError(f"--resume: no checkpoint in {out / CHECKPOINTS}{why}")
+    return found
+
+
+def restore_run(path: Path, out: Path, config_hash: str, learners: list[Learner], method: CreditMethod) -> int:
+    """Load checkpoint ``path`` of the run in ``out`` into ``learners`` and ``method`` (weights, optimizer moments,
+    KL references, the credit method's state) and set every RNG; returns the step it was taken at. A checkpoint of
+    another config (``config_hash``) or one that does not fit the learners is a ``ValueError`` naming ``--resume``."""
+    meta, tensors = load(path)
+    if meta["config_hash"] != config_hash:
+        raise ValueError(f"--resume: the run in {out} was made with another config (hash {meta['config_hash']}, "
+                         f"now {config_hash}); give the same flags, or another --out")
+    if len(tensors["learners"]) != len(learners):
+        raise ValueError(f"--resume: {path} holds {len(tensors['learners'])} learners, the config builds "
+                         f"{len(learners)}")
+    try:
+        for learner, state in zip(learners, tensors["learners"]):
+            learner.load_state_dict(state["model"])
+            if learner.optimizer is not None and state["optimizer"] is not None:
+                learner.optimizer.load_state_dict(state["optimizer"])
+            if learner.reference is not None:      # the KL reference: the initial weights, as saved, never the resumed
+                if not isinstance(state.get("reference"), dict):
+                    raise ValueError(f"--resume: {path} holds no KL reference for {learner.name} (written "
+                                     "before checkpoints kept it); with --kl-coef > 0 the run cannot continue "
+                                     "against the same reference: train again with another --out")
+                learner.load_reference_state(state["reference"])
+        method.load_state_dict(meta["credit"])
+        set_rng_state(tensors["rng"])
+    except (RuntimeError, KeyError, TypeError, IndexError) as e:     # torch's own errors for a state that does not fit
+        raise ValueError(f"--resume: {path} does not fit this run's models, optimizers or RNGs "
+                         f"({type(e).__name__}: {str(e)[:300]})") from None
+    return meta["step"]

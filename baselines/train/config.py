@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import inspect
 import json
 import math
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from baselines.credit import list_credits
+from baselines.credit.base import credit_class
 from baselines.outputs import folder_problem, loads_bounded, read_capped, replace_text
 from baselines.rollout.engine import SEED_STREAM
 from marl_llm_envs import spec
@@ -218,6 +220,16 @@ class TrainConfig:
             aggregation=self.aggregation, micro_batch_tokens=self.micro_batch_tokens, tis_cap=self.tis_cap,
             apply_tis=self.backend != "hf" and self.tis_cap > 0, device=self.device, dtype=self.dtype)
 
+    def credit_kwargs(self) -> dict[str, Any]:
+        """The credit method's keyword arguments: ``--credit-options``, plus ``seed = --seed`` for a method that has a
+        ``seed`` option the user left unset (shuffled's draws, MAPPO's critic initialization): two training seeds then
+        draw independently, and one training seed reproduces its run exactly (issue 40: every seed shared shuffled's
+        option seed 0, so one draw pattern)."""
+        options = dict(self.credit_options)
+        if "seed" not in options and "seed" in inspect.signature(credit_class(self.credit).__init__).parameters:
+            options["seed"] = self.seed
+        return options
+
     @property
     def model_spec(self) -> "ModelSpec":
         """``--model`` parsed (:func:`parse_model`), or a ``ValueError`` naming ``--model``."""
@@ -265,8 +277,8 @@ class TrainConfig:
         for name in ("steps", "tasks_per_step", "group_size", "max_new_tokens", "micro_batch_tokens",
                      "save_every", "keep_checkpoints", "lora_r", "lora_alpha"):
             positive(name, getattr(self, name))
-        for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip", "alternate_every",
-                     "temperature", "seed"):
+        for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip",
+                     "alternate_every", "temperature", "seed"):
             if not 0 <= getattr(self, name) < math.inf:      # NaN and inf too: a NaN lr trains to NaN weights
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
                                  f"got {getattr(self, name)!r}")

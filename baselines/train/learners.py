@@ -401,7 +401,8 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     one process), every learner with a trained role is also set up for training: its update settings
     (:meth:`TrainConfig.learner_settings <baselines.train.config.TrainConfig.learner_settings>`, resolved here once,
     before step 0), its AdamW optimizer at their learning rate and weight decay, and its forward module, compiled
-    with ``--compile`` (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's checkpoint player)."""
+    with ``--compile`` (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's
+    checkpoint player)."""
     partners = cfg.partner_by_role(roles)
     spec = cfg.model_spec
     models = spec.for_roles(roles, cfg.env, partners)

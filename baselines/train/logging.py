@@ -22,7 +22,7 @@ try:                 # TensorBoard is optional (the llm extra installs it): with
 except ImportError:
     SummaryWriter = None
 
-__all__ = ["METRICS", "Log", "keep_metrics", "require_wandb", "step_metrics"]
+__all__ = ["METRICS", "Log", "keep_metrics", "refuse_old_run", "require_wandb", "step_metrics"]
 
 METRICS = "metrics.jsonl"        # one JSON line of metrics per step
 
@@ -161,7 +161,15 @@ class Log:
             self.run.finish()
 
 
-# ---------------------------------------------------------------------- a resumed run's metrics
+# ---------------------------------------------------------------------- the metrics file of a new or resumed run
+def refuse_old_run(out: Path) -> None:
+    """A new run refuses a folder that already holds one (a non-empty ``metrics.jsonl``): ``--resume`` continues
+    it, another ``--out`` starts afresh."""
+    path = out / METRICS
+    if path.exists() and path.stat().st_size:
+        raise ValueError(f"{out} already holds a run; use --resume to continue it, or another --out")
+
+
 def keep_metrics(path: Path, start: int) -> None:
     """Cut ``metrics.jsonl`` to the lines of steps ``0 .. start - 1`` (a run resumed from its checkpoint at step
     ``start`` writes the later ones again), replacing the file in one step (a process killed while it is rewritten

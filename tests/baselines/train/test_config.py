@@ -81,3 +81,9 @@ def test_learner_settings_are_frozen():
     s = TrainConfig().learner_settings("tiny")
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.epochs = 1
+
+
+def test_the_credit_method_gets_the_training_seed_unless_its_options_give_one():
+    assert TrainConfig(credit="shuffled", seed=7).credit_kwargs() == {"seed": 7}
+    assert TrainConfig(credit="shuffled", seed=7, credit_options={"seed": 3}).credit_kwargs() == {"seed": 3}
+    assert TrainConfig(credit="broadcast", seed=7).credit_kwargs() == {}      # no seed option: none added
