@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib
@@ -55,8 +56,9 @@ def new_figure(height: float, width: float = WIDTH_IN, **kw):
 
 # ---------------------------------------------------------------------------------------------------- measuring
 
-def _drawn_texts(fig, renderer) -> list[tuple[Text, str]]:
-    """Every non-empty text the figure draws, with the axis it labels (``"x"``/``"y"`` for tick labels, else "")."""
+def _drawn_texts(fig) -> list[tuple[Text, str, object]]:
+    """Every non-empty text the figure draws, with the axis it labels (``"x"``/``"y"`` for tick labels, else "")
+    and its axes (``None`` for the figure's own)."""
     out = []
     for ax in fig.axes:
         for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
@@ -65,18 +67,18 @@ def _drawn_texts(fig, renderer) -> list[tuple[Text, str]]:
                 if lo - 1e-9 * (abs(lo) + abs(hi) + 1) <= tick.get_loc() <= hi + 1e-9 * (abs(lo) + abs(hi) + 1):
                     for label in (tick.label1, tick.label2):
                         if label.get_visible() and label.get_text().strip():
-                            out.append((label, which))
+                            out.append((label, which, ax))
             if axis.label.get_visible() and axis.label.get_text().strip():
-                out.append((axis.label, ""))
+                out.append((axis.label, "", ax))
         for t in (ax.title, ax._left_title, ax._right_title):     # matplotlib keeps the three apart
             if t.get_visible() and t.get_text().strip():
-                out.append((t, ""))
-        out += [(t, "") for t in ax.texts if t.get_visible() and t.get_text().strip()]
+                out.append((t, "", ax))
+        out += [(t, "", ax) for t in ax.texts if t.get_visible() and t.get_text().strip()]
     for legend in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]:
-        out += [(t, "") for t in legend.get_texts() if t.get_text().strip()]
+        out += [(t, "", None) for t in legend.get_texts() if t.get_text().strip()]
         if legend.get_title().get_text().strip():
-            out.append((legend.get_title(), ""))
-    out += [(t, "") for t in fig.texts if t.get_visible() and t.get_text().strip()]
+            out.append((legend.get_title(), "", None))
+    out += [(t, "", None) for t in fig.texts if t.get_visible() and t.get_text().strip()]
     return out
 
 
@@ -89,13 +91,12 @@ def render_figure(fig, key: str, caption: str, colours: dict[str, str]) -> Figur
     width, height = fig.get_size_inches()
     tight = fig.get_tightbbox(renderer)                      # inches, every artist drawn
     overflow = max(0.0, -tight.x0, -tight.y0, tight.x1 - width, tight.y1 - height) * DPI
-    texts = _drawn_texts(fig, renderer)
-    min_font = min((t.get_fontsize() for t, _ in texts), default=FONT_PT) * DPI / 72
+    texts = _drawn_texts(fig)
+    min_font = min((t.get_fontsize() for t, _, _ in texts), default=FONT_PT) * DPI / 72
     overlaps = []
     for ax in fig.axes:
         for which in ("x", "y"):
-            boxes = [(t.get_text(), t.get_window_extent(renderer)) for t, w in texts
-                     if w == which and t.axes is ax]
+            boxes = [(t.get_text(), t.get_window_extent(renderer)) for t, w, on in texts if w == which and on is ax]
             for i, (a, ba) in enumerate(boxes):
                 for b, bb in boxes[i + 1:]:
                     if ba.x0 < bb.x1 - 0.5 and bb.x0 < ba.x1 - 0.5 and ba.y0 < bb.y1 - 0.5 and bb.y0 < ba.y1 - 0.5:
@@ -148,11 +149,19 @@ def legend_below(fig, axes, ncol: int | None = None, extra: Sequence = ()) -> No
     fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=ncol, frameon=False)
 
 
+def _fill(text: str, width_in: float, pt: float = FONT_PT) -> str:
+    """``text`` wrapped to lines that fit ``width_in`` inches at ``pt`` points (existing line breaks kept)."""
+    chars = max(12, int(width_in * 72 / (pt * 0.6)))
+    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
+
+
 def _label_axes(ax, title: str, xlabel: str, ylabel: str = "", grid: str | None = "both") -> None:
-    ax.set_xlabel(xlabel)
+    """Title and label ``ax``, each wrapped to the axes' share of the figure's width, and grid it."""
+    width = ax.get_figure().get_size_inches()[0] * ax.get_position().width * 1.15
+    ax.set_xlabel(_fill(xlabel, width))
     if ylabel:
         ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(_fill(title, width))
     if grid is not None:
         ax.grid(axis=grid, alpha=0.3)
 

@@ -3,10 +3,10 @@ per method (:meth:`Palette.style`, the one function every figure and table swatc
 record a page embeds.
 
 The colours are colour-blind safe: the Okabe-Ito palette (Okabe and Ito 2008, "Color Universal Design") for the
-first eight methods, Paul Tol's "muted" scheme (Tol 2021, "Colour Schemes", SRON/EPS/TN/09-002) for the rest. The 13
+first methods, Paul Tol's "muted" scheme (Tol 2021, "Colour Schemes", SRON/EPS/TN/09-002) for the rest. The 13
 built-in credit methods (``baselines.credit.list_credits()``, the controls ``none``, ``shuffled`` and ``oracle``
-included) have fixed styles: pairwise CIELAB distance at least 20, solid lines for the first eight, dashed or dotted
-lines past them, and a marker of their own each, so two methods of similar hue still differ in line and marker.
+included) have fixed styles: pairwise CIELAB distance at least 20 (and where under 30, a different line style too),
+solid lines for the first eight, dashed or dotted lines past them, and a marker of their own each.
 Any other name takes the next spare style in sorted-name order, the same on every figure of a page."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ METHOD_STYLES: dict[str, Style] = {
     "marshal": Style("#cc79a7", "-", "v"),        # Okabe-Ito reddish purple
     "coma": Style("#d55e00", "-", "D"),           # Okabe-Ito vermillion
     "loo": Style("#e69f00", "-", "P"),            # Okabe-Ito orange
-    "ccpo_v1": Style("#56b4e9", "-", "X"),        # Okabe-Ito sky blue
+    "ccpo_v1": Style("#88ccee", "-", "X"),        # Tol cyan (Okabe-Ito's sky blue is too near broadcast's blue)
     "ccpo_v2": Style("#332288", "-", "*"),        # Tol indigo
     "dr_mas": Style("#882255", "--", "h"),        # Tol wine
     "mappo": Style("#117733", "--", "<"),         # Tol green
