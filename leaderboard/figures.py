@@ -344,6 +344,7 @@ def radar(axes: Sequence[str], means: dict[str, dict[str, float]], palette: Pale
     lo, hi = radar_scale([v for m in means.values() for v in m.values()])
     angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False).tolist()
     fig = plt.figure(figsize=(WIDTH_IN, 5.0 + 0.22 * math.ceil(len(means) / 3)), layout="constrained")
+    fig.get_layout_engine().set(h_pad=0.1, w_pad=0.1)    # the layout misses a polar axes' outer labels by ~2 px
     ax = fig.add_subplot(111, polar=True)
     colours = {}
     ring = np.linspace(0, 2 * np.pi, 200)

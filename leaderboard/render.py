@@ -434,10 +434,11 @@ def figures(board: Board, entries: list[dict], palette: Palette) -> list[Figure]
 
 
 def figure_html(f: Figure) -> str:
-    """One figure of a page: the PNG, its caption, and the colours each method was drawn in (``data-colours``, which
-    the page test reads back from the pixels)."""
+    """One figure of a page: the PNG, its caption, the colours each method was drawn in (``data-colours``, which
+    the page test reads back from the pixels), and what the drawing measured (``data-min-font-px``, the smallest
+    text in the PNG's pixels; ``data-overflow-px``, how far anything was drawn past its edge)."""
     return (f"<figure data-figure='{html_text(f.key)}' data-colours='{html_text(json.dumps(f.colours), 4000)}' "
-            f"data-min-font-px='{f.min_font_px:g}'>"
+            f"data-min-font-px='{f.min_font_px:g}' data-overflow-px='{f.overflow_px:g}'>"
             f"<img class='plot' alt='{html_text(f.caption, 300)}' src='data:image/png;base64,{f.png}'>"
             f"<figcaption>{html_text(f.caption, 400)}</figcaption></figure>")
 
