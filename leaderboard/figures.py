@@ -338,9 +338,9 @@ def radar_scale(values: Sequence[float]) -> tuple[float, float]:
 
 
 def radar(axes: Sequence[str], means: dict[str, dict[str, float]], palette: Palette, caption: str) -> Figure:
-    """bsuite's radar: per method (its style), the mean score on each of ``axes`` (a method without one is drawn at
-    the centre there), on the fixed scale of :func:`radar_scale` with the random (0) and reference (1) rings
-    marked."""
+    """bsuite's radar: per method (its style), the mean score on each of ``axes`` as a closed polygon (a method that
+    covers only some axes: its markers there, no line), on the fixed scale of :func:`radar_scale` with the
+    random (0) and reference (1) rings marked."""
     lo, hi = radar_scale([v for m in means.values() for v in m.values()])
     angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False).tolist()
     fig = plt.figure(figsize=(WIDTH_IN, 5.0 + 0.22 * math.ceil(len(means) / 3)), layout="constrained")
@@ -351,10 +351,15 @@ def radar(axes: Sequence[str], means: dict[str, dict[str, float]], palette: Pale
     ax.plot(ring, np.zeros_like(ring), color="#555555", lw=1.2, ls="--", zorder=1)
     ax.plot(ring, np.ones_like(ring), color="#555555", lw=1.2, zorder=1)
     for m, by_axis in means.items():
-        vals = [min(hi, max(lo, by_axis[a])) if a in by_axis else lo for a in axes]
         s = palette.style(m)
-        (line,) = ax.plot(angles + angles[:1], vals + vals[:1], color=s.colour, ls=s.linestyle, marker=s.marker,
-                          ms=6, lw=2, label=mpl_text(m))
+        if all(a in by_axis for a in axes):
+            vals = [min(hi, max(lo, by_axis[a])) for a in axes]
+            (line,) = ax.plot(angles + angles[:1], vals + vals[:1], color=s.colour, ls=s.linestyle, marker=s.marker,
+                              ms=6, lw=2, label=mpl_text(m))
+        else:                   # partial coverage: its markers only, no polygon through families it was not run on
+            mine = [(t, min(hi, max(lo, by_axis[a]))) for t, a in zip(angles, axes) if a in by_axis]
+            (line,) = ax.plot([t for t, _ in mine], [v for _, v in mine], color=s.colour, ls="none",
+                              marker=s.marker, ms=9, label=mpl_text(m))
         colours[m] = to_hex(line.get_color())
     ax.set_xticks(angles, [a.replace("_", "\n") for a in axes])
     ax.set_ylim(lo, hi)

@@ -454,13 +454,14 @@ def page(found: list[tuple[Board, list[dict]]], context: PageContext | None = No
                                                                         context.under_test if context else None)))
     if context is not None:
         parts += context_html(context)
-    parts.append("<p>Scores are normalized per task (random = 0, reference policy = 1) and recomputed from "
+    parts.append("<details class='about'><summary>How the numbers are made</summary><p>Scores are normalized per "
+                 "task (random = 0, reference policy = 1) and recomputed from "
                  "replay-validated episodes. Aggregate: the mean of the task scores (never a trimmed mean across "
                  "tasks), with a seeded bootstrap 95% CI over runs stratified by task; "
                  "rank = 1 + the number of entries whose CI lies entirely above. P(entry &gt; leader): the "
                  "probability that a run of the entry beats one of the leader (top aggregate) on a task, with a 95% "
                  "bootstrap CI (0.5 = no difference). Elo covers the versus games only. Click a column to sort; "
-                 "hover an entry for its id.</p>")
+                 "hover an entry for its id.</p></details>")
     if not found:
         parts.append("<p>The leaderboard is empty.</p>")
     keys = [board.protocol for board, _ in found]

@@ -257,7 +257,8 @@ def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: 
                          f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, "
                          f"normalized so that random play = 0 (dashed ring) and the optimum or reference = 1 (solid "
                          f"ring), on a fixed radial scale from {lo:g} at the centre to {hi:g} at the rim (a score "
-                         f"past it is drawn at the edge); the CIs are in the table.")
+                         f"past it is drawn at the edge); a method run on only some families is drawn as its "
+                         f"markers alone; the CIs are in the table.")
 
 
 def board_radar(board, entries: list[dict], palette) -> list:
