@@ -9,11 +9,13 @@
 
 Headless Chromium lays a page out at least 500 px wide whatever ``--window-size`` says, so each page is shown in an
 iframe of the screenshot's width; the PNGs are cut to that width and the top ``--height`` px (1.6 times that at
-390 px) and stored with 96 colours."""
+390 px) and stored with 256 colours, the methods' among them (:func:`leaderboard.figures.indexed_png`)."""
 
 from __future__ import annotations
 
 import argparse
+import base64
+import io
 import json
 import shutil
 import subprocess
@@ -27,10 +29,11 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from leaderboard.stats import mean_ci  # noqa: E402
-from leaderboard.store import load_entries  # noqa: E402
-from leaderboard.style import METHOD_STYLES  # noqa: E402
-from leaderboard.suite import load_suite, page_context, suite_page  # noqa: E402
+from leaderboard.figures import indexed_png
+from leaderboard.stats import mean_ci
+from leaderboard.store import load_entries
+from leaderboard.style import METHOD_STYLES
+from leaderboard.suite import load_suite, page_context, suite_page
 
 
 def scored_from_entries(store: Path, key: str) -> dict:
@@ -66,8 +69,9 @@ def shoot(chromium: str, page: Path, width: int, height: int, out: Path, work: P
                     f"--user-data-dir={work / 'profile'}", f"--window-size={max(width, 600)},{height}",
                     "--hide-scrollbars", "--virtual-time-budget=10000", f"--screenshot={shot}", wrapper.as_uri()],
                    check=True, capture_output=True, timeout=300)
-    image = Image.open(shot).convert("RGB").crop((0, 0, width, height))
-    image.quantize(colors=96, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
+    buf = io.BytesIO()
+    Image.open(shot).convert("RGB").crop((0, 0, width, height)).save(buf, format="png")
+    out.write_bytes(base64.b64decode(indexed_png(buf, [s.colour for s in METHOD_STYLES.values()])))
     print(f"{out}: {out.stat().st_size // 1024} KiB")
 
 

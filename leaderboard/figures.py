@@ -38,7 +38,7 @@ from leaderboard.style import Figure, Palette
 matplotlib.use("Agg")                       # files only, no display (before the first figure)
 
 __all__ = ["DPI", "FONT_PT", "MIN_FONT_PT", "WIDTH_IN", "Figure", "Palette", "board_figures", "cost_figure",
-           "legend_below", "new_figure", "radar", "radar_scale", "render_figure", "scaling_figure", "scaling_panels"]
+           "indexed_png", "legend_below", "new_figure", "radar", "radar_scale", "render_figure", "scaling_figure", "scaling_panels"]
 
 WIDTH_IN = 4.6        # every page figure's width: at most 440 CSS px on the page, about 370 on a 390 px phone
 DPI = 120
@@ -106,11 +106,11 @@ def render_figure(fig, key: str, caption: str, colours: dict[str, str]) -> Figur
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     plt.close(fig)
-    return Figure(key, caption, _indexed_png(buf, colours.values()), colours,
+    return Figure(key, caption, indexed_png(buf, colours.values()), colours,
                   min_font_px=round(min_font, 2), overflow_px=round(overflow, 2), overlaps=overlaps, legend=legend)
 
 
-def _indexed_png(buf: io.BytesIO, exact) -> str:
+def indexed_png(buf: io.BytesIO, exact) -> str:
     """The PNG in ``buf`` as a 256-colour PNG, base64 (a third of the size): every colour of ``exact`` (the
     methods'), white and black kept exactly, then an adaptive palette of the image's colours; each pixel takes its
     nearest palette colour (no dithering, so a method's pixels keep its colour)."""

@@ -367,7 +367,8 @@ def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str,
 
 
 def _page_summary(suite: Suite, scored: dict[str, Any], context, skipped, key: str) -> list[str]:
-    """The page's words above its tables: applicability notes, the verdict, what the numbers cover, the suite."""
+    """The page's words above its tables: applicability notes, the verdict's lines and what the numbers cover (each
+    behind a fold: the headline sentence opens the page), the suite."""
     parts = []
     notes = _skip_notes(skipped)
     if notes:
@@ -375,8 +376,9 @@ def _page_summary(suite: Suite, scored: dict[str, Any], context, skipped, key: s
                      "there):</p><ul class='notes'>" + "".join(f"<li>{html_text(n, 1000)}</li>" for n in notes) +
                      "</ul>")
     parts.append(verdict_html(key, None, family_verdicts(suite, scored, context.under_test)))   # the headline opens
-    parts += [f"<p class='covers'>{html_text(c, 600)}</p>" for c in suite_coverage(suite, scored)]
-    parts.append(f"<p class='covers'>The suite: {html_text(suite.description, 2000)}</p>")
+    parts.append("<details class='about'><summary>What the numbers cover</summary>" +
+                 "".join(f"<p class='covers'>{html_text(c, 600)}</p>" for c in suite_coverage(suite, scored)) +
+                 f"<p class='covers'>The suite: {html_text(suite.description, 2000)}</p></details>")
     return parts
 
 

@@ -1,5 +1,5 @@
-"""Small fake inputs for the page tests: a credit suite's ``score()`` output for many methods, and board entries,
-built from chosen means (no training)."""
+"""Small fake inputs for the page tests, a credit suite's ``score()`` output for many methods built from chosen means
+(no training), and the colour distance the tests hold the methods' colours to."""
 
 from __future__ import annotations
 
@@ -42,3 +42,17 @@ def spread_means(suite, methods=METHODS) -> dict[str, dict[str, float]]:
     """Family means that differ across methods and families (-0.1 to 1.05), every method on every family."""
     return {m: {f.name: round(-0.1 + 1.15 * ((i * 7 + j * 3) % 13) / 12, 3) for j, f in enumerate(suite.families)}
             for i, m in enumerate(methods)}
+
+
+def lab(colour: str) -> np.ndarray:
+    """CIELAB (D65) of an sRGB ``#rrggbb``."""
+    rgb = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    rgb = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ rgb
+    xyz = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def delta_e(a: str, b: str) -> float:
+    return float(np.linalg.norm(lab(a) - lab(b)))

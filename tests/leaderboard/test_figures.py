@@ -17,26 +17,12 @@ from PIL import Image
 from baselines.credit import list_credits
 from leaderboard.board import build_board
 from leaderboard.render import figures, plots
+from leaderboard.store import load_entries
 from leaderboard.style import METHOD_STYLES, Palette
 from leaderboard.suite import add_suite_entry, entry, load_suite, suite_figures, write_figures
-from leaderboard.store import load_entries
-from tests.leaderboard.fake_pages import METHODS, fake_scored, spread_means
+from tests.leaderboard.fake_pages import METHODS, delta_e, fake_scored, lab, spread_means
 
 MIN_PX = 9 * 120 / 72            # 9 pt at the figures' 120 dpi
-
-
-def lab(colour: str) -> np.ndarray:
-    """CIELAB (D65) of an sRGB ``#rrggbb``."""
-    rgb = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
-    rgb = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
-    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ rgb
-    xyz = xyz / np.array([0.95047, 1.0, 1.08883])
-    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
-    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
-
-
-def delta_e(a: str, b: str) -> float:
-    return float(np.linalg.norm(lab(a) - lab(b)))
 
 
 def test_lab_distance_matches_known_values():

@@ -16,8 +16,7 @@ import pytest
 
 from leaderboard.__main__ import main
 from leaderboard.suite import add_suite_entry, entry, load_suite, page_context, suite_page
-from tests.leaderboard.fake_pages import METHODS, fake_scored, spread_means
-from tests.leaderboard.test_figures import delta_e
+from tests.leaderboard.fake_pages import METHODS, delta_e, fake_scored, spread_means
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")

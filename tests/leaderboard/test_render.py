@@ -76,7 +76,7 @@ def test_every_surface_opens_the_board_with_its_headline(found):
     html = page(found)
     body = html.split("<h1>marl_llm_envs leaderboard</h1>", 1)[1]
     assert re.match(r"\s*<p class='page-headline' id='headline'><strong>test@1:</strong> 2 of 2 paired", body)
-    box = re.search(r"<div class='verdict' id='verdict-test@1'>(.*?)</div>", html, re.S).group(1)
+    box = re.search(r"<div class='verdict' id='verdict-test@1'>(.*?)</div>", html, re.DOTALL).group(1)
     assert box.startswith("<p class='headline'><strong>Verdict:</strong> 2 of 2 paired comparisons separated")
     assert re.search(r"<details><summary>the verdict, line by line \(\d+ lines\)</summary><ul><li>coma above", box)
     assert "<h2 id='test@0'>test@0 (credit track; superseded by test@1)</h2>" in html
@@ -102,5 +102,5 @@ def test_suite_page_opens_with_its_headline_and_shows_every_printed_table():
     text = comparison_text(suite, scored, context)
     assert "the exploitability of the final policy" in text
     assert "<h2>Per setting: the exploitability of the final policy" in html
-    side = re.search(r"<table class='board' id='side-exploitability-[^']*'>(.*?)</table>", html, re.S).group(1)
+    side = re.search(r"<table class='board' id='side-exploitability-[^']*'>(.*?)</table>", html, re.DOTALL).group(1)
     assert "kuhn_poker/self-play" in side and len(re.findall(r"<td>0\.\d{3} \[", side)) == 2
