@@ -53,7 +53,7 @@ from leaderboard.verdicts import headline
 __all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "board_headline", "boards", "clean",
            "comparison_markdown", "context_html", "figure_html", "figures", "headline_html", "html_text", "markdown",
            "md_cell", "mpl_text", "order", "page", "page_head", "plots", "register", "render", "show", "show_text",
-           "verdict_html"]
+           "superseded", "verdict_html"]
 
 SHOW_WIDTH = 120
 
