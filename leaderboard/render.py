@@ -1,19 +1,24 @@
 """``python -m leaderboard show`` (a terminal table) and ``python -m leaderboard render`` (``LEADERBOARD.md`` and a
 static, offline ``index.html``; no network access, no external script).
 
-What a board shows, on every surface (terminal, Markdown, page):
+Boards come in :func:`order`: the newest version of each protocol first (a tier's full suite before its quick
+subset), older versions after, marked "superseded by" their newest. What a board shows, on every surface (terminal,
+Markdown, page):
 
-* a verdict in sentences (:func:`leaderboard.board.verdicts`): which entries the aggregate and the Elo separate,
-  and ``P(entry > leader)`` with its CI and its direction;
+* the verdict in one headline sentence (:func:`board_headline`: how many paired comparisons separated, which, and
+  how many did not, Holm-corrected), then a sentence per comparison (:func:`leaderboard.board.verdicts`; on the page
+  and in the Markdown behind a fold). The page opens with the headline of its first board;
 * what each statistic covers, next to the number: the aggregate's tasks and runs, the Elo's envs and opponents;
 * the table: rank, entry, runs, aggregate [95% CI], Elo [95% CI], ``P(entry > leader)`` [95% CI], per-task means, the
-  training tokens and, of those, the counterfactual ones (the cost of COMA/LOO-style branches).
+  training tokens and, of those, the counterfactual ones (the cost of COMA/LOO-style branches); the partial-coverage
+  table; the opponents' Elo. Every table ``show`` prints is on the page.
 
-The page adds figures in the style of rliable and marl-eval (:mod:`leaderboard.figures`): the aggregate with 95% CIs,
-performance profiles with bootstrap bands, learning curves (mean over runs, bootstrap band) for credit entries, and
-training cost against score. One method has one colour in every figure of the page (:class:`Palette`); figures use
-the short method name (the hash is in the table and the tooltip). The layout reads on a phone: viewport meta tag,
-tables in horizontally scrollable wrappers, figures sized so their text stays legible at 390 px.
+The page adds figures in the style of rliable and marl-eval (:mod:`leaderboard.figures`, loaded by :func:`plots`
+on the first figure: it imports matplotlib): the aggregate with 95% CIs, performance profiles with bootstrap bands,
+learning curves (mean over runs, bootstrap band) for credit entries, and training cost against score. One method has
+one style (colour, line, marker) in every figure of the page (:class:`leaderboard.style.Palette`); figures use the
+short method name (the hash is in the table and the tooltip). The layout reads on a phone: viewport meta tag, tables
+in horizontally scrollable wrappers, figures at most 440 CSS px wide whose text is at least 9 pt.
 
 Every submitted string (labels, method and model names, notes) is cleaned of control characters and escaped for
 its surface (:mod:`leaderboard.escape`: :func:`md_cell`, :func:`html_text`, :func:`mpl_text`): a newline, ``|`` or
@@ -23,9 +28,9 @@ Hooks for other modules (e.g. the credit suite, which registers its aggregate co
 :mod:`leaderboard.suite` is imported; the CLI imports it): :func:`register` a function ``board -> [(header,
 row -> str), ...]`` for more columns (after the per-task ones, kept in :data:`EXTRA_COLUMNS`), and a function
 ``(board, entries, palette) -> [Figure, ...]`` for more figures on that board's section (:data:`EXTRA_FIGURES`).
-Both are called for every board; return ``[]`` for boards they do not apply to. Use :meth:`Palette.colour` and
-:func:`leaderboard.figures.figure_png` so added figures share the page's colours and format; this module imports no
-hook's module.
+Both are called for every board; return ``[]`` for boards they do not apply to. Draw with :func:`plots` (its
+``render_figure`` measures and encodes a figure) and :meth:`Palette.style` so added figures share the page's styles
+and format; this module imports no hook's module.
 """
 
 from __future__ import annotations
@@ -36,17 +41,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from leaderboard.board import Board, Row, build_board, verdicts
+from leaderboard.board import Board, Row, build_board, comparisons, verdicts
 from leaderboard.escape import clean, html_text, md_cell, mpl_text
-from leaderboard.figures import Figure, Palette, board_figures
 from leaderboard.stats import format_ci
 from leaderboard.store import load_entries, read_index
+from leaderboard.style import Figure, Palette
+from leaderboard.verdicts import headline
 
-# Figure, Palette and the escaping functions are defined in leaderboard.figures and leaderboard.escape; they are
+# Figure, Palette and the escaping functions are defined in leaderboard.style and leaderboard.escape; they are
 # importable from here as well, as the pages' callers always have
-__all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "boards", "clean",
-           "comparison_markdown", "context_html", "figure_html", "figures", "html_text", "markdown", "md_cell",
-           "mpl_text", "page", "page_head", "register", "render", "show", "show_text"]
+__all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "board_headline", "boards", "clean",
+           "comparison_markdown", "context_html", "figure_html", "figures", "headline_html", "html_text", "markdown",
+           "md_cell", "mpl_text", "order", "page", "page_head", "plots", "register", "render", "show", "show_text",
+           "superseded", "verdict_html"]
 
 SHOW_WIDTH = 120
 
@@ -77,8 +84,49 @@ class PageContext:
 
 # ---------------------------------------------------------------------------------------------------- tables
 
+def plots():
+    """:mod:`leaderboard.figures`, imported on the first figure a page draws: the one place matplotlib is loaded."""
+    from leaderboard import figures  # lazy: matplotlib, an optional extra that takes about a second to import
+
+    return figures
+
+
+def order(keys) -> list[str]:
+    """Protocol keys (``name@version``) as the pages show them: the newest version of each protocol first (a
+    tier's full suite before its quick subset, then by name), then the older versions, newest first."""
+    def split(key: str) -> tuple[str, int]:
+        name, _, version = key.rpartition("@")
+        return (name, int(version)) if name and version.isdigit() else (key, 0)
+
+    newest: dict[str, int] = {}
+    for key in keys:
+        name, version = split(key)
+        newest[name] = max(newest.get(name, version), version)
+
+    def rank(key: str):
+        name, version = split(key)
+        return (version != newest[name], name.endswith("-quick"), name.removesuffix("-quick"), -version)
+
+    return sorted(keys, key=rank)
+
+
+def superseded(protocol: str, keys) -> str | None:
+    """The newer version of ``protocol`` among ``keys``, if there is one."""
+    name, _, version = protocol.rpartition("@")
+    newer = [k for k in keys if k.rpartition("@")[0] == name and k != protocol and k.rpartition("@")[2].isdigit()
+             and version.isdigit() and int(k.rpartition("@")[2]) > int(version)]
+    return max(newer, key=lambda k: int(k.rpartition("@")[2])) if newer else None
+
+
+def board_headline(board: Board, under_test: str | None = None) -> str:
+    """The board's verdict in one sentence (:func:`leaderboard.verdicts.headline` over the paired comparisons its
+    verdict states)."""
+    return headline(comparisons(board, under_test))
+
+
 def boards(store, reps: int = 2000) -> list[tuple[Board, list[dict]]]:
-    keys = sorted({row["protocol"] for row in read_index(Path(store))})
+    """The boards of every protocol in ``store``, in :func:`order`."""
+    keys = order({row["protocol"] for row in read_index(Path(store))})
     out = []
     for key in keys:
         entries = load_entries(store, key)
@@ -178,6 +226,8 @@ def show_text(found: list[tuple[Board, list[dict]]], wide: bool = False) -> str:
             keep = max(12, max(len(r[1]) for r in rows) - max(0, width - SHOW_WIDTH))
             rows = [[clean(c, keep) if i == 1 else c for i, c in enumerate(r)] for r in rows]
         parts.append(f"{clean(board.protocol)} ({clean(board.track)} track)")
+        parts += textwrap.wrap(clean(board_headline(board), 2000), SHOW_WIDTH, initial_indent="  headline: ",
+                               subsequent_indent="    ")
         for v in verdicts(board):
             parts += textwrap.wrap(clean(v, 400), SHOW_WIDTH, initial_indent="  verdict: ", subsequent_indent="    ")
         for c in _coverage(board):
@@ -214,7 +264,9 @@ def _md_table(cols: list[str], rows: list[list[str]], bold: int | None = None) -
 def _md_board(board: Board, under_test: str | None = None) -> list[str]:
     cols, rows = _table(board)
     bold = next((i for i, r in enumerate(board.rows) if under_test in (r.short, r.label)), None)
-    out = ["**Verdict:**", ""] + [f"- {md_cell(v, 400)}" for v in verdicts(board, under_test)] + [""]
+    out = [f"**Verdict:** {md_cell(board_headline(board, under_test), 2000)}", "",
+           "<details><summary>every comparison</summary>", ""]
+    out += [f"- {md_cell(v, 400)}" for v in verdicts(board, under_test)] + ["", "</details>", ""]
     out += [md_cell(c, 400) for c in _coverage(board)] + [""]
     out += _md_table(cols, rows, bold)
     if board.partial:
@@ -237,8 +289,11 @@ def markdown(found: list[tuple[Board, list[dict]]]) -> str:
            "runs; counterfactual tokens: those of them spent on counterfactual branches. An entry marked "
            "(self-reported) was not re-run by the maintainer: its own moves are the submitter's word (see the threat "
            "model in leaderboard/README.md).", ""]
+    keys = [board.protocol for board, _ in found]
     for board, _ in found:
-        out += [f"## {md_cell(board.protocol)} ({md_cell(board.track)} track)", ""]
+        newer = superseded(board.protocol, keys)
+        out += [f"## {md_cell(board.protocol)} ({md_cell(board.track)} track"
+                f"{f'; superseded by {md_cell(newer)}' if newer else ''})", ""]
         out += _md_board(board)
         out.append("")
     return "\n".join(out)
@@ -301,11 +356,13 @@ tr.under-test td { background: #fff6d6; font-weight: bold; }
 .self-reported { color: #8a5a00; font-size: 0.8em; }
 .verdict { background: #eef5ff; border-left: 4px solid #0072b2; padding: 0.5em 0.8em; margin: 0.8em 0; }
 .verdict ul { margin: 0.2em 0; padding-left: 1.2em; }
+.verdict p.headline { margin: 0.2em 0; } .verdict summary { cursor: pointer; color: #0a4a80; }
+.page-headline { font-size: 1.1em; background: #eef5ff; border-left: 4px solid #0072b2; padding: 0.5em 0.8em; }
 .covers { color: #444; font-size: 0.95em; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
 dl.facts dt { font-weight: bold; } dl.facts dd { margin: 0; }
 .figs { display: flex; flex-wrap: wrap; gap: 1em; }
-figure { margin: 0; flex: 0 1 440px; min-width: 0; }
+figure { margin: 0; flex: 0 1 440px; min-width: 0; max-width: 440px; }
 figure img { width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.85em; color: #555; }
 @media (max-width: 600px) { body { padding: 0 0.5em; } table { font-size: 13px; } dl.facts { display: block; }
@@ -315,8 +372,7 @@ figcaption { font-size: 0.85em; color: #555; }
 
 def _html_board(board: Board, entries: list[dict], palette: Palette, under_test: str | None = None) -> list[str]:
     pid = html_text(board.protocol)
-    out = [f"<div class='verdict' id='verdict-{pid}'><strong>Verdict</strong><ul>" +
-           "".join(f"<li>{html_text(v, 400)}</li>" for v in verdicts(board, under_test)) + "</ul></div>"]
+    out = [verdict_html(pid, board_headline(board, under_test), verdicts(board, under_test))]
     out += [f"<p class='covers'>{html_text(c, 400)}</p>" for c in _coverage(board)]
     cols, rows = _table(board)
     out.append(f"<div class='scroll'><table class='board' id='board-{pid}'><thead><tr>" +
@@ -353,19 +409,36 @@ def _html_board(board: Board, entries: list[dict], palette: Palette, under_test:
     return out
 
 
+def verdict_html(key: str, sentence: str | None, lines: list[str]) -> str:
+    """A verdict box: the headline sentence (none where the page opens with it), then every line behind a fold."""
+    head = "" if sentence is None else \
+        f"<p class='headline'><strong>Verdict:</strong> {html_text(sentence, 2000)}</p>"
+    return (f"<div class='verdict' id='verdict-{key}'>{head}<details><summary>the verdict, line by line "
+            f"({len(lines)} lines)</summary><ul>" +
+            "".join(f"<li>{html_text(v, 600)}</li>" for v in lines) + "</ul></details></div>")
+
+
+def headline_html(key: str, sentence: str) -> str:
+    """The page's first line: the headline sentence of its first (current) board."""
+    return (f"<p class='page-headline' id='headline'><strong>{html_text(key)}:</strong> "
+            f"{html_text(sentence, 2000)}</p>")
+
+
 def figures(board: Board, entries: list[dict], palette: Palette) -> list[Figure]:
     """The figures of a board's section: its own (:func:`leaderboard.figures.board_figures`), then those of every
     registered hook."""
-    out = board_figures(board, entries, palette)
+    out = plots().board_figures(board, entries, palette)
     for extra in EXTRA_FIGURES:
         out += extra(board, entries, palette)
     return out
 
 
 def figure_html(f: Figure) -> str:
-    """One figure of a page: the PNG, its caption, and the colours each method was drawn in (``data-colours``, which
-    the page test reads back from the pixels)."""
-    return (f"<figure data-figure='{html_text(f.key)}' data-colours='{html_text(json.dumps(f.colours), 4000)}'>"
+    """One figure of a page: the PNG, its caption, the colours each method was drawn in (``data-colours``, which
+    the page test reads back from the pixels), and what the drawing measured (``data-min-font-px``, the smallest
+    text in the PNG's pixels; ``data-overflow-px``, how far anything was drawn past its edge)."""
+    return (f"<figure data-figure='{html_text(f.key)}' data-colours='{html_text(json.dumps(f.colours), 4000)}' "
+            f"data-min-font-px='{f.min_font_px:g}' data-overflow-px='{f.overflow_px:g}'>"
             f"<img class='plot' alt='{html_text(f.caption, 300)}' src='data:image/png;base64,{f.png}'>"
             f"<figcaption>{html_text(f.caption, 400)}</figcaption></figure>")
 
@@ -376,20 +449,28 @@ def page(found: list[tuple[Board, list[dict]]], context: PageContext | None = No
     title = context.title if context else "marl_llm_envs leaderboard"
     palette = Palette(r.short for board, _ in found for r in board.rows)
     parts = page_head(title)
+    if found:
+        parts.append(headline_html(found[0][0].protocol, board_headline(found[0][0],
+                                                                        context.under_test if context else None)))
     if context is not None:
         parts += context_html(context)
-    parts.append("<p>Scores are normalized per task (random = 0, reference policy = 1) and recomputed from "
+    parts.append("<details class='about'><summary>How the numbers are made</summary><p>Scores are normalized per "
+                 "task (random = 0, reference policy = 1) and recomputed from "
                  "replay-validated episodes. Aggregate: the mean of the task scores (never a trimmed mean across "
                  "tasks), with a seeded bootstrap 95% CI over runs stratified by task; "
                  "rank = 1 + the number of entries whose CI lies entirely above. P(entry &gt; leader): the "
                  "probability that a run of the entry beats one of the leader (top aggregate) on a task, with a 95% "
                  "bootstrap CI (0.5 = no difference). Elo covers the versus games only. Click a column to sort; "
-                 "hover an entry for its id.</p>")
+                 "hover an entry for its id.</p></details>")
     if not found:
         parts.append("<p>The leaderboard is empty.</p>")
+    keys = [board.protocol for board, _ in found]
     for board, entries in found:
         if context is None:
-            parts.append(f"<h2>{html_text(board.protocol)} ({html_text(board.track)} track)</h2>")
+            newer = superseded(board.protocol, keys)
+            parts.append(f"<h2 id='{html_text(board.protocol)}'>{html_text(board.protocol)} "
+                         f"({html_text(board.track)} track{f'; superseded by {html_text(newer)}' if newer else ''})"
+                         f"</h2>")
         parts += _html_board(board, entries, palette, context.under_test if context else None)
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -13,6 +13,8 @@ interval (the mean over its seeds with a Student-t CI).
 * :func:`suite_verdicts`: the credit suite's verdict from its scored methods (``score(...)["methods"]``): the method
   under test against every other one on the aggregate and on each family both cover (optionally each setting), and
   the control check (``broadcast`` against ``shuffled`` per family), all corrected together.
+* :func:`suite_family`: those comparisons as corrected records; :func:`headline`: one sentence over a corrected
+  family (how many separated, which, and how many did not), the first line of every page.
 * :func:`verdict` and :func:`sentence` turn a corrected record into words. ``a above b`` (or ``below``) only when the
   Holm-adjusted p is below ``alpha`` AND the interval of the difference excludes 0 on that side; otherwise
   ``a vs b ...: not separated``, never "no difference" (a test that does not reject says nothing of equality).
@@ -33,8 +35,8 @@ import numpy as np
 
 from leaderboard.stats import format_ci, holm, mean_ci, paired
 
-__all__ = ["ALPHA", "Comparison", "comparison", "holm_family", "sentence", "suite_comparisons", "suite_verdicts",
-           "verdict"]
+__all__ = ["ALPHA", "Comparison", "comparison", "headline", "holm_family", "sentence", "suite_comparisons",
+           "suite_family", "suite_verdicts", "verdict"]
 
 ALPHA = 0.05
 
@@ -145,6 +147,55 @@ def suite_comparisons(methods: Mapping[str, Mapping[str, Any]], a: str, b: str, 
     return out
 
 
+def suite_family(methods: Mapping[str, Mapping[str, Any]], under_test: str | None, families: Sequence[str],
+                 settings: bool = False, seed: int = 0) -> list[Comparison]:
+    """The comparisons :func:`suite_verdicts` states, Holm-corrected together: ``under_test`` (default: the first
+    method) against every other method, then ``broadcast`` against ``shuffled`` per family (once)."""
+    if not methods:
+        return []
+    mine = under_test if under_test in methods else next(iter(methods))
+    main = [c for other in methods if other != mine
+            for c in suite_comparisons(methods, mine, other, families, settings, seed)]
+    has_control = "broadcast" in methods and "shuffled" in methods
+    control = [] if not has_control or mine in ("broadcast", "shuffled") else \
+        [c for c in suite_comparisons(methods, "broadcast", "shuffled", families, seed=seed) if c.where in families]
+    return holm_family(main + control)
+
+
+def headline(corrected: Sequence[Comparison], alpha: float = ALPHA, limit: int = 6) -> str:
+    """One sentence from corrected records (:func:`holm_family`): how many comparisons separated and how many did
+    not, with the Holm family's size, naming the separated ones (the first ``limit``, aggregates first) and the
+    aggregate comparisons that did not separate. Never from ranks: each count is of :func:`verdict`'s words."""
+    if not corrected:
+        return "No paired comparison: fewer than two entries share seeds here."
+    words = [verdict(c, alpha) for c in corrected]
+    first = sorted(range(len(corrected)), key=lambda i: not corrected[i].where.startswith("the aggregate"))
+    sep = [f"{corrected[i].a} {words[i]} {corrected[i].b} on {corrected[i].where}" for i in first
+           if words[i] != "not separated"]
+    level: dict[str, list[str]] = {}
+    for i in first:
+        if words[i] == "not separated" and corrected[i].where.startswith("the aggregate"):
+            level.setdefault(corrected[i].a, []).append(corrected[i].b)
+    n, m = len(corrected), corrected[0].m
+    holm_words = f"Holm-corrected over {m}, family-wise {alpha:.0%}"
+    if sep:
+        text = (f"{len(sep)} of {n} paired comparison{'s' if n != 1 else ''} separated ({holm_words}): " +
+                "; ".join(sep[:limit]) + (f"; and {len(sep) - limit} more" if len(sep) > limit else "") +
+                f"; the other {n - len(sep)} did not")
+    else:
+        text = f"None of {n} paired comparison{'s' if n != 1 else ''} separated ({holm_words})"
+    if level:
+        named = [f"{a} vs {', '.join(bs[:limit])}" + (f" and {len(bs) - limit} more" if len(bs) > limit else "")
+                 for a, bs in level.items()]
+        text += ", and on the aggregate not separated: " + "; ".join(named)
+    seeds = {c.n for c in corrected}
+    if not sep and all(c.exact for c in corrected) and len(seeds) == 1 and 2 / 2 ** min(seeds) >= alpha:
+        n_seeds = min(seeds)
+        text += (f" (over {n_seeds} seeds the exact sign-flip test cannot reach p < {alpha:.0%}: its smallest p is "
+                 f"2/2^{n_seeds} = {2 / 2 ** n_seeds:.4f})")
+    return text + "."
+
+
 def suite_verdicts(methods: Mapping[str, Mapping[str, Any]], under_test: str | None, families: Sequence[str],
                    settings: bool = False, alpha: float = ALPHA, seed: int = 0) -> list[str]:
     """The suite's verdict in sentences: ``under_test`` (default: the first method) against every other method
@@ -154,12 +205,8 @@ def suite_verdicts(methods: Mapping[str, Mapping[str, Any]], under_test: str | N
     if not methods:
         return ["no method was scored"]
     mine = under_test if under_test in methods else next(iter(methods))
-    main = [c for other in methods if other != mine
-            for c in suite_comparisons(methods, mine, other, families, settings, seed)]
+    corrected = suite_family(methods, mine, families, settings, seed)
     has_control = "broadcast" in methods and "shuffled" in methods
-    control = [] if not has_control or mine in ("broadcast", "shuffled") else \
-        [c for c in suite_comparisons(methods, "broadcast", "shuffled", families, seed=seed) if c.where in families]
-    corrected = holm_family(main + control)
     out = [sentence(c, alpha) for c in corrected]
     if len(methods) == 1:
         out.insert(0, f"{mine} only: no other method to compare with (add --baselines)")

@@ -86,7 +86,7 @@ Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 * :func:`suite_figures`: a radar chart of the family means (bsuite's summary plot), one scaling figure per family
   that sweeps a knob (score against team size, delay, clue accuracy, idle seats: the mean with a 95% t band), and
   training tokens against the aggregate; one colour per method in every figure
-  (:class:`leaderboard.figures.Palette`), legends below the axes. :func:`write_figures` writes them as PNG files.
+  (:class:`leaderboard.style.Palette`), legends below the axes. :func:`write_figures` writes them as PNG files.
 * :func:`board_columns` and :func:`board_radar`, registered with :func:`leaderboard.render.register` when this
   package is imported: on a suite's leaderboard board, the suite's aggregate beside the per-family columns, and the
   radar of the entries' family means.
@@ -107,7 +107,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from leaderboard.figures import Palette
+from leaderboard.style import Palette
 from leaderboard.stats import mean_ci
 from leaderboard.suite.report import TEXT_WIDTH, board_columns, board_radar, comparison_text, family_verdicts, \
     page_context, score_tables, suite_coverage, suite_figures, suite_page, write_figures

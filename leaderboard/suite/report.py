@@ -13,19 +13,18 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 
-from leaderboard.escape import html_text, mpl_text
-from leaderboard.figures import Figure, Palette, cost_figure, figure_png, finish_figure, hex_colour, label_axes, \
-    legend_below, pyplot
-from leaderboard.render import PageContext, context_html, figure_html, page_head, register
+from leaderboard.escape import html_text
+from leaderboard.render import PageContext, context_html, figure_html, headline_html, page_head, plots, register, \
+    verdict_html
 from leaderboard.stats import format_ci, mean_ci
+from leaderboard.style import Palette
 from leaderboard.suite.score import SIDE_FIGURES
 from leaderboard.suite.spec import Family, Setting, Suite, list_suites, load_suite
-from leaderboard.verdicts import suite_verdicts
+from leaderboard.verdicts import headline, suite_family, suite_verdicts
 
 __all__ = ["TEXT_WIDTH", "board_columns", "board_radar", "comparison_text", "family_verdicts", "page_context",
-           "score_tables", "suite_coverage", "suite_figures", "suite_page", "write_figures"]
+           "score_tables", "suite_coverage", "suite_figures", "suite_headline", "suite_page", "write_figures"]
 
 # ---------------------------------------------------------------------- what a reader sees: words and tables
 TEXT_WIDTH = 120          # the printed comparison (comparison.md is the same text) fits a 120-column terminal
@@ -81,6 +80,12 @@ def family_verdicts(suite: Suite, scored: dict[str, Any], under_test: str | None
     on zero_sum: not separated (...)"), then the control check, ``broadcast`` against ``shuffled`` per family; every
     line in one Holm family, and a direction only where the Holm-adjusted test rejects."""
     return suite_verdicts(scored["methods"], under_test, [f.name for f in suite.families])
+
+
+def suite_headline(suite: Suite, scored: dict[str, Any], under_test: str | None = None) -> str:
+    """:func:`family_verdicts` in one sentence (:func:`leaderboard.verdicts.headline` over the same corrected
+    comparisons)."""
+    return headline(suite_family(scored["methods"], under_test, [f.name for f in suite.families]))
 
 
 def _fit(cols: list[str], rows: list[list[str]], keep: int = 1, width: int = TEXT_WIDTH) -> list[str]:
@@ -225,65 +230,35 @@ def _variants(fam: Family) -> dict[str, list[Setting]]:
     return groups
 
 
-def _scaling_axes(ax, fam: Family, scored: dict[str, Any], palette) -> dict[str, str]:
-    """Score against the family's knob on ``ax``: per method (its palette colour) and variant (a line style), the
-    mean over seeds with a 95% t band; returns the colours drawn."""
+def _lines(fam: Family, scored: dict[str, Any]) -> tuple[list[tuple], list[float], list[str]]:
+    """A family's scaling lines for :func:`leaderboard.figures.scaling_figure`: per method and variant (e.g.
+    voting's two reward schemes) the settings with a numeric knob, mean and 95% t interval over seeds; the knobs;
+    the variants."""
     groups = _variants(fam)
-    styles = ["-", "--", ":", "-."]
-    colours = {}
+    lines = []
     for m, v in scored["methods"].items():
-        for k, (variant, ss) in enumerate(groups.items()):
+        for variant, ss in groups.items():
             pts = sorted((s.knob, v["settings"][s.name]["ci"]) for s in ss if s.name in v["settings"]
                          and isinstance(s.knob, (int, float)) and not isinstance(s.knob, bool))
-            if not pts:
-                continue
-            x = [p[0] for p in pts]
-            colour = palette.colour(m)
-            label = m if len(groups) == 1 else f"{m}, {variant.rsplit('/', 1)[-1]}"
-            (line,) = ax.plot(x, [p[1][0] for p in pts], color=colour, ls=styles[k % len(styles)], marker="o",
-                              ms=4, lw=2, label=mpl_text(label))
-            ax.fill_between(x, [p[1][1] for p in pts], [p[1][2] for p in pts], color=colour, alpha=0.12, lw=0)
-            colours[m] = hex_colour(line.get_color())
+            if pts:
+                lines.append((m, variant.rsplit("/", 1)[-1], [p[0] for p in pts], [p[1][0] for p in pts],
+                              [p[1][1] for p in pts], [p[1][2] for p in pts]))
     knobs = [s.knob for s in fam.settings if isinstance(s.knob, (int, float)) and not isinstance(s.knob, bool)]
-    if knobs and all(k > 0 for k in knobs) and max(knobs) / min(knobs) >= 8:
-        ax.set_xscale("log", base=2)
-    if knobs:
-        ax.set_xticks(sorted(set(knobs)), [f"{k:g}" for k in sorted(set(knobs))])
-        ax.minorticks_off()
-    ax.axhline(0, color="grey", lw=0.8, ls=":")
-    ax.axhline(1, color="grey", lw=0.8, ls="--")
-    return colours
+    return lines, knobs, [k.rsplit("/", 1)[-1] for k in groups]
 
 
 SCORE_AXIS = "normalized score\n(random = 0, optimum = 1)"      # the y label of every scaling panel
 
 
-def _knob_axis(ax, fam: Family) -> str:
-    """The x label of a scaling panel, once :func:`_scaling_axes` has chosen its scale."""
-    return f"{fam.knob} (the env's kwarg; log scale)" if ax.get_xscale() == "log" else f"{fam.knob} (the env's kwarg)"
-
-
 def _radar(fams: list[str], means: dict[str, dict[str, float]], palette, seeds: str):
-    """bsuite's radar: per method (its palette colour), the mean family scores, clipped to [0, 1]."""
-    plt = pyplot()
-    angles = np.linspace(0, 2 * np.pi, len(fams), endpoint=False).tolist()
-    fig = plt.figure(figsize=(4.6, 4.6), layout="constrained")
-    ax = fig.add_subplot(111, polar=True)
-    colours = {}
-    for m, by_family in means.items():
-        vals = [min(1.0, max(0.0, by_family[f])) if f in by_family else 0.0 for f in fams]
-        colour = palette.colour(m)
-        (line,) = ax.plot(angles + angles[:1], vals + vals[:1], color=colour, lw=2, label=mpl_text(m))
-        ax.fill(angles + angles[:1], vals + vals[:1], color=colour, alpha=0.08)
-        colours[m] = hex_colour(line.get_color())
-    ax.set_xticks(angles, [f.replace("_", "\n") for f in fams], fontsize=9)
-    ax.set_ylim(0, 1)
-    ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["0.25", "0.5", "0.75", "1"], fontsize=7, color="#555")
-    png = finish_figure(plt, fig, ax, "family scores, mean of seeds\n(random = 0, optimum = 1; clipped to [0, 1])",
-                        "", grid=None)      # a polar axes keeps its own grid
-    return Figure("radar", f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, "
-                           f"normalized so that random play = 0 and the optimum = 1, clipped to [0, 1]; the CIs are in "
-                           f"the table.", png, colours)
+    """bsuite's radar (:func:`leaderboard.figures.radar`) of the mean family scores."""
+    lo, hi = plots().radar_scale([v for m in means.values() for v in m.values()])
+    return plots().radar(fams, means, palette,
+                         f"Family scores (bsuite's radar): the mean over {seeds} training seeds per family, "
+                         f"normalized so that random play = 0 (dashed ring) and the optimum or reference = 1 (solid "
+                         f"ring), on a fixed radial scale from {lo:g} at the centre to {hi:g} at the rim (a score "
+                         f"past it is drawn at the edge); a method run on only some families is drawn as its "
+                         f"markers alone; the CIs are in the table.")
 
 
 def board_radar(board, entries: list[dict], palette) -> list:
@@ -303,9 +278,9 @@ def board_radar(board, entries: list[dict], palette) -> list:
 
 
 def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
-    """The page's figures (:class:`leaderboard.figures.Figure`, one colour per method from ``palette``): the radar of
-    the family means (bsuite's summary), one scaling figure per family that sweeps a knob over several settings
-    (mean with a 95% t band over seeds), and training tokens against the aggregate."""
+    """The page's figures (:class:`leaderboard.style.Figure`, every method in its palette style): the radar of the
+    family means (bsuite's summary), one scaling figure per family that sweeps a knob over several settings (mean
+    with a 95% t band over seeds), and training tokens against the aggregate."""
     out = []
     fams = [f for f in suite.families if any(f.name in v["families"] for v in scored["methods"].values())]
     seeds = "/".join(map(str, sorted({len(v["seeds"]) for v in scored["methods"].values()})))
@@ -315,22 +290,21 @@ def suite_figures(suite: Suite, scored: dict[str, Any], palette) -> list:
     out += [_scaling_figure(fam, scored, palette, seeds) for fam in fams if fam.knob and len(fam.settings) >= 2]
     costed = {m: (_tokens(v)[0], v["aggregate"]["ci"]) for m, v in scored["methods"].items() if _tokens(v)[0] > 0}
     if costed:
-        out.append(cost_figure(costed, palette, "aggregate normalized score\n(95% t CI)",
-                               "Training cost against score: every token generated in training (main rollouts and "
-                               "counterfactual branches, all runs of the suite) against the aggregate with its 95% "
-                               "CI."))
+        out.append(plots().cost_figure(costed, palette, "aggregate normalized score\n(95% t CI)",
+                                       "Training cost against score: every token generated in training (main "
+                                       "rollouts and counterfactual branches, all runs of the suite) against the "
+                                       "aggregate with its 95% CI."))
     return out
 
 
 def _scaling_figure(fam: Family, scored: dict[str, Any], palette, seeds: str):
-    """One family's score against its knob (:func:`_scaling_axes`) as a figure of its own."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
-    colours = _scaling_axes(ax, fam, scored, palette)
-    png = finish_figure(plt, fig, ax, f"{fam.title}: score against {fam.knob}", _knob_axis(ax, fam), SCORE_AXIS,
-                        ncol=2 if len(_variants(fam)) > 1 else 3)
-    return Figure(f"scaling-{fam.name}", f"{fam.title}: the normalized score against {fam.knob}, the mean over "
-                                         f"{seeds} training seeds with a 95% t band.", png, colours)
+    """One family's score against its knob as a figure of its own."""
+    lines, knobs, variants = _lines(fam, scored)
+    several = " (line style: the variant; colour and marker: the method)" if len(variants) > 1 else ""
+    return plots().scaling_figure(f"scaling-{fam.name}", f"{fam.title}:\nscore against {fam.knob}", fam.knob, lines,
+                                  knobs, variants, palette, SCORE_AXIS,
+                                  f"{fam.title}: the normalized score against {fam.knob}, the mean over {seeds} "
+                                  f"training seeds with a 95% t band{several}.")
 
 
 def write_figures(suite: Suite, scored: dict[str, Any], out: str | Path | None = None, palette=None,
@@ -342,15 +316,8 @@ def write_figures(suite: Suite, scored: dict[str, Any], out: str | Path | None =
     pngs = {f.key: f.png for f in (figs if figs is not None else suite_figures(suite, scored, palette))}
     knobbed = [f for f in suite.families if f"scaling-{f.name}" in pngs]
     if knobbed:
-        plt = pyplot()
-        fig, axes = plt.subplots(1, len(knobbed), figsize=(4.6 * len(knobbed), 3.6), squeeze=False,
-                                 layout="constrained")
-        for ax, fam in zip(axes[0], knobbed):
-            _scaling_axes(ax, fam, scored, palette)
-            label_axes(ax, fam.title, _knob_axis(ax, fam), SCORE_AXIS)
-        legend_below(fig, axes[0][-1], ncol=6)
-        pngs["scaling"] = figure_png(fig)
-        plt.close(fig)
+        pngs["scaling"] = plots().scaling_panels([(f.title, f.knob, *_lines(f, scored)) for f in knobbed], palette,
+                                                 SCORE_AXIS)
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -370,7 +337,8 @@ def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str,
     figs = suite_figures(suite, scored, palette) if figs is None else figs
     key = html_text(suite.key)
     table = functools.partial(_html_table, key=key, palette=palette, under_test=context.under_test)
-    parts = page_head(context.title) + context_html(context) + _page_summary(suite, scored, context, skipped, key)
+    parts = page_head(context.title) + [headline_html(suite.key, suite_headline(suite, scored, context.under_test))]
+    parts += context_html(context) + _page_summary(suite, scored, context, skipped, key)
     cols, rows = _family_rows(suite, scored)
     titles = [None, "mean over families"] + \
              [f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families] + \
@@ -386,6 +354,12 @@ def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str,
                      "and the optimum or reference policy), measured with the setting's kwargs; each method's cell is "
                      "its normalized score, mean [95% CI] over training seeds.</p>")
         parts.append(table("settings", cols, rows, None))
+    for fig, what in SIDE_FIGURES.items():             # the printed comparison's other tables (e.g. exploitability)
+        cols, rows = _side_rows(scored, fig)
+        if rows:
+            parts.append(f"<h2>Per setting: the {html_text(what, 300)}</h2><p class='covers'>mean [95% CI] over "
+                         f"training seeds.</p>")
+            parts.append(table(f"side-{fig}", cols, rows, None))
     parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
                  "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
     parts.append("</body></html>")
@@ -393,18 +367,18 @@ def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str,
 
 
 def _page_summary(suite: Suite, scored: dict[str, Any], context, skipped, key: str) -> list[str]:
-    """The page's words above its tables: applicability notes, the verdict, what the numbers cover, the suite."""
+    """The page's words above its tables: applicability notes, the verdict's lines and what the numbers cover (each
+    behind a fold: the headline sentence opens the page), the suite."""
     parts = []
     notes = _skip_notes(skipped)
     if notes:
         parts.append("<p><strong>Applicability</strong> (a method that cannot train on a setting's env is not run "
                      "there):</p><ul class='notes'>" + "".join(f"<li>{html_text(n, 1000)}</li>" for n in notes) +
                      "</ul>")
-    parts.append(f"<div class='verdict' id='verdict-{key}'><strong>Verdict</strong><ul>" +
-                 "".join(f"<li>{html_text(v, 600)}</li>" for v in family_verdicts(suite, scored, context.under_test)) +
-                 "</ul></div>")
-    parts += [f"<p class='covers'>{html_text(c, 600)}</p>" for c in suite_coverage(suite, scored)]
-    parts.append(f"<p class='covers'>The suite: {html_text(suite.description, 2000)}</p>")
+    parts.append(verdict_html(key, None, family_verdicts(suite, scored, context.under_test)))   # the headline opens
+    parts.append("<details class='about'><summary>What the numbers cover</summary>" +
+                 "".join(f"<p class='covers'>{html_text(c, 600)}</p>" for c in suite_coverage(suite, scored)) +
+                 f"<p class='covers'>The suite: {html_text(suite.description, 2000)}</p></details>")
     return parts
 
 

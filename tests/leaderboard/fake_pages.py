@@ -1,0 +1,58 @@
+"""Small fake inputs for the page tests, a credit suite's ``score()`` output for many methods built from chosen means
+(no training), and the colour distance the tests hold the methods' colours to."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from leaderboard.stats import mean_ci
+
+METHODS = ["broadcast", "none", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas", "mappo", "ippo",
+           "shuffled", "oracle"]          # baselines.credit.list_credits(), the 13 built-in methods and controls
+
+
+def fake_scored(suite, means: dict[str, dict[str, float]], spread: float = 0.02, seeds: int = 3,
+                exploitability: bool = False) -> dict:
+    """``leaderboard.suite.score()``'s output: every setting of ``means[method][family]`` scores that mean give or
+    take ``spread`` across seeds (seed i gets mean + spread * (i - 1)); with ``exploitability``, each zero-sum
+    setting reports one beside its score."""
+    methods = {}
+    for k, (m, fam_means) in enumerate(means.items()):
+        settings, families, side = {}, {}, {}
+        for f in suite.families:
+            if f.name not in fam_means:
+                continue
+            for s in f.settings:
+                vals = [fam_means[f.name] + spread * (i - 1) for i in range(seeds)]
+                settings[s.name] = {"family": f.name, "knob": s.knob, "seeds": vals, "ci": mean_ci(vals)}
+                if exploitability and s.play == "versus":
+                    gaps = [0.3 - 0.01 * k + 0.005 * i for i in range(seeds)]
+                    side.setdefault("exploitability", {})[s.name] = {"seeds": gaps, "ci": mean_ci(gaps)}
+            per_seed = [float(np.mean([settings[s.name]["seeds"][i] for s in f.settings])) for i in range(seeds)]
+            families[f.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in f.settings]}
+        agg = [float(np.mean([x["seeds"][i] for x in families.values()])) for i in range(seeds)]
+        methods[m] = {"seeds": list(range(seeds)), "settings": settings, "families": families,
+                      "aggregate": {"seeds": agg, "ci": mean_ci(agg)},
+                      "tokens": {"main": 1000 * (k + 1), "branches": 500 * k}, "side": side}
+    return {"suite": suite.key, "anchors": {s.name: {"zero": 0.1, "one": 0.9} for s in suite.settings},
+            "methods": methods}
+
+
+def spread_means(suite, methods=METHODS) -> dict[str, dict[str, float]]:
+    """Family means that differ across methods and families (-0.1 to 1.05), every method on every family."""
+    return {m: {f.name: round(-0.1 + 1.15 * ((i * 7 + j * 3) % 13) / 12, 3) for j, f in enumerate(suite.families)}
+            for i, m in enumerate(methods)}
+
+
+def lab(colour: str) -> np.ndarray:
+    """CIELAB (D65) of an sRGB ``#rrggbb``."""
+    rgb = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    rgb = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ rgb
+    xyz = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def delta_e(a: str, b: str) -> float:
+    return float(np.linalg.norm(lab(a) - lab(b)))
