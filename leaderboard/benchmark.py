@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from baselines.credit import make_credit
 from baselines.models import require_device
 from baselines.train.config import BACKENDS, DTYPES
 from leaderboard.board import build_board
@@ -69,8 +70,6 @@ def _check_methods(method: str, baselines: Sequence[str]) -> None:
     """Every method named can be built (a registered name, or ``package.module:Class`` that loads), before any run:
     a misspelt name would otherwise count as a method that applies to no setting, and the benchmark would train
     every baseline and write a page for a method it never ran."""
-    from baselines.credit import make_credit  # lazy: torch (seconds to load), needed only to check the names
-
     for flag, names in (("the method under test", [method]), ("--baselines", list(baselines))):
         for name in names:
             try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata as md
 import importlib.util
 import json
 import os
@@ -84,8 +85,6 @@ def file_sha256(path: str | Path) -> str:
 
 
 def package_versions() -> dict[str, str]:
-    import importlib.metadata as md
-
     out = {"python": platform.python_version()}
     for name in ("marl-llm-envs", "numpy", "pettingzoo", "gymnasium", "torch", "transformers", "scipy"):
         try:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import os
 import random
 import resource
 import shutil
@@ -43,7 +44,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, play_cell, run_label
+from baselines.credit import list_credits
+from baselines.train import TrainConfig, train
+from baselines.train.config import LEGACY_RESOLVED_KEYS, OUTPUT_FIELDS
+from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, package_versions, play_cell, run_label
+from leaderboard.players import load_player
 from leaderboard.validate import SubmissionError, Validated, draw_audit_seed
 
 __all__ = ["DETECT_FRACTION", "DETECT_PROBABILITY", "detection_probability", "detection_sample", "draw_audit_seed",
@@ -60,10 +65,6 @@ def _greedy(provenance: dict[str, Any]) -> bool:
 
 def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     """Train run ``run`` of ``env_id`` again from the manifest; returns its folder (the weights hash is checked)."""
-    from baselines.credit import list_credits
-    from baselines.train import TrainConfig, train
-    from baselines.train.config import LEGACY_RESOLVED_KEYS, OUTPUT_FIELDS
-
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
     provenance = v.manifest["players"][env_id][run]
     raw = provenance.get("train_config")
@@ -146,10 +147,6 @@ def _train_sandboxed(fields: dict[str, Any], out: Path, source: Path, where: str
 def _retrained_here(v: Validated) -> str:
     """Why a run trained again here can reach other weights than an honest submitter's: what this machine and the
     manifest say about the two things the MLP trainer's floats depend on beyond the config."""
-    import os
-
-    from leaderboard.evaluate import package_versions
-
     packages = v.manifest.get("packages")
     theirs = packages.get("torch") if isinstance(packages, dict) else None
     ours = package_versions().get("torch")
@@ -160,8 +157,6 @@ def _retrained_here(v: Validated) -> str:
 
 
 def _player(v: Validated, env_id: str, run: int, spec: str, retrained: bool = False):
-    from leaderboard.players import load_player
-
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
     provenance = v.manifest["players"][env_id][run]
     try:

@@ -12,10 +12,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import torch
 
 import marl_llm_envs
+from baselines.credit import make_credit
 from baselines.outputs import read_json_object, safe_name, writing
 from baselines.rollout import RolloutEngine
+from baselines.train import TrainConfig, checkpoint, train
+from baselines.train.config import read_run_config
 from leaderboard import exact
 from leaderboard.players import load_player, opponent_policy
 from leaderboard.suite.spec import Suite
@@ -27,8 +31,6 @@ __all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "run_on
 def applicable(method: str, env_id: str) -> str | None:
     """``None`` when ``method`` can train on ``env_id``, else why not. A method that cannot be built at all (an
     unknown name, a class that does not load) raises its ``ValueError``: it is not a method that applies nowhere."""
-    from baselines.credit import make_credit  # lazy: torch (seconds to load), needed only to check a method
-
     credit = make_credit(method)
     try:
         credit.branches(env_id)
@@ -79,8 +81,6 @@ def complete_run(run: Path, steps: int, spec: dict[str, Any] | None = None) -> b
     """Whether the trainer run in ``run`` has finished ``steps`` steps (its latest checkpoint is at that step) and,
     given the ``spec`` it should be, was trained with that spec's ``device``, ``dtype`` and ``backend`` (a run trained
     on the CPU is not reused for a spec that trains on CUDA: its result is another's; it is trained again)."""
-    from baselines.train import checkpoint  # lazy: torch, loaded by the runs that train
-
     latest = checkpoint.latest(run / "checkpoints")
     if latest is None or _json_object(latest / "meta.json", run).get("step") != steps:
         return False
@@ -103,8 +103,6 @@ def train_run(spec: dict[str, Any]) -> str:
     and the trainer's ``device``, ``dtype`` and ``backend`` optional), or reuse it when it is complete; returns the
     folder. An unfinished run starts again (same seed, same result). A top-level function of JSON-able input, so a
     process pool or Ray can call it (``execute``)."""
-    from baselines.train import TrainConfig, train  # lazy: torch, loaded by the runs that train
-
     run = Path(spec["out"])
     with writing(run, wait=True):       # another suite training this run now (a shared baseline): wait, then reuse it
         if complete_run(run, spec["steps"], spec):
@@ -130,10 +128,6 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     "tokens", ...}``.
 
     A top-level function of JSON-able input and output, so a process pool or Ray can call it anywhere."""
-    import torch  # lazy: seconds to load; the process that trains loads it, the suite's parent need not
-
-    from baselines.train.config import read_run_config  # lazy: torch, as above
-
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     run = Path(train_run(spec))
