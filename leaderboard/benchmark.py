@@ -55,8 +55,8 @@ from leaderboard.fidelity import for_suite
 from leaderboard.protocol import Protocol, load_protocol
 from leaderboard.render import PageContext, comparison_markdown, page
 from leaderboard.store import add_entry, entry_from
-from leaderboard.suite import add_suite_entry, applicable, benchmark_suite, complete_run, latest_suite, list_suites, \
-    load_suite, safe_name, train_run
+from leaderboard.suite import add_suite_entry, applicable, benchmark_suite, latest_suite, list_suites, \
+    load_suite, reusable_run, safe_name, train_run
 from leaderboard.validate import validate
 from leaderboard.workers import Workers
 
@@ -176,7 +176,7 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
         runs[m] = [spec["out"] for spec in planned]
         to_train += planned
     # a complete run is reused (train_run); only the others need workers (a pool's worker starts by importing torch)
-    to_train = [spec for spec in to_train if not complete_run(Path(spec["out"]), spec["steps"], spec)]
+    to_train = [spec for spec in to_train if not reusable_run(Path(spec["out"]), spec)]
     with Workers(jobs, ray) as workers:       # one pool (or one Ray session) for the training runs and the evaluations
         workers.map(train_run, to_train, progress=progress and not in_process)
         note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"

@@ -12,7 +12,7 @@ the submitter's own moves came from the player the manifest names. ``reproduce``
   ``tests/test_checkpoint_safety.py``; a micro run takes seconds), and the new weights must hash to the run's
   ``weights_sha256``. A built-in credit method is trained in this process; a method of the submitter's own is
   re-trained only from its shipped source (``<module>.py`` beside ``submission.json``, whose SHA-256 validate checked
-  against the runs' ``credit_sha256``), in a child process with :data:`SANDBOX` limits (:func:`_train_sandboxed`);
+  against the runs' ``credit_sha256``), in a child process with :data:`SANDBOX` limits (:func:`train_sandboxed`);
   one that did not travel cannot be re-trained here.
 * Then the episodes of the re-loaded players are played again exactly as :func:`leaderboard.evaluate.evaluate`
   plays them (:func:`leaderboard.evaluate.play_cell`) and every move must be identical: every episode of a cheap
@@ -85,7 +85,7 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
                                   f"({', '.join(list_credits())}) and its source did not travel with the submission "
                                   f"(<module>.py beside submission.json, for a method <module>:<Class>); it cannot "
                                   f"be re-trained here")
-        _train_sandboxed(fields, out, Path(v.method_file), where)
+        train_sandboxed([(fields, out)], Path(v.method_file), where)
         return f"checkpoint:{out}"
     try:
         cfg = TrainConfig(**fields, out=str(out), progress=False, tensorboard=False)
@@ -99,8 +99,18 @@ SANDBOX = {"cpu_s": 600, "memory_bytes": 8 << 30, "file_bytes": 256 << 20}   # p
 _TRAIN_IN_SANDBOX = """
 import json, sys
 sys.path[:0] = [sys.argv[1], sys.argv[2]]       # the method's folder, then this package: nothing else but site-packages
+from baselines.credit import make_credit
 from baselines.train import TrainConfig, train
-train(TrainConfig(**json.loads(sys.argv[3]), out=sys.argv[4], progress=False, tensorboard=False))
+for fields, out in json.loads(sys.argv[3]):
+    train(TrainConfig(**fields, out=out, progress=False, tensorboard=False))
+why = {}
+for method, env_id in json.loads(sys.argv[4]):
+    try:
+        make_credit(method).branches(env_id)
+        why[env_id] = None
+    except ValueError as e:
+        why[env_id] = str(e)[:300]
+print(json.dumps(why))
 """
 
 
@@ -118,19 +128,26 @@ def _sandbox(cpu_s: int, memory_bytes: int, file_bytes: int):
     return apply
 
 
-def _train_sandboxed(fields: dict[str, Any], out: Path, source: Path, where: str,
-                     limits: dict[str, int] | None = None) -> None:
-    """Train one run of a method shipped as ``source`` in a child process (:data:`SANDBOX` limits, no network where
-    the OS allows, ``-I``: no environment variables or user site; imports from a copy of the method's file, this
-    package and the installed packages only). Any failure, a limit included, is a :class:`SubmissionError`."""
+def train_sandboxed(jobs: list[tuple[dict[str, Any], Path]], source: Path, where: str,
+                    limits: dict[str, int] | None = None, applicable: tuple[str, list[str]] | None = None
+                    ) -> dict[str, str | None]:
+    """Train runs of a method shipped as ``source`` in one child process (``jobs``: each run's config fields and
+    folder; :data:`SANDBOX` limits per run, no network where the OS allows, ``-I``: no environment variables or user
+    site; imports from a copy of the method's file, this package and the installed packages only). ``applicable``:
+    ``(method, env ids)`` whose applicability the child also reports (env id -> ``None`` or why the method cannot
+    train there), returned. Any failure, a limit included, is a :class:`SubmissionError`."""
     limits = {**SANDBOX, **(limits or {})}
+    limits["cpu_s"] *= max(1, len(jobs))
+    out = jobs[0][1] if jobs else Path(tempfile.mkdtemp(prefix="applicable-"))
     home = out.parent / f"{out.name}-method"
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, home / source.name)
     root = str(Path(__file__).resolve().parent.parent)
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", _TRAIN_IN_SANDBOX, str(home), root, json.dumps(fields),
-                               str(out)], cwd=home, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        method, env_ids = applicable or ("", [])
+        done = subprocess.run([sys.executable, "-I", "-c", _TRAIN_IN_SANDBOX, str(home), root,
+                               json.dumps([[fields, str(run)] for fields, run in jobs]),
+                               json.dumps([[method, env_id] for env_id in env_ids])], cwd=home, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               timeout=2 * limits["cpu_s"] + 60,
                               preexec_fn=_sandbox(limits["cpu_s"], limits["memory_bytes"], limits["file_bytes"]))
     except subprocess.TimeoutExpired:
@@ -142,6 +159,11 @@ def _train_sandboxed(fields: dict[str, Any], out: Path, source: Path, where: str
         raise SubmissionError(f"{where}: re-training the shipped method {source.name} failed in its sandbox (limits: "
                               f"{limits['cpu_s']} s of CPU, {limits['memory_bytes'] >> 20} MiB of memory, files up to "
                               f"{limits['file_bytes'] >> 20} MiB; exit {done.returncode}: {tail[0][:300]})")
+    lines = done.stdout.strip().splitlines()
+    try:
+        return {str(k): (None if v is None else str(v)) for k, v in json.loads(lines[-1]).items()}
+    except (IndexError, ValueError, AttributeError):
+        raise SubmissionError(f"{where}: the sandbox of {source.name} did not report its result") from None
 
 
 def _retrained_here(v: Validated) -> str:

@@ -18,14 +18,17 @@ import marl_llm_envs
 from baselines.credit import make_credit
 from baselines.outputs import read_json_object, safe_name, writing
 from baselines.rollout import RolloutEngine
-from baselines.train import TrainConfig, checkpoint, train
+import baselines.train as trainer
+from baselines.train import TrainConfig, checkpoint
 from baselines.train.config import read_run_config
 from leaderboard import exact
 from leaderboard.players import load_player, opponent_policy
-from leaderboard.suite.spec import Suite
+from leaderboard.suite.cache import verified_run, write_receipt
+from leaderboard.suite.spec import Setting, Suite
 from leaderboard.workers import Workers
 
-__all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "run_one", "safe_name", "train_run"]
+__all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "reusable_run", "run_one", "run_spec",
+           "safe_name", "score_run", "train_run"]
 
 
 def applicable(method: str, env_id: str) -> str | None:
@@ -60,18 +63,23 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path, placement: dict[
             if why is not None:
                 skipped.setdefault(m, {})[s.name] = why
                 continue
-            b = suite.budget(s)
-            for seed in b["seeds"]:
-                specs.append({"method": m, "setting": s.name, "seed": seed, "env_id": s.env_id,
-                              "env_kwargs": s.env_kwargs, "action_mode": suite.action_mode, "model": b["model"],
-                              "mode": b["mode"], "steps": b["steps"], "tasks_per_step": b["tasks_per_step"],
-                              "group_size": b["group_size"], "partners": s.partners, "play": s.play,
-                              "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
-                              "eval_start": suite.score["eval_start"],
-                              "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
-                              "score": s.score, "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}"),
-                              **placement})
+            for seed in suite.budget(s)["seeds"]:
+                specs.append(run_spec(suite, s, seed, m, out / safe_name(m) / safe_name(s.name) / f"seed{seed}",
+                                      placement))
     return specs, skipped
+
+
+def run_spec(suite: Suite, s: Setting, seed: int, method: str, out: Path,
+             placement: dict[str, str] | None = None) -> dict[str, Any]:
+    """The JSON-able spec of one run (method x setting x seed) into ``out``: what :func:`train_run` trains and
+    :func:`score_run` scores, all from the suite."""
+    b = suite.budget(s)
+    return {"method": method, "setting": s.name, "seed": seed, "env_id": s.env_id, "env_kwargs": s.env_kwargs,
+            "action_mode": suite.action_mode, "model": b["model"], "mode": b["mode"], "steps": b["steps"],
+            "tasks_per_step": b["tasks_per_step"], "group_size": b["group_size"], "partners": s.partners,
+            "play": s.play, "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
+            "eval_start": suite.score["eval_start"], "eval_count": s.eval_count or suite.score["eval_count"],
+            "evaluate": s.evaluate, "score": s.score, "out": str(out), **(placement or {})}
 
 
 PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}      # the trainer's
@@ -90,6 +98,19 @@ def complete_run(run: Path, steps: int, spec: dict[str, Any] | None = None) -> b
     return all(config.get(k, d) == spec.get(k, d) for k, d in PLACEMENT_DEFAULTS.items())
 
 
+def reusable_run(run: Path, spec: dict[str, Any]) -> bool:
+    """Whether the run in ``run`` can be reused for ``spec``: complete (:func:`complete_run`) and trained on this
+    machine from this spec, unchanged since (its receipt, :func:`leaderboard.suite.cache.verified_run`). A complete
+    run that fails the receipt is reported on stderr (why) and trained again: a run found in ``--out`` is the
+    submitter's until this machine has trained it."""
+    why = verified_run(run, spec)
+    if why is not None:
+        if (run / "checkpoints").exists():
+            print(f"not reused: {why}; it is trained again", file=sys.stderr)
+        return False
+    return complete_run(run, spec["steps"], spec)
+
+
 def _json_object(path: Path, run: Path, line: int | None = None, text: str | None = None) -> dict[str, Any]:
     """A JSON object of a finished run's files (the whole file, or line ``line`` given as ``text``). Checkpoints and
     metrics are written atomically or line by line, so damage comes from outside, and the run is left as it is:
@@ -105,7 +126,7 @@ def train_run(spec: dict[str, Any]) -> str:
     process pool or Ray can call it (``execute``)."""
     run = Path(spec["out"])
     with writing(run, wait=True):       # another suite training this run now (a shared baseline): wait, then reuse it
-        if complete_run(run, spec["steps"], spec):
+        if reusable_run(run, spec):
             return str(run)
         for old in run.iterdir():       # an unfinished run: emptied (the folder itself is what is held)
             shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
@@ -119,7 +140,8 @@ def train_run(spec: dict[str, Any]) -> str:
         if progress:
             print(f"train {spec['method']} on {spec['env_id']}, seed {spec['seed']}: {spec['steps']} steps",
                   file=sys.stderr)
-        train(cfg)
+        trainer.train(cfg)         # (looked up when called: a test may stand in for the trainer)
+        write_receipt(run, spec)
     return str(run)
 
 
@@ -131,6 +153,14 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     run = Path(train_run(spec))
+    return {**score_run(spec, run), "wall_s": time.perf_counter() - t0}
+
+
+def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
+    """The raw score of the finished run in ``run`` as ``spec`` says to score it (``play``, ``evaluate``, ``score``,
+    ``last_fraction``, the evaluation seeds): the tail of its ``metrics.jsonl`` for a ``self`` setting, its final
+    policy played (or solved exactly) against the opponent for a ``versus`` one; with its learning curve, tokens and
+    side figures. The validator of a suite submission calls it with a spec it builds from the suite."""
     metrics = run / "metrics.jsonl"
     rows = [_json_object(metrics, run, i, line) for i, line in enumerate(metrics.read_text().splitlines(), 1)
             if line.strip()]
@@ -153,8 +183,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         extra["idle_drift"] = _idle_drift(spec, run)
     return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw), **extra,
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
-            "config_hash": read_run_config(run).resolved.config_hash or "",
-            "wall_s": time.perf_counter() - t0}
+            "config_hash": read_run_config(run).resolved.config_hash or ""}
 
 
 def _decisive_curve(rows: list[dict[str, Any]], run: Path) -> list[float]:
