@@ -5,7 +5,8 @@ For every method (``METHOD`` first: a registered name or ``package.module:ClassN
 default every built-in one with ``none`` as the raw-return control) and every env of the protocol's tasks, one
 trainer run per training seed of the protocol is made with :func:`baselines.train.train` under the protocol's
 budget (model, mode, steps, tasks per step, group size, seed) into ``OUT/<method>/<env>/seed<s>``; a complete run
-found there is reused, so an interrupted benchmark continues. A method that cannot train on an env (CCPO needs a
+found there is reused when this machine trained it and it is unchanged (:mod:`leaderboard.suite.cache`), so an
+interrupted benchmark continues. A method that cannot train on an env (CCPO needs a
 thinker and a solver) is listed as not applicable. Then each method's runs are evaluated into
 ``OUT/<method>/submission`` (:mod:`leaderboard.evaluate`), validated like any submission, and ranked together
 (:mod:`leaderboard.board`). The table is printed and written to ``OUT/comparison.md`` and, with its plots, to

@@ -30,7 +30,8 @@ the header, the training budget, the evaluation seed range, each setting's env a
 error is a :class:`~leaderboard.protocol.ProtocolError` naming the field.
 
 Runs. One trainer run (:func:`baselines.train.train`) per method x setting x training seed, into
-``OUT/<method>/<setting>/seed<s>`` (a complete run found there is reused). A method that cannot train on a setting's
+``OUT/<method>/<setting>/seed<s>`` (a complete run this machine trained there, unchanged, is reused:
+:mod:`~leaderboard.suite.cache`). A method that cannot train on a setting's
 env (``make_credit(m).branches(env_id)`` raises) is not applicable there. Every run is independent and deterministic
 given its spec (one torch thread per run), so :func:`execute` may play them in this process (``jobs=1``), in ``jobs``
 processes (:class:`concurrent.futures.ProcessPoolExecutor`), or on a Ray cluster (``ray="auto"`` or an address;
@@ -95,7 +96,10 @@ Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 
 The code: :mod:`~leaderboard.suite.spec` (the file, its settings, the anchors), :mod:`~leaderboard.suite.runs` (plan
 and run), :mod:`~leaderboard.suite.score` (normalisation, families, aggregate, the store entry),
-:mod:`~leaderboard.suite.report` (words, tables, figures, page); intervals and formatting come from
+:mod:`~leaderboard.suite.report` (words, tables, figures, page),
+:mod:`~leaderboard.suite.submission` (each method's runs as a submission folder, and the validator that scores it),
+:mod:`~leaderboard.suite.retrain` (``--reproduce``: re-train its runs), :mod:`~leaderboard.suite.cache` (anchors
+and run receipts, outside ``--out``); intervals and formatting come from
 :mod:`leaderboard.stats`, the process and Ray pool from :mod:`leaderboard.workers`; :func:`benchmark_suite` (here)
 runs them in order.
 """
