@@ -147,8 +147,8 @@ def train_sandboxed(jobs: list[tuple[dict[str, Any], Path]], source: Path, where
         method, env_ids = applicable or ("", [])
         done = subprocess.run([sys.executable, "-I", "-c", _TRAIN_IN_SANDBOX, str(home), root,
                                json.dumps([[fields, str(run)] for fields, run in jobs]),
-                               json.dumps([[method, env_id] for env_id in env_ids])], cwd=home, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=2 * limits["cpu_s"] + 60,
+                               json.dumps([[method, env_id] for env_id in env_ids])], cwd=home, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=2 * limits["cpu_s"] + 60,
                               preexec_fn=_sandbox(limits["cpu_s"], limits["memory_bytes"], limits["file_bytes"]))
     except subprocess.TimeoutExpired:
         raise SubmissionError(f"{where}: re-training the shipped method {source.name} was stopped by its sandbox "

@@ -197,7 +197,7 @@ def _check_tree(folder: Path, expected: list[Path], limits: SuiteLimits) -> str 
         raise SubmissionError(f"{folder}: not a folder (a suite submission is a folder with {MANIFEST} and runs/)")
     allowed = {folder / MANIFEST, folder / "runs"}
     allowed |= {folder / "runs" / p.parent.name for p in expected}
-    source = [p for p in folder.iterdir() if METHOD_FILE.fullmatch(p.name)][:1]
+    source = [p for p in folder.iterdir() if METHOD_FILE.fullmatch(p.name) and p.is_file() and not p.is_symlink()][:1]
     caps = {MANIFEST: limits.manifest_bytes, "metrics.jsonl": limits.metrics_bytes,
             "config.json": limits.config_bytes}
     for run in expected:
