@@ -169,3 +169,19 @@ def test_a_huge_metrics_file_is_refused_before_it_is_read(honest, cache, tmp_pat
         f.truncate(1 << 30)                               # sparse: 1 GiB on paper, nothing on disk
     with pytest.raises(SubmissionError, match=r"metrics\.jsonl: 1073741824 bytes, over the limit"):
         validate_suite(forged, suite=honest["suite"])
+
+
+def test_validate_and_submit_take_a_suite_folder_and_refuse_the_episode_flags(honest, cache, tmp_path, capsys):
+    from leaderboard.__main__ import main
+
+    folder, suite = str(honest["folder"]), str(honest["suite"])
+    assert main(["validate", folder, "--protocol", suite]) == 0
+    out = capsys.readouterr().out
+    assert "valid suite submission: broadcast on trust-suite@1, 4 runs" in out and "self-reported" in out
+    assert main(["validate", folder, "--protocol", suite, "--sample", "5"]) == 2
+    assert "--sample: " in capsys.readouterr().err
+    forged = _copy(honest["folder"], tmp_path)
+    (forged / "results.json").write_text("{}")
+    assert main(["submit", str(forged), "--protocol", suite, "--store", str(tmp_path / "store")]) == 1   # rejected
+    assert "results.json: unexpected in a suite submission" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
