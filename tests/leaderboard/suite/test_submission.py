@@ -185,3 +185,15 @@ def test_validate_and_submit_take_a_suite_folder_and_refuse_the_episode_flags(ho
     assert main(["submit", str(forged), "--protocol", suite, "--store", str(tmp_path / "store")]) == 1   # rejected
     assert "results.json: unexpected in a suite submission" in capsys.readouterr().err
     assert not (tmp_path / "store").exists()
+
+
+def test_the_same_runs_with_another_note_and_claimed_hash_are_a_duplicate(honest, cache, tmp_path):
+    store = tmp_path / "store"
+    submit_suite(honest["folder"], store, suite=honest["suite"])
+    forged = _copy(honest["folder"], tmp_path)
+    manifest = json.loads((forged / MANIFEST).read_text())
+    (forged / MANIFEST).write_text(json.dumps({**manifest, "note": "a new method, honestly", "git_sha": "f" * 40},
+                                              indent=3))
+    with pytest.raises(SubmissionError, match="duplicate: these episodes were submitted already"):
+        submit_suite(forged, store, suite=honest["suite"])
+    assert len(load_entries(store)) == 1
