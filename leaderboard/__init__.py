@@ -11,7 +11,9 @@ confidence intervals, and a rendered table.
     python -m leaderboard benchmark-credit broadcast --tier micro --quick
 
 Modules: :mod:`~leaderboard.protocol` (the protocol files and their checks), :mod:`~leaderboard.players` (random,
-reference bots, trainer checkpoints), :mod:`~leaderboard.evaluate`, :mod:`~leaderboard.validate`,
+reference bots, trainer checkpoints), :mod:`~leaderboard.evaluate`, :mod:`~leaderboard.validate` (with
+:mod:`~leaderboard.submission_json`: the manifest read strictly, and :mod:`~leaderboard.audit`: the episodes checked
+and replayed),
 :mod:`~leaderboard.reproduce` (re-run the claimed player), :mod:`~leaderboard.private` (private-seed mode),
 :mod:`~leaderboard.store` (submit), :mod:`~leaderboard.stats` (IQM, stratified bootstrap, probability of
 improvement, Bradley-Terry, Student-t intervals), :mod:`~leaderboard.board` (the ranked table),

@@ -29,7 +29,8 @@ from leaderboard.protocol import ProtocolError, list_protocols, load_protocol
 from leaderboard.render import render, show
 from leaderboard.reproduce import reproduce
 from leaderboard.store import DEFAULT_STORE, submit
-from leaderboard.suite import list_suites, load_suite
+from leaderboard.suite import MANIFEST, list_suites, load_suite, reproduce_suite, submit_suite, suite_entry, \
+    validate_suite
 from leaderboard.validate import Limits, SubmissionError, validate
 
 BOARD_DIR = DEFAULT_STORE.parent          # render writes LEADERBOARD.md and index.html here
@@ -319,7 +320,39 @@ def _store_to_submit(args: argparse.Namespace) -> str | None:
     return args.store if args.store is not None else str(DEFAULT_STORE)
 
 
+def _suite_folder(args: argparse.Namespace) -> bool:
+    """Whether ``args.folder`` is a suite submission (``benchmark-credit``'s ``OUT/<suite>/submissions/<method>``),
+    which has runs, not episodes: the episode flags do not apply to it."""
+    if not (Path(args.folder) / MANIFEST).is_file():
+        return False
+    for flag in ("sample", "reproduce_sample"):
+        if getattr(args, flag, None) is not None:
+            raise ValueError(f"--{flag.replace('_', '-')}: {args.folder} is a suite submission (runs, no episodes); "
+                             f"--reproduce re-trains every run")
+    return True
+
+
+def _print_suite(e: dict, reproduced: dict | None) -> None:
+    r = e["results"]
+    print(f"valid suite submission: {e['method']} on {e['protocol']}, {len(e['manifest']['runs'])} runs, scored by "
+          f"the validator against anchors it measured; aggregate {r['aggregate'][0]:.3f}")
+    for fam, f in r["families"].items():
+        print(f"  {fam}: {f['ci'][0]:.3f} [{f['ci'][1]:.3f}, {f['ci'][2]:.3f}]")
+    if reproduced is None:
+        print("  self-reported: the learning curves of self-play settings are the submitter's until --reproduce "
+              "re-trains the runs")
+    else:
+        print(f"  reproduced by the maintainer: {reproduced['retrained']} of {reproduced['of']} runs re-trained with "
+              f"the same weights and metrics (audit seed {reproduced['audit_seed']})")
+
+
 def _validate(args: argparse.Namespace) -> None:
+    if _suite_folder(args):
+        v = validate_suite(args.folder, suite=args.protocol)
+        if args.reproduce:
+            reproduce_suite(v, audit_seed=args.audit_seed)
+        _print_suite(suite_entry(v), v.reproduced)
+        return
     reproduce_sample = _reproduce_sample(args)
     v = validate(args.folder, protocol=args.protocol, full=args.full, sample=args.sample, limits=_limits(args),
                  audit_seed=args.audit_seed)
@@ -356,6 +389,12 @@ def _reproduce_sample(args: argparse.Namespace) -> int | None:
 
 
 def _submit(args: argparse.Namespace) -> None:
+    if _suite_folder(args):
+        entry = submit_suite(args.folder, args.store, suite=args.protocol, reproduce=args.reproduce,
+                             audit_seed=args.audit_seed)
+        _print_suite(entry, entry["results"]["reproduced"])
+        print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))
+        return
     entry = submit(args.folder, args.store, protocol=args.protocol, sample=args.sample, limits=_limits(args),
                    reproduce=args.reproduce, reproduce_sample=_reproduce_sample(args), audit_seed=args.audit_seed)
     print(f"added {entry['id']} to {args.store}" + (" (self-reported)" if entry["self_reported"] else ""))

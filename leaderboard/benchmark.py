@@ -5,7 +5,8 @@ For every method (``METHOD`` first: a registered name or ``package.module:ClassN
 default every built-in one with ``none`` as the raw-return control) and every env of the protocol's tasks, one
 trainer run per training seed of the protocol is made with :func:`baselines.train.train` under the protocol's
 budget (model, mode, steps, tasks per step, group size, seed) into ``OUT/<method>/<env>/seed<s>``; a complete run
-found there is reused, so an interrupted benchmark continues. A method that cannot train on an env (CCPO needs a
+found there is reused when this machine trained it and it is unchanged (:mod:`leaderboard.suite.cache`), so an
+interrupted benchmark continues. A method that cannot train on an env (CCPO needs a
 thinker and a solver) is listed as not applicable. Then each method's runs are evaluated into
 ``OUT/<method>/submission`` (:mod:`leaderboard.evaluate`), validated like any submission, and ranked together
 (:mod:`leaderboard.board`). The table is printed and written to ``OUT/comparison.md`` and, with its plots, to
@@ -46,6 +47,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from baselines.credit import make_credit
 from baselines.models import require_device
 from baselines.train.config import BACKENDS, DTYPES
 from leaderboard.board import build_board
@@ -54,8 +56,8 @@ from leaderboard.fidelity import for_suite
 from leaderboard.protocol import Protocol, load_protocol
 from leaderboard.render import PageContext, comparison_markdown, page
 from leaderboard.store import add_entry, entry_from
-from leaderboard.suite import add_suite_entry, applicable, benchmark_suite, complete_run, latest_suite, list_suites, \
-    load_suite, safe_name, train_run
+from leaderboard.suite import add_suite_entry, applicable, benchmark_suite, latest_suite, list_suites, \
+    load_suite, reusable_run, safe_name, train_run
 from leaderboard.validate import validate
 from leaderboard.workers import Workers
 
@@ -69,8 +71,6 @@ def _check_methods(method: str, baselines: Sequence[str]) -> None:
     """Every method named can be built (a registered name, or ``package.module:Class`` that loads), before any run:
     a misspelt name would otherwise count as a method that applies to no setting, and the benchmark would train
     every baseline and write a page for a method it never ran."""
-    from baselines.credit import make_credit  # lazy: torch (seconds to load), needed only to check the names
-
     for flag, names in (("the method under test", [method]), ("--baselines", list(baselines))):
         for name in names:
             try:
@@ -177,7 +177,7 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
         runs[m] = [spec["out"] for spec in planned]
         to_train += planned
     # a complete run is reused (train_run); only the others need workers (a pool's worker starts by importing torch)
-    to_train = [spec for spec in to_train if not complete_run(Path(spec["out"]), spec["steps"], spec)]
+    to_train = [spec for spec in to_train if not reusable_run(Path(spec["out"]), spec)]
     with Workers(jobs, ray) as workers:       # one pool (or one Ray session) for the training runs and the evaluations
         workers.map(train_run, to_train, progress=progress and not in_process)
         note = f"python -m leaderboard benchmark-credit {method} on {protocol.key}"

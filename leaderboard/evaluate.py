@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata as md
 import importlib.util
 import json
 import os
@@ -84,8 +85,6 @@ def file_sha256(path: str | Path) -> str:
 
 
 def package_versions() -> dict[str, str]:
-    import importlib.metadata as md
-
     out = {"python": platform.python_version()}
     for name in ("marl-llm-envs", "numpy", "pettingzoo", "gymnasium", "torch", "transformers", "scipy"):
         try:
@@ -118,14 +117,40 @@ BOUNDED_FIELDS = {"alternate_every": ("an integer from 0 to the protocol's steps
                                       and 0 <= v <= train["steps"])}
 
 
+def trainer_pins() -> dict[str, Any]:
+    """Every ``TrainConfig`` field a credit protocol or suite fixes, at the trainer's default: all but the method's
+    (:data:`METHOD_FIELDS`, :data:`BOUNDED_FIELDS`), the hardware and the result-neutral ones. The protocol's budget
+    and task then replace the defaults of the fields it names."""
+    free = set(METHOD_FIELDS) | set(HARDWARE_FIELDS) | set(BOUNDED_FIELDS) | set(RESULT_NEUTRAL_FIELDS)
+    return {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(TrainConfig) if f.name not in free}
+
+
+def check_pinned(cfg: dict[str, Any], want: dict[str, Any], owner: str, steps: int, where: str) -> None:
+    """``cfg`` (a run's train config) has every value of ``want`` (the pins of ``owner``, a protocol or suite key)
+    and the method's bounded fields within the budget of ``steps`` (``ValueError`` naming the field otherwise)."""
+    for key, value in want.items():
+        got = cfg.get(key, value if key in ("env_kwargs", "action_mode") else _MISSING)
+        if key == "action_mode" and got == "":
+            got = value                     # empty: the env's own mode for the model, checked when the run is loaded
+        if got != value or isinstance(got, bool) != isinstance(value, bool):
+            raise ValueError(f"{where}: the protocol {owner} trains with {key}={value!r}, "
+                             f"this run has {key}={'(missing)' if got is _MISSING else short_repr(got, 80)}"
+                             + ("" if key in ("steps", "tasks_per_step", "group_size", "mode", "seed", "env", "model")
+                                else " (fixed for every method of the protocol; only credit and credit_options are "
+                                     "the method's)"))
+    for key, (words, fits) in BOUNDED_FIELDS.items():
+        if key in cfg and not fits(cfg[key], {"steps": steps}):
+            raise ValueError(f"{where}.train_config.{key}: {short_repr(cfg[key], 40)}; the protocol {owner} "
+                             f"allows {words}")
+
+
 def pinned_train_config(protocol: Protocol, env_id: str, run: int) -> dict[str, Any]:
     """The value the protocol fixes for every ``TrainConfig`` field of run ``run`` on ``env_id`` but those the
     method chooses (:data:`METHOD_FIELDS`, :data:`BOUNDED_FIELDS`), the hardware and the result-neutral ones."""
 
     train = protocol.train
-    free = set(METHOD_FIELDS) | set(HARDWARE_FIELDS) | set(BOUNDED_FIELDS) | set(RESULT_NEUTRAL_FIELDS)
-    want = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
-            for f in dataclasses.fields(TrainConfig) if f.name not in free}
+    want = trainer_pins()
     want.update(steps=train["steps"], tasks_per_step=train["tasks_per_step"], group_size=train["group_size"],
                 mode=train["mode"], seed=train["seeds"][run], env=env_id,
                 env_kwargs=dict(protocol.env_task(env_id).env_kwargs), action_mode=protocol.action_mode)
@@ -149,20 +174,7 @@ def check_run(protocol: Protocol, provenance: dict[str, Any], env_id: str, run: 
     unknown = sorted(set(cfg) - set(TrainConfig.__dataclass_fields__))
     if unknown:
         raise ValueError(f"{where}.train_config: unknown field(s) {unknown[:8]} (not fields of this trainer)")
-    for key, value in pinned_train_config(protocol, env_id, run).items():
-        got = cfg.get(key, value if key in ("env_kwargs", "action_mode") else _MISSING)
-        if key == "action_mode" and got == "":
-            got = value                     # empty: the env's own mode for the model, checked when the run is loaded
-        if got != value or isinstance(got, bool) != isinstance(value, bool):
-            raise ValueError(f"{where}: the protocol {protocol.key} trains with {key}={value!r}, "
-                             f"this run has {key}={'(missing)' if got is _MISSING else short_repr(got, 80)}"
-                             + ("" if key in ("steps", "tasks_per_step", "group_size", "mode", "seed", "env", "model")
-                                else " (fixed for every method of the protocol; only credit and credit_options are "
-                                     "the method's)"))
-    for key, (words, fits) in BOUNDED_FIELDS.items():
-        if key in cfg and not fits(cfg[key], train):
-            raise ValueError(f"{where}.train_config.{key}: {short_repr(cfg[key], 40)}; the protocol {protocol.key} "
-                             f"allows {words}")
+    check_pinned(cfg, pinned_train_config(protocol, env_id, run), protocol.key, train["steps"], where)
     if provenance.get("step") != train["steps"]:
         raise ValueError(f"{where}: the checkpoint is from step {provenance.get('step')!r}, the protocol evaluates "
                          f"the policy after {train['steps']} steps")

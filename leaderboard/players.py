@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from baselines.credit import make_credit
 from baselines.policies.base import Policy
+from baselines.policies.hf import TransformersPolicy
 from baselines.policies.scripted import ScriptedPolicy
 from baselines.train import checkpoint
 from baselines.train.config import OUTPUT_FIELDS, read_run_config
@@ -53,8 +55,6 @@ class Player:
 
 def weights_sha256(*states: dict[str, Any]) -> str:
     """sha256 over the tensors of one or more state dicts, each in key order (bfloat16 read as float32)."""
-    import torch
-
     h = hashlib.sha256()
     for state in states:
         for key in sorted(state):
@@ -171,8 +171,6 @@ def load_player(spec: str, env_id: str, roles: list[str], action_mode: str, gree
 
 
 def _hf_player(spec: str, env_id: str, roles: list[str], greedy: bool) -> Player:
-    from baselines.policies.hf import TransformersPolicy
-
     name, _, mode = spec[len("hf:"):].partition(":")
     mode = mode or "choice"
     if not name or mode not in ("choice", "generate"):

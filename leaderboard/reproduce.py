@@ -12,7 +12,7 @@ the submitter's own moves came from the player the manifest names. ``reproduce``
   ``tests/test_checkpoint_safety.py``; a micro run takes seconds), and the new weights must hash to the run's
   ``weights_sha256``. A built-in credit method is trained in this process; a method of the submitter's own is
   re-trained only from its shipped source (``<module>.py`` beside ``submission.json``, whose SHA-256 validate checked
-  against the runs' ``credit_sha256``), in a child process with :data:`SANDBOX` limits (:func:`_train_sandboxed`);
+  against the runs' ``credit_sha256``), in a child process with :data:`SANDBOX` limits (:func:`train_sandboxed`);
   one that did not travel cannot be re-trained here.
 * Then the episodes of the re-loaded players are played again exactly as :func:`leaderboard.evaluate.evaluate`
   plays them (:func:`leaderboard.evaluate.play_cell`) and every move must be identical: every episode of a cheap
@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import os
 import random
 import resource
 import shutil
@@ -43,7 +44,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, play_cell, run_label
+from baselines.credit import list_credits
+from baselines.train import TrainConfig, train
+from baselines.train.config import LEGACY_RESOLVED_KEYS, OUTPUT_FIELDS
+from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, package_versions, play_cell, run_label
+from leaderboard.players import load_player
 from leaderboard.validate import SubmissionError, Validated, draw_audit_seed
 
 __all__ = ["DETECT_FRACTION", "DETECT_PROBABILITY", "detection_probability", "detection_sample", "draw_audit_seed",
@@ -60,10 +65,6 @@ def _greedy(provenance: dict[str, Any]) -> bool:
 
 def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
     """Train run ``run`` of ``env_id`` again from the manifest; returns its folder (the weights hash is checked)."""
-    from baselines.credit import list_credits
-    from baselines.train import TrainConfig, train
-    from baselines.train.config import LEGACY_RESOLVED_KEYS, OUTPUT_FIELDS
-
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
     provenance = v.manifest["players"][env_id][run]
     raw = provenance.get("train_config")
@@ -84,7 +85,7 @@ def _retrain(v: Validated, env_id: str, run: int, workdir: Path) -> str:
                                   f"({', '.join(list_credits())}) and its source did not travel with the submission "
                                   f"(<module>.py beside submission.json, for a method <module>:<Class>); it cannot "
                                   f"be re-trained here")
-        _train_sandboxed(fields, out, Path(v.method_file), where)
+        train_sandboxed([(fields, out)], Path(v.method_file), where)
         return f"checkpoint:{out}"
     try:
         cfg = TrainConfig(**fields, out=str(out), progress=False, tensorboard=False)
@@ -98,8 +99,18 @@ SANDBOX = {"cpu_s": 600, "memory_bytes": 8 << 30, "file_bytes": 256 << 20}   # p
 _TRAIN_IN_SANDBOX = """
 import json, sys
 sys.path[:0] = [sys.argv[1], sys.argv[2]]       # the method's folder, then this package: nothing else but site-packages
+from baselines.credit import make_credit
 from baselines.train import TrainConfig, train
-train(TrainConfig(**json.loads(sys.argv[3]), out=sys.argv[4], progress=False, tensorboard=False))
+for fields, out in json.loads(sys.argv[3]):
+    train(TrainConfig(**fields, out=out, progress=False, tensorboard=False))
+why = {}
+for method, env_id in json.loads(sys.argv[4]):
+    try:
+        make_credit(method).branches(env_id)
+        why[env_id] = None
+    except ValueError as e:
+        why[env_id] = str(e)[:300]
+print(json.dumps(why))
 """
 
 
@@ -117,20 +128,27 @@ def _sandbox(cpu_s: int, memory_bytes: int, file_bytes: int):
     return apply
 
 
-def _train_sandboxed(fields: dict[str, Any], out: Path, source: Path, where: str,
-                     limits: dict[str, int] | None = None) -> None:
-    """Train one run of a method shipped as ``source`` in a child process (:data:`SANDBOX` limits, no network where
-    the OS allows, ``-I``: no environment variables or user site; imports from a copy of the method's file, this
-    package and the installed packages only). Any failure, a limit included, is a :class:`SubmissionError`."""
+def train_sandboxed(jobs: list[tuple[dict[str, Any], Path]], source: Path, where: str,
+                    limits: dict[str, int] | None = None, applicable: tuple[str, list[str]] | None = None
+                    ) -> dict[str, str | None]:
+    """Train runs of a method shipped as ``source`` in one child process (``jobs``: each run's config fields and
+    folder; :data:`SANDBOX` limits per run, no network where the OS allows, ``-I``: no environment variables or user
+    site; imports from a copy of the method's file, this package and the installed packages only). ``applicable``:
+    ``(method, env ids)`` whose applicability the child also reports (env id -> ``None`` or why the method cannot
+    train there), returned. Any failure, a limit included, is a :class:`SubmissionError`."""
     limits = {**SANDBOX, **(limits or {})}
+    limits["cpu_s"] *= max(1, len(jobs))
+    out = jobs[0][1] if jobs else Path(tempfile.mkdtemp(prefix="applicable-"))
     home = out.parent / f"{out.name}-method"
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, home / source.name)
     root = str(Path(__file__).resolve().parent.parent)
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", _TRAIN_IN_SANDBOX, str(home), root, json.dumps(fields),
-                               str(out)], cwd=home, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=2 * limits["cpu_s"] + 60,
+        method, env_ids = applicable or ("", [])
+        done = subprocess.run([sys.executable, "-I", "-c", _TRAIN_IN_SANDBOX, str(home), root,
+                               json.dumps([[fields, str(run)] for fields, run in jobs]),
+                               json.dumps([[method, env_id] for env_id in env_ids])], cwd=home, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=2 * limits["cpu_s"] + 60,
                               preexec_fn=_sandbox(limits["cpu_s"], limits["memory_bytes"], limits["file_bytes"]))
     except subprocess.TimeoutExpired:
         raise SubmissionError(f"{where}: re-training the shipped method {source.name} was stopped by its sandbox "
@@ -141,15 +159,16 @@ def _train_sandboxed(fields: dict[str, Any], out: Path, source: Path, where: str
         raise SubmissionError(f"{where}: re-training the shipped method {source.name} failed in its sandbox (limits: "
                               f"{limits['cpu_s']} s of CPU, {limits['memory_bytes'] >> 20} MiB of memory, files up to "
                               f"{limits['file_bytes'] >> 20} MiB; exit {done.returncode}: {tail[0][:300]})")
+    lines = done.stdout.strip().splitlines()
+    try:
+        return {str(k): (None if v is None else str(v)) for k, v in json.loads(lines[-1]).items()}
+    except (IndexError, ValueError, AttributeError):
+        raise SubmissionError(f"{where}: the sandbox of {source.name} did not report its result") from None
 
 
 def _retrained_here(v: Validated) -> str:
     """Why a run trained again here can reach other weights than an honest submitter's: what this machine and the
     manifest say about the two things the MLP trainer's floats depend on beyond the config."""
-    import os
-
-    from leaderboard.evaluate import package_versions
-
     packages = v.manifest.get("packages")
     theirs = packages.get("torch") if isinstance(packages, dict) else None
     ours = package_versions().get("torch")
@@ -160,8 +179,6 @@ def _retrained_here(v: Validated) -> str:
 
 
 def _player(v: Validated, env_id: str, run: int, spec: str, retrained: bool = False):
-    from leaderboard.players import load_player
-
     where = f"{SUBMISSION_FILE}.players.{env_id}[{run}]"
     provenance = v.manifest["players"][env_id][run]
     try:

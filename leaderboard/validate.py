@@ -34,8 +34,6 @@ field; nothing is computed from a submission that fails):
 from __future__ import annotations
 
 import json
-import math
-import random
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -44,39 +42,15 @@ from typing import Any
 
 import numpy as np
 
-from baselines.episode import READABLE_VERSIONS, SCHEMA, Episode, json_safe
-from baselines.outputs import escape_controls, json_shape_problem, read_capped
-from baselines.policies.base import request_for
-from baselines.rollout import env_action
-from leaderboard.evaluate import (EPISODES_FILE, SUBMISSION_FILE, SUBMISSION_SCHEMA, SUBMISSION_VERSION, check_method,
-                                  check_run, config_sha256, file_sha256, opponent_for, parse_run_label, run_label)
-from leaderboard.protocol import Protocol, ProtocolError, Task, canonical_sha256, load_protocol, registered_protocol
-from marl_llm_envs import make, spec
-from marl_llm_envs.reference import reference_policies
-from marl_llm_envs.text import short_repr
+from baselines.outputs import read_capped
+from leaderboard.audit import TOL, audit, check_episodes, read_episodes
+from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, check_method, check_run, config_sha256, file_sha256
+from leaderboard.protocol import Protocol, ProtocolError, canonical_sha256, load_protocol, registered_protocol
+from leaderboard.submission_json import MAX_INT, Limits, SubmissionError, check_manifest, loads_strict
 
-__all__ = ["Limits", "SubmissionError", "Validated", "validate"]
+__all__ = ["Limits", "SubmissionError", "Validated", "draw_audit_seed", "validate"]
 
-METHOD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+=-]{0,79}")
 METHOD_FILE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.py")     # a credit method's own source, shipped with its runs
-TOL = 1e-9
-
-
-class SubmissionError(ValueError):
-    """A submission that fails validation; the message says what and where. It quotes the submission's text with
-    every control character escaped (:func:`~baselines.outputs.escape_controls`): a move made of terminal escape
-    sequences is shown as ``\\x1b[2J``, never sent to the maintainer's terminal."""
-
-    def __init__(self, message: object) -> None:
-        super().__init__(escape_controls(message))
-
-
-@dataclass(frozen=True)
-class Limits:
-    submission_bytes: int = 1 << 20          # submission.json: 1 MiB
-    episodes_bytes: int = 256 << 20          # episodes.jsonl: 256 MiB
-    line_bytes: int = 8 << 20                # one episode line: 8 MiB
-    method_bytes: int = 256 << 10            # a credit method's source file: 256 KiB
 
 
 @dataclass
@@ -108,155 +82,6 @@ class Validated:
         return {t: float(np.mean([np.mean(r) for r in runs])) for t, runs in self.scores.items()}
 
 
-# ---------------------------------------------------------------------- strict JSON
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number (NaN and Infinity are rejected)")
-
-
-MAX_INT = 2**63          # integers beyond +-2**63 are rejected (no count, seed or reward of ours comes near)
-
-
-def _loads(text: str, where: str) -> Any:
-    """Strict JSON: NaN, Infinity, numbers that overflow a float and integers beyond +-2**63 are rejected with the
-    field named; so is nesting too deep for the parser."""
-    out_of_range = []
-
-    def parse_int(digits: str) -> int | float:
-        if len(digits) > 20:            # not even parsed: int() of a long digit string is slow
-            out_of_range.append(digits)
-            return math.inf
-        value = int(digits)
-        if abs(value) >= MAX_INT:
-            out_of_range.append(digits)
-        return value
-
-    def parse_float(digits: str) -> float:
-        value = float(digits)
-        if not math.isfinite(value):
-            out_of_range.append(digits)
-        return value
-
-    problem = json_shape_problem(text)
-    if problem is not None:
-        raise SubmissionError(f"{where}: {problem}")
-    try:
-        value = json.loads(text, parse_constant=_no_constant, parse_int=parse_int, parse_float=parse_float)
-    except json.JSONDecodeError as e:
-        raise SubmissionError(f"{where}: malformed JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
-    except RecursionError:
-        raise SubmissionError(f"{where}: JSON nested too deeply") from None
-    except ValueError as e:
-        raise SubmissionError(f"{where}: {e}") from None
-    if out_of_range:
-        path = _find_out_of_range(value)
-        shown = out_of_range[0][:30] + ("..." if len(out_of_range[0]) > 30 else "")
-        raise SubmissionError(f"{where}{path}: the number {shown} is out of range (integers within +-2**63, finite "
-                              f"floats)")
-    return value
-
-
-def _find_out_of_range(value: Any) -> str:
-    """The path (``.rewards.player_0``) of the first out-of-range number in ``value`` (parsed as a huge int or an
-    infinite float)."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        path, v = stack.pop()
-        if isinstance(v, bool):
-            continue
-        if isinstance(v, int) and abs(v) >= MAX_INT or isinstance(v, float) and not math.isfinite(v):
-            return path
-        if isinstance(v, dict):
-            stack += [(f"{path}.{k}", x) for k, x in reversed(list(v.items()))]
-        elif isinstance(v, list):
-            stack += [(f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v)))]
-    return ""
-
-
-# strings that reach LEADERBOARD.md or the page: no control characters (newlines included), no | < > & or `
-_UNSAFE_TEXT = re.compile(r"[\x00-\x1f\x7f-\x9f|<>&`\u2028\u2029]")
-
-
-def _safe_text(value: Any, where: str, limit: int = 200) -> None:
-    if not isinstance(value, str):
-        raise SubmissionError(f"{where}: expected a string, got {type(value).__name__}")
-    if len(value) > limit:
-        raise SubmissionError(f"{where}: at most {limit} characters, got {len(value)}")
-    bad = _UNSAFE_TEXT.search(value)
-    if bad:
-        raise SubmissionError(f"{where}: the character {bad.group()!r} is not allowed (no control characters or "
-                              f"newlines, no | < > & `: this text is shown on the leaderboard)")
-
-
-# ---------------------------------------------------------------------- manifest schema
-_STR, _INT, _NUM, _DICT, _LIST = str, int, (int, float), dict, list
-_MANIFEST = {
-    "schema": _STR, "schema_version": _INT, "method": _STR, "note": _STR, "track": _STR, "protocol": _DICT,
-    "players": _DICT, "envs": _LIST, "envs_sha256": _STR, "packages": _DICT, "git_sha": (str, type(None)),
-    "config_sha256": _STR, "seeds": _DICT, "tokens": _DICT, "wall_time_s": _NUM, "created": _STR, "episodes": _DICT,
-}
-_SUB = {
-    "protocol": {"id": _STR, "version": _INT, "sha256": _STR},
-    "seeds": {"eval_start": _INT, "eval_count": _INT, "train": _LIST},
-    "tokens": {"eval_main": _INT, "eval_branches": _INT, "train_main": _INT, "train_branches": _INT},
-    "episodes": {"file": _STR, "count": _INT, "bytes": _INT, "sha256": _STR},
-}
-
-
-def _check_fields(d: dict, schema: dict, where: str) -> None:
-    missing = [k for k in schema if k not in d]
-    if missing:
-        raise SubmissionError(f"{where}: missing field(s) {missing}")
-    extra = sorted(set(d) - set(schema))
-    if extra:
-        raise SubmissionError(f"{where}: unknown field(s) {extra}")
-    for key, kind in schema.items():
-        value = d[key]
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise SubmissionError(f"{where}.{key}: expected {kind if isinstance(kind, type) else kind}, got "
-                                  f"{type(value).__name__}")
-
-
-def _check_manifest(m: Any) -> None:
-    where = SUBMISSION_FILE
-    if not isinstance(m, dict):
-        raise SubmissionError(f"{where}: must be a JSON object")
-    _check_fields(m, _MANIFEST, where)
-    for key, schema in _SUB.items():
-        _check_fields(m[key], schema, f"{where}.{key}")
-    if m["schema"] != SUBMISSION_SCHEMA or m["schema_version"] != SUBMISSION_VERSION:
-        raise SubmissionError(f"{where}.schema: expected {SUBMISSION_SCHEMA!r} version {SUBMISSION_VERSION}, got "
-                              f"{m['schema']!r} version {m['schema_version']!r}")
-    if not METHOD_NAME.fullmatch(m["method"]):
-        raise SubmissionError(f"{where}.method: {m['method']!r} must be 1-80 characters of letters, digits and ._:+=- "
-                              f"starting with a letter or digit")
-    _safe_text(m["note"], f"{where}.note", limit=2000)
-    if not math.isfinite(m["wall_time_s"]) or m["wall_time_s"] < 0:
-        raise SubmissionError(f"{where}.wall_time_s: must be a finite number >= 0")
-    for key, value in m["tokens"].items():
-        if value < 0:
-            raise SubmissionError(f"{where}.tokens.{key}: must be >= 0")
-    for env_id, runs in m["players"].items():
-        if not isinstance(runs, list) or not runs:
-            raise SubmissionError(f"{where}.players.{env_id}: a list of one provenance object per run")
-        for i, p in enumerate(runs):
-            w = f"{where}.players.{env_id}[{i}]"
-            if not isinstance(p, dict):
-                raise SubmissionError(f"{w}: must be an object")
-            for key, kind in (("spec", str), ("model_id", str), ("weights_sha256", (str, type(None))),
-                              ("decoding", dict)):
-                if key not in p:
-                    raise SubmissionError(f"{w}: missing field {key!r}")
-                if not isinstance(p[key], kind):
-                    raise SubmissionError(f"{w}.{key}: wrong type {type(p[key]).__name__}")
-            _safe_text(p["spec"], f"{w}.spec", limit=400)
-            _safe_text(p["model_id"], f"{w}.model_id")
-            _check_model_id(p, env_id, w)
-    for i, e in enumerate(m["envs"]):
-        if not isinstance(e, dict):
-            raise SubmissionError(f"{where}.envs[{i}]: must be an object")
-        _check_fields(e, {"env_id": _STR, "env_version": _INT, "env_kwargs": _DICT}, f"{where}.envs[{i}]")
-
-
 # ---------------------------------------------------------------------- validate
 def draw_audit_seed() -> int:
     """A seed for the validator's draws, from the OS's randomness (:mod:`secrets`): unknown to the submitter when
@@ -283,11 +108,11 @@ def validate(folder: str | Path, protocol: str | Path | Protocol | None = None, 
     _check_envs(manifest, proto)
     method_file = _check_method_file(folder, manifest, proto)
     episodes = _read_sealed_episodes(folder / EPISODES_FILE, manifest["episodes"], limits)
-    cells = _check_episodes(episodes, manifest, proto)
+    cells = check_episodes(episodes, manifest, proto)
     _check_tokens(episodes, manifest, proto)
     if audit_seed is None:
         audit_seed = draw_audit_seed()
-    replayed, rederived = _audit(episodes, proto, None if full else sample, audit_seed)
+    replayed, rederived = audit(episodes, proto, None if full else sample, audit_seed)
     scores, raw, games = _statistics(cells, proto)
     v = Validated(manifest, proto, scores, raw, games, len(episodes), replayed, dict(manifest["tokens"]),
                   content_sha256(episodes, manifest), rederived, cells=cells, audit_seed=audit_seed,
@@ -330,8 +155,8 @@ def _read_manifest(path: Path, limits: Limits) -> dict[str, Any]:
         raise SubmissionError(f"{SUBMISSION_FILE}: not UTF-8 text") from None
     except ValueError as e:
         raise SubmissionError(str(e)) from None
-    manifest = _loads(text, SUBMISSION_FILE)
-    _check_manifest(manifest)
+    manifest = loads_strict(text, SUBMISSION_FILE)
+    check_manifest(manifest)
     return manifest
 
 
@@ -346,7 +171,7 @@ def _read_sealed_episodes(path: Path, seal: dict[str, Any], limits: Limits) -> l
     if seal["sha256"] != file_sha256(path):
         raise SubmissionError(f"{SUBMISSION_FILE}.episodes.sha256 does not match {EPISODES_FILE} (the file was "
                               f"changed after evaluate)")
-    episodes = _read_episodes(path, limits)
+    episodes = read_episodes(path, limits)
     if len(episodes) != seal["count"]:
         raise SubmissionError(f"{SUBMISSION_FILE}.episodes.count: {seal['count']}, but {EPISODES_FILE} has "
                               f"{len(episodes)} episodes")
@@ -470,32 +295,6 @@ def _check_method_file(folder: Path, manifest: dict, proto: Protocol) -> str | N
     return str(path)
 
 
-def _check_model_id(p: dict, env_id: str, where: str) -> None:
-    """A run's ``model_id`` is the one its player spec gives (:func:`leaderboard.players.load_player`): the bot's
-    name for ``random`` and ``reference[:NAME]``, ``MODEL`` for ``hf:MODEL[:MODE]``, the trained model
-    (``train_config.model``) for ``checkpoint:``; ``--reproduce`` then ties it to the re-loaded weights. Any other
-    spec is not one evaluate writes."""
-    spec, model_id = p["spec"], p["model_id"]
-    if spec == "random" or spec.startswith("reference:"):
-        want = spec
-    elif spec == "reference":
-        want = f"reference:{next(iter(reference_policies(env_id)), '')}"
-    elif spec.startswith("hf:"):
-        want = spec[len("hf:"):].partition(":")[0]
-    elif spec.startswith("checkpoint:"):
-        config = p.get("train_config")
-        want = config.get("model") if isinstance(config, dict) else None
-        if want is None:
-            raise SubmissionError(f"{where}.train_config: a checkpoint's provenance records its train_config (the "
-                                  f"model it trained names model_id)")
-    else:
-        raise SubmissionError(f"{where}.spec: {spec!r} is not random, reference[:NAME], hf:MODEL[:MODE] or "
-                              f"checkpoint:PATH")
-    if model_id != want:
-        raise SubmissionError(f"{where}.model_id: {model_id!r}, but the player {spec!r} is {want!r} (the model id is "
-                              f"the player's, not a free label; name the entry with --method)")
-
-
 def _check_envs(manifest: dict, proto: Protocol) -> None:
     envs = manifest["envs"]
     if canonical_sha256(envs) != manifest["envs_sha256"]:
@@ -512,302 +311,6 @@ def _check_envs(manifest: dict, proto: Protocol) -> None:
         if e["env_kwargs"] != kwargs:
             raise SubmissionError(f"{SUBMISSION_FILE}.envs[{i}].env_kwargs: {e['env_kwargs']} are not the "
                                   f"protocol's kwargs for {e['env_id']} ({kwargs})")
-
-
-def _read_episodes(path: Path, limits: Limits) -> list:
-    """``[(line number, Episode)]`` read strictly (see the module docstring)."""
-    episodes = []
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(iter(lambda: f.readline(limits.line_bytes + 1), b""), 1):
-            where = f"{EPISODES_FILE}:{lineno}"
-            if len(line) > limits.line_bytes:       # read no further than one byte past the limit
-                raise SubmissionError(f"{where}: a line of more than {limits.line_bytes} bytes, over the limit")
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError:
-                raise SubmissionError(f"{where}: not UTF-8 text") from None
-            if not text.strip():
-                continue
-            d = _loads(text, where)
-            if lineno == 1:
-                if not isinstance(d, dict) or d.get("schema") != SCHEMA or \
-                        d.get("schema_version") not in READABLE_VERSIONS:
-                    raise SubmissionError(f"{where}: not an episodes file (header {SCHEMA!r} with schema_version in "
-                                          f"{list(READABLE_VERSIONS)})")
-                continue
-            if not isinstance(d, dict):
-                raise SubmissionError(f"{where}: an episode is a JSON object")
-            try:
-                episode = Episode.from_json(d)
-            except (TypeError, ValueError, KeyError, AttributeError) as e:
-                raise SubmissionError(f"{where}: not an episode ({short_repr(str(e), 300)})") from None
-            del d
-            episodes.append((lineno, _kept(episode, where)))
-    return episodes
-
-
-def _kept(e, where: str):
-    """What validation keeps of an episode: its own token count checked here (its turns' completion tokens), then
-    everything but the moves, rewards, labels and counts dropped (prompts, log-probabilities, texts, branches; the
-    final infos reduced to their hash, checked against the replay), so the memory held for a whole submission is a
-    fraction of its file, whatever the free-form fields carry."""
-    own = sum(len(t.completion_ids) for t in e.turns)
-    if isinstance(e.tokens_generated, bool) or not isinstance(e.tokens_generated, int) or \
-            not 0 <= e.tokens_generated < MAX_INT:
-        raise SubmissionError(f"{where}.tokens_generated: {e.tokens_generated!r} is not a non-negative integer")
-    if e.tokens_generated != own:
-        raise SubmissionError(f"{where}.tokens_generated: {e.tokens_generated}, but its turns hold {own} completion "
-                              f"tokens")
-    e.final_infos = {"sha256": canonical_sha256(e.final_infos)}
-    e.branches = []
-    for t in e.turns:
-        t.prompt_ids, t.completion_ids, t.logprobs, t.legal_actions = [], [], [], []
-        t.text, t.extra, t.state, t.choice, t.obs_digest = "", {}, None, None, ""
-    return e
-
-
-def _finite(values, where: str) -> None:
-    for k, v in values.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise SubmissionError(f"{where}: {k} = {v!r} is not a finite number")
-
-
-def _check_episodes(episodes: list, manifest: dict, proto: Protocol) -> dict:
-    """Every per-episode check (in the order of the module docstring), then completeness; returns
-    (task, seat, run) -> {seed: (line, episode)}."""
-    versions = {e["env_id"]: (e["env_version"], e["env_kwargs"]) for e in manifest["envs"]}
-    tasks = {t.name: t for t in proto.tasks}
-    seeds = set(proto.seeds)
-    cells: dict[tuple[str, str, int], dict[int, Any]] = {}
-    for line, e in episodes:
-        where = f"{EPISODES_FILE}:{line}"
-        task, seat, run = _cell_of(e, where, proto, tasks)
-        _check_env(e, where, proto, task, *versions[task.env_id])
-        _check_place(e, where, proto, task, seat, run, seeds)
-        _check_rewards(e, where, task.env_id)
-        _check_turns(e, where)
-        if seat != "all":
-            _check_opponent(e, where, task, seat)
-        cell = cells.setdefault((task.name, seat, run), {})
-        if e.seed in cell:
-            raise SubmissionError(f"{where}: a second episode for {run_label(task.name, seat, run)} seed {e.seed}")
-        cell[e.seed] = (line, e)
-    _check_complete(cells, proto, seeds)
-    return cells
-
-
-def _cell_of(e, where: str, proto: Protocol, tasks: dict[str, Task]) -> tuple[Task, str, int]:
-    """The (task, seat, run) an episode's ``run_id`` names."""
-    label = parse_run_label(e.run_id)
-    if label is None or label[0] not in tasks:
-        raise SubmissionError(f"{where}.run_id: {e.run_id!r} is not '<task>|<seat>|run<r>' with a task of "
-                              f"{proto.key}")
-    return tasks[label[0]], label[1], label[2]
-
-
-def _check_env(e, where: str, proto: Protocol, task: Task, version: int, kwargs: dict) -> None:
-    """The episode plays the task's env at its current ``version`` with the protocol's kwargs, and its transcript
-    describes it (``kwargs``: the env's full kwargs, as the manifest lists them)."""
-    if e.env_id != task.env_id:
-        raise SubmissionError(f"{where}.env_id: {e.env_id!r}, task {task.name} plays {task.env_id}")
-    if e.env_version != version or e.transcript.get("version") != version:
-        raise SubmissionError(f"{where}.env_version: {task.env_id} version {e.env_version} (transcript "
-                              f"{e.transcript.get('version')!r}), but the current version is {version}")
-    if e.env_kwargs != proto.env_kwargs(task):
-        raise SubmissionError(f"{where}.env_kwargs: {e.env_kwargs} are not the protocol's {proto.env_kwargs(task)}")
-    tr = e.transcript
-    if tr.get("env_id") != e.env_id or tr.get("kwargs") != kwargs or tr.get("seed") != e.seed or \
-            not isinstance(tr.get("actions"), list) or tr.get("ablations", []) != []:
-        raise SubmissionError(f"{where}.transcript: does not describe this episode (env id, full kwargs, seed, "
-                              f"a list of actions, no ablations)")
-
-
-def _check_place(e, where: str, proto: Protocol, task: Task, seat: str, run: int, seeds: set[int]) -> None:
-    """The seat is one the task plays, the run one of the protocol's, the seed an evaluation seed."""
-    if seat not in task.seats():
-        raise SubmissionError(f"{where}.run_id: seat {seat!r} is not one of {task.seats()}")
-    if not 0 <= run < proto.runs:
-        raise SubmissionError(f"{where}.run_id: run {run}, the protocol has {proto.runs} run(s)")
-    if e.seed not in seeds:
-        raise SubmissionError(f"{where}.seed: {e.seed} is not an evaluation seed of {proto.key}")
-
-
-def _check_rewards(e, where: str, env_id: str) -> None:
-    """Finite rewards for exactly the env's agents and team rewards for exactly its teams, within its reward
-    range."""
-    env_spec = _spec(env_id)
-    _finite(e.rewards, f"{where}.rewards")
-    _finite(e.team_rewards, f"{where}.team_rewards")
-    if sorted(e.rewards) != sorted(env_spec.agents):
-        raise SubmissionError(f"{where}.rewards: has rewards for {sorted(e.rewards)}; every agent of {env_id} needs "
-                              f"one: {sorted(env_spec.agents)}")
-    teams = sorted(set(env_spec.teams.values()))
-    if sorted(e.team_rewards) != teams:
-        raise SubmissionError(f"{where}.team_rewards: has {sorted(e.team_rewards)}; {env_id}'s teams are {teams}")
-    low, high = env_spec.reward_range
-    for name, values in (("rewards", e.rewards), ("team_rewards", e.team_rewards)):
-        for k, value in values.items():
-            if not low - TOL <= value <= high + TOL:
-                raise SubmissionError(f"{where}.{name}.{k}: {value!r} is outside {env_id}'s reward range "
-                                      f"[{low}, {high}]")
-
-
-def _check_turns(e, where: str) -> None:
-    """Exactly one turn per move of the transcript, with the move's action; the turns' rewards are finite and add
-    up to each agent's episode reward."""
-    actions = e.transcript["actions"]
-    totals: dict[str, float] = {}
-    for t in e.turns:
-        if isinstance(t.reward, bool) or not isinstance(t.reward, (int, float)) or not math.isfinite(t.reward):
-            raise SubmissionError(f"{where}.turns[{t.turn_index}].reward: {t.reward!r} is not a finite number")
-        totals[t.agent] = totals.get(t.agent, 0.0) + t.reward
-        if not (isinstance(t.step_index, int) and 0 <= t.step_index < len(actions)) or \
-                actions[t.step_index] != t.action:
-            raise SubmissionError(f"{where}.turns[{t.turn_index}]: its action {t.action!r} is not the "
-                                  f"transcript's action at step {t.step_index}")
-    steps = sorted(t.step_index for t in e.turns)
-    moves = [i for i, a in enumerate(actions) if a is not None]
-    if steps != moves:
-        raise SubmissionError(f"{where}.turns: the turns are at steps {steps[:8]}..., the transcript has moves at "
-                              f"steps {moves[:8]}... (every move of the transcript has exactly one turn)")
-    for agent, total in totals.items():
-        if abs(total - e.rewards.get(agent, math.nan)) > TOL:
-            raise SubmissionError(f"{where}.rewards.{agent}: {e.rewards.get(agent)!r}, but its turns' rewards add "
-                                  f"up to {total!r}")
-
-
-def _check_opponent(e, where: str, task: Task, seat: str) -> None:
-    """A versus episode's other seat is played by the protocol's opponent."""
-    opp = next(a for a in _spec(task.env_id).agents if a != seat)
-    name = (e.policies.get(opp) or {}).get("name")
-    want = "random" if task.opponent == "random" else f"reference:{task.opponent}"
-    if name != want:
-        raise SubmissionError(f"{where}.policies.{opp}: played by {name!r}, the protocol's opponent is {want!r}")
-
-
-def _check_complete(cells: dict, proto: Protocol, seeds: set[int]) -> None:
-    """Exactly one episode for every (task, seat, run, seed) of the protocol (none twice: checked as they are
-    read)."""
-    for task in proto.tasks:
-        for seat in task.seats():
-            for run in range(proto.runs):
-                got = cells.get((task.name, seat, run), {})
-                if len(got) != len(seeds):
-                    lacking = sorted(seeds - set(got))
-                    raise SubmissionError(f"{EPISODES_FILE}: incomplete: {run_label(task.name, seat, run)} lacks "
-                                          f"{len(lacking)} of the protocol's {len(seeds)} seeds (e.g. {lacking[:3]})")
-
-
-def _spec(env_id: str):
-    return spec(env_id)
-
-
-def _audit(episodes: list, proto: Protocol, sample: int | None, audit_seed: int | None) -> tuple[int, int]:
-    """Replay every episode (or ``sample`` random ones) step by step from its transcript:
-
-    * a step of a dead agent (terminated or truncated) is ``None``, and only such a step is;
-    * a live agent's step is a move of the type the env defines: an ``int`` index that the action mask allows in
-      discrete mode, a string in text mode;
-    * with ``proto.seeded_moves``, each move of the protocol's opponent is re-derived (the opponent policy is asked
-      again with the seed of that step, see :func:`leaderboard.evaluate.opponent_for`) and must be the same move;
-    * the replayed rewards and team rewards equal the recorded ones, and the episode is over at the end.
-
-    Returns (episodes replayed, opponent moves re-derived)."""
-    if sample is None or sample >= len(episodes):
-        chosen = list(range(len(episodes)))
-    else:
-        rng = random.Random(audit_seed) if audit_seed is not None else random.SystemRandom()
-        chosen = sorted(rng.sample(range(len(episodes)), sample))
-    tasks = {t.name: t for t in proto.tasks}
-    opponents: dict[tuple[str, str, int], Any] = {}
-    envs: dict[tuple[str, str], Any] = {}       # one env per (env id, kwargs), reset for each episode
-    rederived = 0
-    for i in chosen:
-        line, e = episodes[i]
-        where = f"{EPISODES_FILE}:{line}"
-        task_name, seat, run = parse_run_label(e.run_id)
-        task = tasks[task_name]
-        opponent = None
-        if proto.seeded_moves and seat != "all":
-            key = (task.name, seat, run)
-            if key not in opponents:
-                opponents[key] = opponent_for(proto, task, run)
-            opponent = opponents[key]
-        totals, env, n = _replay(e, where, seat, opponent, envs)
-        rederived += n
-        if not env.done:
-            raise SubmissionError(f"{where}: the transcript does not replay to the end of the episode")
-        for a, r in totals.items():
-            if abs(r - e.rewards.get(a, math.nan)) > TOL:
-                raise SubmissionError(f"{where}: replay gives {a} the reward {r!r}, the episode records "
-                                      f"{e.rewards.get(a)!r}")
-        replayed = {k: float(v) for k, v in env.team_rewards().items()}
-        if set(replayed) != set(e.team_rewards) or any(abs(v - e.team_rewards[k]) > TOL for k, v in replayed.items()):
-            raise SubmissionError(f"{where}: replay gives the team rewards {replayed}, the episode records "
-                                  f"{e.team_rewards}")
-        infos = json_safe({a: env.infos[a] for a in env.agents if a in env.infos})
-        if canonical_sha256(infos) != e.final_infos.get("sha256"):     # (_kept reduced them to their hash)
-            raise SubmissionError(f"{where}.final_infos: not the infos the replayed episode ends with "
-                                  f"({short_repr(infos, 160)})")
-    return len(chosen), rederived
-
-
-def _replay(e, where: str, seat: str, opponent, envs: dict) -> tuple[dict[str, float], Any, int]:
-    """Replay ``e``'s transcript (see :func:`_audit`): the rewards it gives each agent, the env at its end, and the
-    opponent moves re-derived. ``envs``: made envs by (env id, kwargs), reused (``reset(seed)`` starts afresh)."""
-    tr = e.transcript
-    try:
-        key = (tr["env_id"], json.dumps(tr["kwargs"], sort_keys=True))
-        env = envs.get(key)
-        if env is None:
-            env = envs[key] = make(tr["env_id"], **tr["kwargs"])
-        env.reset(seed=tr["seed"])
-    except Exception as exc:  # noqa: BLE001 - any failure of a submitted transcript is a rejection
-        raise SubmissionError(f"{where}.transcript: the env does not start ({type(exc).__name__}: {exc})") from None
-    discrete = env.action_mode == "discrete"
-    totals = {a: 0.0 for a in env.possible_agents}
-    rederived = 0
-    for step, action in enumerate(tr["actions"]):
-        w = f"{where}.transcript.actions[{step}]"
-        if env.done:
-            raise SubmissionError(f"{w}: the transcript goes on after the episode ended")
-        agent = env.agent_selection
-        dead = bool(env.terminations.get(agent) or env.truncations.get(agent))
-        if dead:
-            if action is not None:
-                raise SubmissionError(f"{w}: {agent} is done, so its step is None; the transcript has {action!r}")
-        elif action is None:
-            raise SubmissionError(f"{w}: None is a dead agent's step, but {agent} is live and must move")
-        elif discrete:
-            if isinstance(action, bool) or not isinstance(action, int):
-                raise SubmissionError(f"{w}: {agent}'s move must be an action index (int) in discrete mode, got "
-                                      f"{short_repr(action, 60)}")
-            legal = [int(x) for x in np.flatnonzero(env.action_mask(agent))]
-            if action not in legal:
-                raise SubmissionError(f"{w}: {agent}'s move {action} is not legal now; legal indices: {legal}")
-        elif not isinstance(action, str):
-            raise SubmissionError(f"{w}: {agent}'s move must be text (a string) in text mode, got "
-                                  f"{short_repr(action, 60)}")
-        if opponent is not None and not dead and agent != seat:
-            legal_text = tuple(env.legal_actions(agent))
-            request = request_for(env, agent, opponent.observes, key=(int(tr["seed"]), 0, step))
-            try:
-                move = env_action(env, agent, opponent.generate([request])[0].action, legal_text)
-            except Exception as exc:  # noqa: BLE001
-                raise SubmissionError(f"{w}: the protocol's opponent {opponent.name} fails on this state "
-                                      f"({type(exc).__name__}: {exc})") from None
-            if json_safe(move) != action:
-                raise SubmissionError(f"{w}: {agent} is the protocol's opponent {opponent.name}; re-derived from the "
-                                      f"seed it plays {json_safe(move)!r}, the transcript has {action!r} (a move the "
-                                      f"submitter does not own was changed, or the task, seat or opponent relabelled)")
-            rederived += 1
-        try:
-            env.step(action)
-        except Exception as exc:  # noqa: BLE001
-            raise SubmissionError(f"{w}: the transcript does not replay ({type(exc).__name__}: {exc})") from None
-        for a, r in env.rewards.items():
-            totals[a] = totals.get(a, 0.0) + float(r)
-    return totals, env, rederived
 
 
 def _statistics(cells: dict, proto: Protocol):

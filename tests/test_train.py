@@ -540,7 +540,7 @@ def test_a_config_json_edited_to_values_the_trainer_refuses_is_a_clear_error(tmp
 def test_a_run_written_before_the_resolved_block_loads_resumes_and_counts_as_finished(tmp_path):
     from baselines.train.config import OUTPUT_FIELDS, read_run_config
     from leaderboard.players import load_player
-    from leaderboard.suite import complete_run, run_one
+    from leaderboard.suite import complete_run, score_run
 
     def cfg(out, steps, resume=False):
         return TrainConfig(env="kuhn_poker-v0", model="mlp", steps=steps, tasks_per_step=2, group_size=2, seed=3,
@@ -554,11 +554,11 @@ def test_a_run_written_before_the_resolved_block_loads_resumes_and_counts_as_fin
     assert player.provenance["config_hash"] == old["config_hash"]
     assert player.provenance["train_config"] == {k: v for k, v in old.items() if k not in OUTPUT_FIELDS
                                                  and k not in ("config_hash", "action_mode_resolved")}
-    # the suite's reuse: a finished run is scored as it is (not trained again) and keeps its hash
+    # a finished run is scored as it is (a suite submission's run, read by the validator) and keeps its hash
     assert complete_run(run, 2)
     spec = {"out": str(run), "steps": 2, "play": "self", "last_fraction": 1.0, "method": "broadcast",
             "setting": "kuhn", "seed": 3, "env_id": "kuhn_poker-v0", "env_kwargs": {}}
-    assert run_one(spec)["config_hash"] == old["config_hash"]
+    assert score_run(spec, run)["config_hash"] == old["config_hash"]
     assert json.loads((run / "config.json").read_text()) == old
     # --resume continues it exactly: the same metrics as one run of 3 steps
     train(cfg(run, 3, resume=True))

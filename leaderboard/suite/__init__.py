@@ -30,7 +30,8 @@ the header, the training budget, the evaluation seed range, each setting's env a
 error is a :class:`~leaderboard.protocol.ProtocolError` naming the field.
 
 Runs. One trainer run (:func:`baselines.train.train`) per method x setting x training seed, into
-``OUT/<method>/<setting>/seed<s>`` (a complete run found there is reused). A method that cannot train on a setting's
+``OUT/<method>/<setting>/seed<s>`` (a complete run this machine trained there, unchanged, is reused:
+:mod:`~leaderboard.suite.cache`). A method that cannot train on a setting's
 env (``make_credit(m).branches(env_id)`` raises) is not applicable there. Every run is independent and deterministic
 given its spec (one torch thread per run), so :func:`execute` may play them in this process (``jobs=1``), in ``jobs``
 processes (:class:`concurrent.futures.ProcessPoolExecutor`), or on a Ray cluster (``ray="auto"`` or an address;
@@ -95,7 +96,10 @@ Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 
 The code: :mod:`~leaderboard.suite.spec` (the file, its settings, the anchors), :mod:`~leaderboard.suite.runs` (plan
 and run), :mod:`~leaderboard.suite.score` (normalisation, families, aggregate, the store entry),
-:mod:`~leaderboard.suite.report` (words, tables, figures, page); intervals and formatting come from
+:mod:`~leaderboard.suite.report` (words, tables, figures, page),
+:mod:`~leaderboard.suite.submission` (each method's runs as a submission folder, and the validator that scores it),
+:mod:`~leaderboard.suite.retrain` (``--reproduce``: re-train its runs), :mod:`~leaderboard.suite.cache` (anchors
+and run receipts, outside ``--out``); intervals and formatting come from
 :mod:`leaderboard.stats`, the process and Ray pool from :mod:`leaderboard.workers`; :func:`benchmark_suite` (here)
 runs them in order.
 """
@@ -112,18 +116,23 @@ from leaderboard.stats import mean_ci
 from leaderboard.suite.report import TEXT_WIDTH, board_columns, board_radar, comparison_text, family_verdicts, \
     page_context, score_tables, suite_coverage, suite_figures, suite_page, write_figures
 from leaderboard.suite.fidelity_column import fidelity_columns, fidelity_text
-from leaderboard.suite.runs import applicable, complete_run, execute, plan, run_one, safe_name, train_run
+from leaderboard.suite.cache import anchor_cache
+from leaderboard.suite.retrain import reproduce_suite, submit_suite
+from leaderboard.suite.runs import applicable, complete_run, execute, plan, reusable_run, run_one, safe_name, \
+    score_run, train_run
 from leaderboard.suite.score import SIDE_FIGURES, add_suite_entry, entry, score
+from leaderboard.suite.submission import MANIFEST, SuiteValidated, suite_entry, validate_suite, \
+    write_submission
 from leaderboard.suite.spec import EVALUATE, SUITE_DIR, SUITE_SCHEMA, Family, Setting, Suite, anchor_value, \
     latest_suite, list_suites, load_suite, parse_suite
 
-__all__ = ["EVALUATE", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "TEXT_WIDTH", "Family", "Setting", "Suite",
-           "add_suite_entry", "anchor_value", "applicable", "benchmark_suite", "board_columns", "board_radar",
-           "comparison_text", "complete_run", "entry", "execute", "family_verdicts", "fidelity_columns",
-           "fidelity_text", "latest_suite", "list_suites",
-           "load_suite", "mean_ci", "page_context", "parse_suite", "plan", "run_one", "safe_name", "score",
-           "score_tables", "suite_coverage", "suite_figures", "suite_page", "train_run",
-           "write_figures"]
+__all__ = ["EVALUATE", "Family", "MANIFEST", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "Setting", "Suite",
+           "SuiteValidated", "TEXT_WIDTH", "add_suite_entry", "anchor_cache", "anchor_value", "applicable",
+           "benchmark_suite", "board_columns", "board_radar", "comparison_text", "complete_run", "entry", "execute",
+           "family_verdicts", "fidelity_columns", "fidelity_text", "latest_suite", "list_suites", "load_suite",
+           "mean_ci", "page_context", "parse_suite", "plan", "reproduce_suite", "reusable_run", "run_one",
+           "safe_name", "score", "score_run", "score_tables", "suite_coverage", "suite_entry", "suite_figures",
+           "suite_page", "submit_suite", "train_run", "validate_suite", "write_figures", "write_submission"]
 
 
 def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], out: str | Path,
@@ -139,7 +148,7 @@ def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], o
     specs, skipped = plan(suite, methods, out, placement)
     results = execute(specs, jobs=jobs, ray=ray, progress=progress)
     wall = time.perf_counter() - t0
-    scored = score(suite, results, cache=out / "anchors.json")
+    scored = score(suite, results, cache=anchor_cache(suite))     # outside --out, keyed by content
     context = page_context(suite, scored, method, runs=len(specs), wall_s=wall,
                            execution=f"ray {ray}" if ray else f"{jobs} process(es)")
     text = comparison_text(suite, scored, context, skipped)
@@ -150,8 +159,12 @@ def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], o
     figs = suite_figures(suite, scored, palette)
     write_figures(suite, scored, out, palette, figs)
     (out / "index.html").write_text(suite_page(suite, scored, context, skipped, figs), encoding="utf-8")
-    entries = [entry(suite, scored, m, results, note=f"python -m leaderboard benchmark-credit {method} on "
-                                                     f"{suite.key}") for m in scored["methods"]]
+    note = f"python -m leaderboard benchmark-credit {method} on {suite.key}"
+    entries = []
+    for m in scored["methods"]:     # each method's runs as a submission folder, validated like any submission
+        runs = {(r["setting"], r["seed"]): Path(spec["out"]) for spec, r in zip(specs, results) if r["method"] == m}
+        folder = write_submission(suite, m, runs, skipped.get(m, {}), out / "submissions" / safe_name(m), note)
+        entries.append(suite_entry(validate_suite(folder, suite=suite)))
     if submit_to is not None:
         for e in entries:
             add_suite_entry(e, submit_to)

@@ -12,23 +12,28 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import torch
 
 import marl_llm_envs
+from baselines.credit import make_credit
 from baselines.outputs import read_json_object, safe_name, writing
 from baselines.rollout import RolloutEngine
+import baselines.train as trainer
+from baselines.train import TrainConfig, checkpoint
+from baselines.train.config import read_run_config
 from leaderboard import exact
 from leaderboard.players import load_player, opponent_policy
-from leaderboard.suite.spec import Suite
+from leaderboard.suite.cache import verified_run, write_receipt
+from leaderboard.suite.spec import Setting, Suite
 from leaderboard.workers import Workers
 
-__all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "run_one", "safe_name", "train_run"]
+__all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "reusable_run", "run_one", "run_spec",
+           "safe_name", "score_run", "train_run"]
 
 
 def applicable(method: str, env_id: str) -> str | None:
     """``None`` when ``method`` can train on ``env_id``, else why not. A method that cannot be built at all (an
     unknown name, a class that does not load) raises its ``ValueError``: it is not a method that applies nowhere."""
-    from baselines.credit import make_credit  # lazy: torch (seconds to load), needed only to check a method
-
     credit = make_credit(method)
     try:
         credit.branches(env_id)
@@ -58,18 +63,23 @@ def plan(suite: Suite, methods: Sequence[str], out: str | Path, placement: dict[
             if why is not None:
                 skipped.setdefault(m, {})[s.name] = why
                 continue
-            b = suite.budget(s)
-            for seed in b["seeds"]:
-                specs.append({"method": m, "setting": s.name, "seed": seed, "env_id": s.env_id,
-                              "env_kwargs": s.env_kwargs, "action_mode": suite.action_mode, "model": b["model"],
-                              "mode": b["mode"], "steps": b["steps"], "tasks_per_step": b["tasks_per_step"],
-                              "group_size": b["group_size"], "partners": s.partners, "play": s.play,
-                              "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
-                              "eval_start": suite.score["eval_start"],
-                              "eval_count": s.eval_count or suite.score["eval_count"], "evaluate": s.evaluate,
-                              "score": s.score, "out": str(out / safe_name(m) / safe_name(s.name) / f"seed{seed}"),
-                              **placement})
+            for seed in suite.budget(s)["seeds"]:
+                specs.append(run_spec(suite, s, seed, m, out / safe_name(m) / safe_name(s.name) / f"seed{seed}",
+                                      placement))
     return specs, skipped
+
+
+def run_spec(suite: Suite, s: Setting, seed: int, method: str, out: Path,
+             placement: dict[str, str] | None = None) -> dict[str, Any]:
+    """The JSON-able spec of one run (method x setting x seed) into ``out``: what :func:`train_run` trains and
+    :func:`score_run` scores, all from the suite."""
+    b = suite.budget(s)
+    return {"method": method, "setting": s.name, "seed": seed, "env_id": s.env_id, "env_kwargs": s.env_kwargs,
+            "action_mode": suite.action_mode, "model": b["model"], "mode": b["mode"], "steps": b["steps"],
+            "tasks_per_step": b["tasks_per_step"], "group_size": b["group_size"], "partners": s.partners,
+            "play": s.play, "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
+            "eval_start": suite.score["eval_start"], "eval_count": s.eval_count or suite.score["eval_count"],
+            "evaluate": s.evaluate, "score": s.score, "out": str(out), **(placement or {})}
 
 
 PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}      # the trainer's
@@ -79,8 +89,6 @@ def complete_run(run: Path, steps: int, spec: dict[str, Any] | None = None) -> b
     """Whether the trainer run in ``run`` has finished ``steps`` steps (its latest checkpoint is at that step) and,
     given the ``spec`` it should be, was trained with that spec's ``device``, ``dtype`` and ``backend`` (a run trained
     on the CPU is not reused for a spec that trains on CUDA: its result is another's; it is trained again)."""
-    from baselines.train import checkpoint  # lazy: torch, loaded by the runs that train
-
     latest = checkpoint.latest(run / "checkpoints")
     if latest is None or _json_object(latest / "meta.json", run).get("step") != steps:
         return False
@@ -88,6 +96,19 @@ def complete_run(run: Path, steps: int, spec: dict[str, Any] | None = None) -> b
         return True
     config = _json_object(run / "config.json", run)
     return all(config.get(k, d) == spec.get(k, d) for k, d in PLACEMENT_DEFAULTS.items())
+
+
+def reusable_run(run: Path, spec: dict[str, Any]) -> bool:
+    """Whether the run in ``run`` can be reused for ``spec``: complete (:func:`complete_run`) and trained on this
+    machine from this spec, unchanged since (its receipt, :func:`leaderboard.suite.cache.verified_run`). A complete
+    run that fails the receipt is reported on stderr (why) and trained again: a run found in ``--out`` is the
+    submitter's until this machine has trained it."""
+    why = verified_run(run, spec)
+    if why is not None:
+        if (run / "checkpoints").exists():
+            print(f"not reused: {why}; it is trained again", file=sys.stderr)
+        return False
+    return complete_run(run, spec["steps"], spec)
 
 
 def _json_object(path: Path, run: Path, line: int | None = None, text: str | None = None) -> dict[str, Any]:
@@ -103,11 +124,9 @@ def train_run(spec: dict[str, Any]) -> str:
     and the trainer's ``device``, ``dtype`` and ``backend`` optional), or reuse it when it is complete; returns the
     folder. An unfinished run starts again (same seed, same result). A top-level function of JSON-able input, so a
     process pool or Ray can call it (``execute``)."""
-    from baselines.train import TrainConfig, train  # lazy: torch, loaded by the runs that train
-
     run = Path(spec["out"])
     with writing(run, wait=True):       # another suite training this run now (a shared baseline): wait, then reuse it
-        if complete_run(run, spec["steps"], spec):
+        if reusable_run(run, spec):
             return str(run)
         for old in run.iterdir():       # an unfinished run: emptied (the folder itself is what is held)
             shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
@@ -121,7 +140,8 @@ def train_run(spec: dict[str, Any]) -> str:
         if progress:
             print(f"train {spec['method']} on {spec['env_id']}, seed {spec['seed']}: {spec['steps']} steps",
                   file=sys.stderr)
-        train(cfg)
+        trainer.train(cfg)         # (looked up when called: a test may stand in for the trainer)
+        write_receipt(run, spec)
     return str(run)
 
 
@@ -130,13 +150,17 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
     "tokens", ...}``.
 
     A top-level function of JSON-able input and output, so a process pool or Ray can call it anywhere."""
-    import torch  # lazy: seconds to load; the process that trains loads it, the suite's parent need not
-
-    from baselines.train.config import read_run_config  # lazy: torch, as above
-
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     run = Path(train_run(spec))
+    return {**score_run(spec, run), "wall_s": time.perf_counter() - t0}
+
+
+def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
+    """The raw score of the finished run in ``run`` as ``spec`` says to score it (``play``, ``evaluate``, ``score``,
+    ``last_fraction``, the evaluation seeds): the tail of its ``metrics.jsonl`` for a ``self`` setting, its final
+    policy played (or solved exactly) against the opponent for a ``versus`` one; with its learning curve, tokens and
+    side figures. The validator of a suite submission calls it with a spec it builds from the suite."""
     metrics = run / "metrics.jsonl"
     rows = [_json_object(metrics, run, i, line) for i, line in enumerate(metrics.read_text().splitlines(), 1)
             if line.strip()]
@@ -159,8 +183,7 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         extra["idle_drift"] = _idle_drift(spec, run)
     return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw), **extra,
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
-            "config_hash": read_run_config(run).resolved.config_hash or "",
-            "wall_s": time.perf_counter() - t0}
+            "config_hash": read_run_config(run).resolved.config_hash or ""}
 
 
 def _decisive_curve(rows: list[dict[str, Any]], run: Path) -> list[float]:

@@ -1,0 +1,124 @@
+"""What the suite keeps between runs, outside the output folder and keyed by content (issue 42).
+
+``--out`` is the submitter's (a pull request can carry files there), so nothing the suite reads back to save work
+lives in it:
+
+* Anchors: the measured value of each setting's ``random`` and reference anchors, cached in
+  ``<cache>/anchors/<key>.json``, where the key is the SHA-256 of the suite's text and of the code that computes
+  the anchors (:func:`code_sha256`: the envs, the reference bots, the rollout engine, the anchor code). A planted
+  ``OUT/<suite>/anchors.json`` is never read; another suite text or another version of that code misses the cache
+  and measures again.
+* Run receipts: a trainer run the suite trained itself leaves a receipt in ``<cache>/runs/<key>.json`` (the key: the
+  SHA-256 of the run folder's absolute path), holding the run's spec and the SHA-256 of its content (config,
+  metrics, latest checkpoint: :func:`run_content_sha256`). A complete run found in ``--out`` is reused only when its
+  receipt matches both (:func:`verified_run`); a run made elsewhere, or edited after it was trained (a raised
+  ``metrics.jsonl``), is trained again.
+
+``<cache>`` is ``$MARL_LLM_CACHE``, else ``$XDG_CACHE_HOME/marl_llm_envs``, else ``~/.cache/marl_llm_envs``: the
+maintainer's machine, never a folder a submission travels in."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from baselines.outputs import read_json_object, replace_text
+from baselines.train import checkpoint
+from leaderboard.protocol import canonical_sha256
+
+__all__ = ["anchor_cache", "cache_root", "code_sha256", "run_content_sha256", "verified_run", "write_receipt"]
+
+MAX_HASHED_BYTES = 1 << 30          # a run file larger than this is not hashed (nor reused): trained again
+_ROOT = Path(__file__).resolve().parent.parent.parent
+# the code an anchor's value depends on: envs and their reference bots, the rollout engine and scripted policies,
+# the suite's anchor code and the exact solver
+_ANCHOR_CODE = ("marl_llm_envs", "baselines/rollout", "baselines/policies", "leaderboard/suite/spec.py",
+                "leaderboard/exact.py", "leaderboard/players.py", "leaderboard/protocol.py")
+
+
+def cache_root() -> Path:
+    """The cache folder (see the module docstring)."""
+    if os.environ.get("MARL_LLM_CACHE"):
+        return Path(os.environ["MARL_LLM_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "marl_llm_envs"
+
+
+def code_sha256() -> str:
+    """SHA-256 over the source files that compute the anchors (:data:`_ANCHOR_CODE`, each with its path)."""
+    h = hashlib.sha256()
+    for part in _ANCHOR_CODE:
+        path = _ROOT / part
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            h.update(str(f.relative_to(_ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def anchor_cache(suite) -> Path:
+    """Where the anchors of ``suite`` (a :class:`~leaderboard.suite.spec.Suite`) are cached: keyed by the suite's
+    text and the anchor code."""
+    key = canonical_sha256({"suite": suite.sha256, "code": code_sha256()})
+    return cache_root() / "anchors" / f"{key}.json"
+
+
+def _file_sha256(path: Path) -> str | None:
+    if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_HASHED_BYTES:
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def run_content_sha256(run: Path) -> str | None:
+    """SHA-256 of what a run's result is read from: ``config.json``, ``metrics.jsonl`` and the latest checkpoint's
+    files; ``None`` when one is missing, a link, or over :data:`MAX_HASHED_BYTES`."""
+    try:
+        latest = checkpoint.latest(run / "checkpoints")
+    except ValueError:          # a damaged pointer: nothing to verify
+        return None
+    if latest is None:
+        return None
+    parts = {}
+    for path in (run / "config.json", run / "metrics.jsonl", *sorted(latest.iterdir())):
+        digest = _file_sha256(path)
+        if digest is None:
+            return None
+        parts[str(path.relative_to(run))] = digest
+    return canonical_sha256(parts)
+
+
+def _receipt(run: Path) -> Path:
+    return cache_root() / "runs" / f"{hashlib.sha256(str(run.resolve()).encode()).hexdigest()}.json"
+
+
+def _spec_key(spec: dict[str, Any]) -> str:
+    return canonical_sha256({k: v for k, v in spec.items() if k != "progress"})
+
+
+def write_receipt(run: Path, spec: dict[str, Any]) -> None:
+    """Record that this machine trained ``run`` from ``spec``, with the content it has now."""
+    path = _receipt(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_text(path, json.dumps({"run": str(run.resolve()), "spec": _spec_key(spec),
+                                   "content": run_content_sha256(run)}))
+
+
+def verified_run(run: Path, spec: dict[str, Any]) -> str | None:
+    """``None`` when ``run`` is one this machine trained from ``spec`` and has not changed since (its receipt), else
+    why it cannot be reused."""
+    try:
+        receipt = read_json_object(_receipt(run), "it is trained again")
+    except ValueError:
+        return f"{run}: no receipt of this machine's training in {cache_root() / 'runs'} (a run made elsewhere)"
+    if receipt.get("spec") != _spec_key(spec):
+        return f"{run}: trained here from another spec"
+    content = run_content_sha256(run)
+    if content is None or receipt.get("content") != content:
+        return f"{run}: its files changed after it was trained here (config, metrics.jsonl or checkpoint)"
+    return None

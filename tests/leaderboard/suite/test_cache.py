@@ -1,0 +1,38 @@
+"""The suite's cache lives outside ``--out`` and is keyed by content (issue 42): the anchors by the suite's text and
+the code that computes them, a run's receipt by the run's spec and files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from leaderboard.suite import cache, load_suite, plan, train_run
+from leaderboard.suite.cache import anchor_cache, cache_root, verified_run
+
+
+def test_the_anchor_cache_is_keyed_by_the_suite_text_and_the_anchor_code(tmp_path, monkeypatch):
+    monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "cache"))
+    suite = load_suite("credit-micro-quick@3")
+    path = anchor_cache(suite)
+    assert cache_root() == tmp_path / "cache" and path.parent == tmp_path / "cache" / "anchors"
+    assert anchor_cache(replace(suite, sha256="0" * 64)) != path                 # another text of the suite
+    monkeypatch.setattr(cache, "code_sha256", lambda: "1" * 64)                  # another version of the code
+    assert anchor_cache(suite) != path
+
+
+def test_a_run_is_verified_only_from_its_receipt_and_unchanged_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "cache"))
+    suite = load_suite("credit-micro-quick@3")
+    spec = next(s for s in plan(suite, ["broadcast"], tmp_path / "out")[0] if s["setting"] == "voting/plurality/n2")
+    spec = {**spec, "steps": 1}
+    run = tmp_path / "out" / "run"
+    spec["out"] = str(run)
+    train_run(spec)
+    assert verified_run(run, spec) is None
+    assert "trained here from another spec" in verified_run(run, {**spec, "seed": 1})
+    rows = (run / "metrics.jsonl").read_text().splitlines()
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps({**json.loads(r), "reward/team/team": 1.0})
+                                                 for r in rows) + "\n")
+    assert "its files changed after it was trained here" in verified_run(run, spec)
+    monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "elsewhere"))
+    assert "no receipt of this machine's training" in verified_run(run, spec)
