@@ -163,6 +163,11 @@ class TextEnv(AECEnv):
     vector_size: int = 1
     reward_range: tuple[float, float] = (-1.0, 1.0)
     supported_action_modes: tuple[str, ...] = ACTION_MODES
+    # What credit methods and the suite may rely on, read into the registry's EnvSpec (tests/envs/test_registry.py
+    # plays every registered env to hold each flag to its behaviour):
+    records_without: bool = False           # final infos carry team_reward_without for every agent, in every mode
+    idle_roles: tuple[str, ...] = ()        # roles whose moves never change the team reward (the others decide it)
+    first_move_decides: str = ""            # the agent whose first move alone decides the team reward ("" = none)
     _mutable: tuple[str, ...] = ()
 
     def __init__(
