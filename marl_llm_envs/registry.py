@@ -16,9 +16,9 @@ import inspect
 import json
 import numbers
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pettingzoo

@@ -37,8 +37,8 @@ class BoardGameEnv(TwoPlayerZeroSumEnv):
     def _text(self, agent: str) -> str:
         mark = self.marks
         lines = [
-            f"You are {agent} playing {mark[agent]} in {self.game_name}. Your opponent plays "
-            f"{mark[self._other(agent)]}.",
+            (f"You are {agent} playing {mark[agent]} in {self.game_name}. Your opponent plays "
+             f"{mark[self._other(agent)]}."),
             self.rules,
             self.board_caption,
             self._grid(),

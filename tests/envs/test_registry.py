@@ -54,7 +54,7 @@ def _mode(env_id: str) -> str:
 
 # ---------------------------------------------------------------------- records_without (loo needs no branches)
 def _records_every_without(env_id: str, mode: str, seed: int) -> bool:
-    env, final, _ = _play(env_id, seed, mode)
+    _, final, _ = _play(env_id, seed, mode)
     return all(isinstance(info.get("team_reward_without"), dict) and agent in info["team_reward_without"]
                for agent, info in final.items())
 
@@ -100,9 +100,10 @@ def test_idle_roles_never_change_the_team_reward_and_the_other_roles_do(env_id):
     for seed in SEEDS:
         env, _, steps = _play(env_id, seed, idle_seats=2)
         assert any(env.unwrapped.roles[a] in idle for a, _ in steps)
-        changed, _ = _changes(env, steps, lambda k, a: env.unwrapped.roles[a] in idle)
+        roles = env.unwrapped.roles
+        changed, _ = _changes(env, steps, lambda k, a, roles=roles: roles[a] in idle)
         assert not changed, seed
-        decided = decided or _changes(env, steps, lambda k, a: env.unwrapped.roles[a] not in idle)[0]
+        decided = decided or _changes(env, steps, lambda k, a, roles=roles: roles[a] not in idle)[0]
     assert decided
 
 
@@ -113,9 +114,9 @@ def test_only_the_first_move_of_first_move_decides_changes_the_team_reward(env_i
     for seed in SEEDS:
         env, _, steps = _play(env_id, seed)
         first = next(k for k, (a, _) in enumerate(steps) if a == who)
-        changed, _ = _changes(env, steps, lambda k, a: k != first)
+        changed, _ = _changes(env, steps, lambda k, a, first=first: k != first)
         assert not changed, seed
-        decided = decided or _changes(env, steps, lambda k, a: k == first)[0]
+        decided = decided or _changes(env, steps, lambda k, a, first=first: k == first)[0]
     assert decided
 
 
