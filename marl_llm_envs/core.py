@@ -64,7 +64,11 @@ Writing a game (the hook list). A game subclasses :class:`TextEnv` (or :class:`T
 attributes ``env_id``, ``version``, ``family``, ``possible_agents``, ``roles``, ``teams``, ``vector_size``,
 ``reward_range`` and ``_mutable`` (above), and talks to the base only through the members named in the two lists
 below; every other underscore member of the base is private to this module (``tests/test_env_hooks.py`` fails when
-an env module overrides, reads or writes one).
+an env module overrides, reads or writes one). Where they hold, it also declares the flags credit methods and the
+suite read instead of env ids: ``records_without``, ``idle_roles``, ``first_move_decides`` (see :class:`TextEnv`;
+``tests/envs/test_registry.py`` plays every registered env to hold them). It is registered in
+:mod:`marl_llm_envs` with its reference policies and, for exact scoring, its ``ExactGame``; a game with reference
+solvers is a package, ``envs/<game>/{env.py, reference.py}`` (e.g. ``envs/kuhn_poker/``).
 
 **Hooks a game writes** (the first eight always; the others where the game needs them):
 
