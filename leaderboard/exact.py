@@ -1,9 +1,9 @@
 """Exact scores of a policy in the small poker games: its strategy read from the env, its expected payoff against
 the reference equilibrium, and its exploitability, with no sampling noise.
 
-A game that registers an :class:`~marl_llm_envs.reference.cfr.ExactGame` (``spec(env_id).exact``: today
+A game that registers an :class:`~marl_llm_envs.cfr.ExactGame` (``spec(env_id).exact``: today
 ``kuhn_poker-v0`` and ``leduc_holdem-v0``, one hand, ``rounds=1``) is covered: its game tree is small enough to
-enumerate (:class:`marl_llm_envs.reference.cfr.Tree` over the game's description, e.g.
+enumerate (:class:`marl_llm_envs.cfr.Tree` over the game's description, e.g.
 :class:`~marl_llm_envs.envs.kuhn_poker.KuhnGame`). A policy's behaviour strategy is read from the live env:
 hands are dealt by ``reset(seed=0)``, ``reset(seed=1)``, ... and every betting line of each hand is walked with
 ``env.clone()``; at the first visit of each information set the policy gives its distribution over the env's
@@ -18,7 +18,7 @@ the cached CFR+ strategy the ``leduc_cfr`` bot plays):
   in each seat, averaged over the two seats, computed exactly over the deal and every move (``expected_value``);
   the reference itself scores 0 (the game value cancels over the seats), uniform random play scores below 0;
 * ``exploitability(pi)`` = (BR_0(pi_1) + BR_1(pi_0)) / 2: half the NashConv, chips per hand, 0 exactly at an
-  equilibrium (:func:`marl_llm_envs.reference.cfr.exploitability`, an exact best response).
+  equilibrium (:func:`marl_llm_envs.cfr.exploitability`, an exact best response).
 
 Both are deterministic functions of the policy, so a score's spread over training seeds is the training's spread
 alone; the sampled alternative (the policy against the bot on held-out deals) adds the deals' and moves' noise,
@@ -35,8 +35,8 @@ import numpy as np
 
 from baselines.policies.base import VectorInputs, request_for
 from marl_llm_envs import list_envs, make, spec
-from marl_llm_envs.reference.cfr import ExactGame, Tree, expected_value
-from marl_llm_envs.reference.cfr import exploitability as nash_conv_half
+from marl_llm_envs.cfr import ExactGame, Tree, expected_value
+from marl_llm_envs.cfr import exploitability as nash_conv_half
 
 __all__ = ["covered_env_ids", "exploitability", "policy_decider", "random_strategy", "raw_score", "reference_name",
            "reference_strategy", "strategy_of", "versus"]

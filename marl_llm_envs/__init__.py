@@ -32,7 +32,7 @@ from marl_llm_envs.registry import EnvSpec, list_envs, make, make_parallel, regi
 __version__ = "0.1.0"
 
 # Each game registers its env class, its reference policies (by name) and, where exact scoring covers it, its
-# ExactGame (marl_llm_envs.reference.cfr).
+# ExactGame (marl_llm_envs.cfr).
 # orchestration
 register(think_solve.raw_env, references={"clue_relay": clue_relay})
 register(voting.raw_env, voting.parallel_env, references={"clue_follower": clue_follower})

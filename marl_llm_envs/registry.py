@@ -1,7 +1,8 @@
 """The env registry: ``make``, ``make_parallel``, ``list_envs``, ``spec``, and ``replay`` (a transcript back into its env).
 
-Layers, bottom-up: ``text`` <- ``core`` <- ``envs/*`` (the games and the TextArena bridge) <- ``registry``; nothing
-below imports what is above it.
+Layers, bottom-up: ``text`` and ``cfr`` (the CFR solver) <- ``core`` <- ``envs/*`` (the games, a game package's
+reference solvers, and the TextArena bridge) <- ``registry`` <- ``reference`` (the bots) <- the package's
+``__init__`` (which registers each game with its bots); nothing below imports what is above it.
 
 Every id is also registered with PettingZoo's registry as ``marl_llm/<id>``, so
 ``pettingzoo.make("aec", "marl_llm/kuhn_poker-v0")`` works too.
@@ -19,15 +20,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pettingzoo
 
+from marl_llm_envs.cfr import ExactGame
 from marl_llm_envs.core import TextEnv, _unlog, short_repr
 from marl_llm_envs.envs.textarena_bridge import PREFIX, UNMEASURED_ANCHORS, TextArenaEnv, _check_id
-
-if TYPE_CHECKING:                       # a game's exact map is handed in by whoever registers it
-    from marl_llm_envs.reference.cfr import ExactGame
 
 FAMILIES = ("zero_sum", "cooperative", "orchestration")
 _ANCHORS_FILE = Path(__file__).with_name("data") / "anchors.json"
@@ -115,7 +114,7 @@ def register(env_class: type[TextEnv], parallel_class: type | None = None, env_i
     """Register an env class (and its parallel twin) under ``env_id`` (default: the class's ``env_id``).
 
     ``references``: the game's reference policies by name (``policy(env, agent, rng) -> action``, see
-    :mod:`marl_llm_envs.reference`); ``exact``: its :class:`~marl_llm_envs.reference.cfr.ExactGame`, for a game that
+    :mod:`marl_llm_envs.reference`); ``exact``: its :class:`~marl_llm_envs.cfr.ExactGame`, for a game that
     exact scoring covers. ``kwargs`` are defaults for that id (a preset). The id is also registered with PettingZoo as
     ``marl_llm/<id>``.
     """

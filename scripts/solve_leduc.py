@@ -4,7 +4,7 @@
         [--out marl_llm_envs/envs/leduc_holdem/data/leduc_cfr.json]
 
 Builds the game tree of :class:`marl_llm_envs.envs.leduc_holdem.reference.LeducGame` (the env's rules), runs
-:func:`marl_llm_envs.reference.cfr.solve` (CFR+, alternating updates, linear averaging), prints the exact
+:func:`marl_llm_envs.cfr.solve` (CFR+, alternating updates, linear averaging), prints the exact
 exploitability of the average strategy as it goes, and writes the strategy keyed by info set (probabilities of the
 env's discrete actions fold, call, raise) with how it was made.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from marl_llm_envs.reference.cfr import Tree, best_response_value, expected_value, exploitability, solve
+from marl_llm_envs.cfr import Tree, best_response_value, expected_value, exploitability, solve
 from marl_llm_envs.envs.leduc_holdem.reference import DATA, LeducGame
 
 

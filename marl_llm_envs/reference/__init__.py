@@ -8,7 +8,7 @@ A game registers its reference policies with its id (``register(..., references=
 The poker games keep theirs beside their rules (``marl_llm_envs.envs.kuhn_poker.reference``,
 ``marl_llm_envs.envs.leduc_holdem.reference``); the bots that read only an env's public API live here, one module
 per family of games (:mod:`.board`, :mod:`.hanabi`, :mod:`.voting`, :mod:`.think_solve`, :mod:`.orchestrator`,
-:mod:`.credit_suite`), with the shared CFR solver (:mod:`.cfr`).
+:mod:`.credit_suite`). The CFR solver the poker games' trees use is :mod:`marl_llm_envs.cfr`.
 """
 
 from typing import Any, Callable

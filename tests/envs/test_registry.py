@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from marl_llm_envs import list_envs, make, replay, spec
+from marl_llm_envs.cfr import Tree
 from marl_llm_envs.reference import reference_policies
-from marl_llm_envs.reference.cfr import Tree
 
 SEEDS = range(6)
 

@@ -9,7 +9,7 @@ for a parameter alpha in [0, 1/3] (Kuhn 1950). "First" is the player who acts fi
   with probability 1/3 (a bluff), with Q check, with K bet.
 
 The game value is -1/18 for the first player whatever alpha is. Both facts are checked in
-``tests/test_reference_poker.py`` by exact enumeration and by :mod:`marl_llm_envs.reference.cfr` (best-response
+``tests/test_reference_poker.py`` by exact enumeration and by :mod:`marl_llm_envs.cfr` (best-response
 exploitability 0; CFR on :class:`KuhnGame` converges to the same value).
 
 :func:`kuhn_nash` uses only what the acting player may know: its own card and the public betting of the hand.
@@ -23,16 +23,16 @@ from typing import Any
 
 import numpy as np
 
+from marl_llm_envs.cfr import CHANCE, TERMINAL, ExactGame
 from marl_llm_envs.envs.kuhn_poker.env import ACTIONS, CALL, CARDS, CHECK, FOLD
 from marl_llm_envs.envs.kuhn_poker.env import BET as ENV_BET
 from marl_llm_envs.envs.kuhn_poker.env import CALL as ENV_CALL
-from marl_llm_envs.reference.cfr import CHANCE, TERMINAL, ExactGame
 
 PASS, BET = "p", "b"  # abstract moves: pass = check or fold, bet = bet or call
 
 
 class KuhnGame:
-    """Kuhn poker for :mod:`marl_llm_envs.reference.cfr`: player 0 acts first; a state is (cards, history).
+    """Kuhn poker for :mod:`marl_llm_envs.cfr`: player 0 acts first; a state is (cards, history).
 
     Info sets are ``"<own card>:<history>"`` over ``p`` (check/fold) and ``b`` (bet/call), e.g. ``"Q:pb"``."""
 

@@ -1,9 +1,9 @@
 """Leduc hold'em reference: an approximate Nash equilibrium (CFR+) as a policy for ``leduc_holdem-v0``.
 
-The strategy was computed by ``scripts/solve_leduc.py`` with :mod:`marl_llm_envs.reference.cfr` on
-:class:`LeducGame` (the same rules as the env, from the env module's rule functions) and is cached in
-``envs/leduc_holdem/data/leduc_cfr.json``: ``{"strategy": {infoset: [P(fold), P(call), P(raise)]}, ...}`` plus how it was
-made (iterations, seconds, exploitability in chips per hand, the game value). An info set is written
+The strategy was computed by ``scripts/solve_leduc.py`` with :mod:`marl_llm_envs.cfr` on :class:`LeducGame` (the
+same rules as the env, from the env module's rule functions) and is cached in ``data/leduc_cfr.json`` beside this
+file: ``{"strategy": {infoset: [P(fold), P(call), P(raise)]}, ...}`` plus how it was made (iterations, seconds,
+exploitability in chips per hand, the game value). An info set is written
 ``"<own rank><public rank>:<round 1 betting>[/<round 2 betting>]"`` with ``c`` = check/call and ``r`` = bet/raise,
 e.g. ``"K:"`` (first to act, holding a K), ``"Q:r"`` (second to act, facing a bet), ``"JQ:rc/"`` (first to act in
 round 2, J in hand, Q on the board). Suits never matter, so there are 288 info sets.
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from marl_llm_envs.cfr import CHANCE, TERMINAL, ExactGame
 from marl_llm_envs.envs.leduc_holdem.env import (
     ACTIONS,
     CARDS,
@@ -33,7 +34,6 @@ from marl_llm_envs.envs.leduc_holdem.env import (
     round_over,
     showdown,
 )
-from marl_llm_envs.reference.cfr import CHANCE, TERMINAL, ExactGame
 
 DATA = Path(__file__).resolve().parent / "data" / "leduc_cfr.json"
 
@@ -44,7 +44,7 @@ def infoset_key(own_rank: int, public_rank: int | None, betting: tuple[str, ...]
 
 
 class LeducGame:
-    """Leduc hold'em for :mod:`marl_llm_envs.reference.cfr`; player 0 acts first in both rounds.
+    """Leduc hold'em for :mod:`marl_llm_envs.cfr`; player 0 acts first in both rounds.
 
     A state is ``(cards, betting)``: the cards dealt so far (player 0's, player 1's, then the public card; 0..5,
     rank = card // 2) and a tuple of one betting string per round started (``f``/``c``/``r``). Actions are the env's
