@@ -61,7 +61,7 @@ import numpy as np
 from baselines.episode import Episode, Turn
 from baselines.policies.base import Policy, choice_probs, request_for
 from baselines.rollout import BranchSpec, RolloutEngine
-from marl_llm_envs import replay
+from marl_llm_envs import replay, spec
 
 __all__ = ["TurnTruth", "Truth", "move_probs", "exact_q", "ground_truth", "truth_branches", "null_turns",
            "readable_roles", "reliability", "noise_sd", "pearson", "cluster_bootstrap", "fidelity", "sign_agreement",
@@ -302,14 +302,16 @@ def _index_of(moves: list[Any], action: Any) -> int:
 def null_turns(env_id: str, episode: Episode) -> tuple[list[bool], list[bool]]:
     """Per turn of ``episode``: whether its ``A*`` is 0 by construction, and whether it is a deciding turn.
 
-    free_riding-v0: the idle seats' moves change nothing (null); the decider's is the deciding turn.
-    team_umbrella-v0: only player_0's first move (the umbrella) matters; every other move is a distractor (null).
-    Other envs: no turn is declared null."""
+    Read from the env's flags (:class:`marl_llm_envs.EnvSpec`): ``idle_roles`` (free_riding-v0: the idle seats' moves
+    change nothing, null; the other seats' turns are deciding), ``first_move_decides`` (team_umbrella-v0: only
+    player_0's first move, the umbrella, matters; every other move is a distractor, null). Other envs: no turn is
+    declared null."""
     turns = episode.turns
-    if env_id.startswith("free_riding-"):
-        return [t.role == "idle" for t in turns], [t.role == "decider" for t in turns]
-    if env_id.startswith("team_umbrella-"):
-        first = next((k for k, t in enumerate(turns) if t.agent == "player_0"), -1)
+    flags = spec(env_id)
+    if flags.idle_roles:
+        return [t.role in flags.idle_roles for t in turns], [t.role not in flags.idle_roles for t in turns]
+    if flags.first_move_decides:
+        first = next((k for k, t in enumerate(turns) if t.agent == flags.first_move_decides), -1)
         return [k != first for k in range(len(turns))], [k == first for k in range(len(turns))]
     return [False] * len(turns), [False] * len(turns)
 

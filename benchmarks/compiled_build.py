@@ -40,7 +40,7 @@ BENCH = Path(__file__).resolve().parent
 ORIG = "f01aa3b"      # the code of the "today" figures
 COMPILED = [
     "marl_llm_envs/core.py", "marl_llm_envs/fast_rng.py", "marl_llm_envs/text.py", "marl_llm_envs/registry.py",
-    "marl_llm_envs/envs/poker.py", "marl_llm_envs/envs/kuhn_poker.py", "marl_llm_envs/envs/voting.py",
+    "marl_llm_envs/envs/poker.py", "marl_llm_envs/envs/kuhn_poker/env.py", "marl_llm_envs/envs/voting.py",
     "marl_llm_envs/envs/hanabi.py", "marl_llm_envs/tasks/__init__.py", "marl_llm_envs/tasks/arithmetic.py",
     "baselines/episode.py", "baselines/rollout/engine.py", "baselines/policies/mlp.py", "baselines/policies/base.py",
     "baselines/credit/base.py", "baselines/credit/broadcast.py", "baselines/train/loop.py", "baselines/train/update.py",

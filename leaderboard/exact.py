@@ -1,22 +1,24 @@
 """Exact scores of a policy in the small poker games: its strategy read from the env, its expected payoff against
 the reference equilibrium, and its exploitability, with no sampling noise.
 
-For ``kuhn_poker-v0`` and ``leduc_holdem-v0`` (one hand, ``rounds=1``) the game tree is small enough to enumerate
-(:class:`marl_llm_envs.reference.cfr.Tree` over :class:`~marl_llm_envs.reference.kuhn.KuhnGame` /
-:class:`~marl_llm_envs.reference.leduc.LeducGame`). A policy's behaviour strategy is read from the live env:
+A game that registers an :class:`~marl_llm_envs.cfr.ExactGame` (``spec(env_id).exact``: today
+``kuhn_poker-v0`` and ``leduc_holdem-v0``, one hand, ``rounds=1``) is covered: its game tree is small enough to
+enumerate (:class:`marl_llm_envs.cfr.Tree` over the game's description, e.g.
+:class:`~marl_llm_envs.envs.kuhn_poker.KuhnGame`). A policy's behaviour strategy is read from the live env:
 hands are dealt by ``reset(seed=0)``, ``reset(seed=1)``, ... and every betting line of each hand is walked with
 ``env.clone()``; at the first visit of each information set the policy gives its distribution over the env's
 discrete actions (from what the acting agent observes there), mapped onto the tree's actions. The walk stops when
 every information set of the tree has been seen, so the strategy covers the whole game.
 
-Then, with the equilibrium ``sigma`` (Kuhn: :func:`~marl_llm_envs.reference.kuhn.kuhn_nash_strategy` with alpha = 0,
-as the ``kuhn_nash`` bot plays it; Leduc: the cached CFR+ strategy the ``leduc_cfr`` bot plays):
+Then, with the game's reference equilibrium ``sigma`` (Kuhn:
+:func:`~marl_llm_envs.envs.kuhn_poker.kuhn_nash_strategy` with alpha = 0, as the ``kuhn_nash`` bot plays it; Leduc:
+the cached CFR+ strategy the ``leduc_cfr`` bot plays):
 
 * ``versus(pi)`` = (u_0(pi_0, sigma_1) - u_0(sigma_0, pi_1)) / 2: the policy's expected payoff against the reference
   in each seat, averaged over the two seats, computed exactly over the deal and every move (``expected_value``);
   the reference itself scores 0 (the game value cancels over the seats), uniform random play scores below 0;
 * ``exploitability(pi)`` = (BR_0(pi_1) + BR_1(pi_0)) / 2: half the NashConv, chips per hand, 0 exactly at an
-  equilibrium (:func:`marl_llm_envs.reference.cfr.exploitability`, an exact best response).
+  equilibrium (:func:`marl_llm_envs.cfr.exploitability`, an exact best response).
 
 Both are deterministic functions of the policy, so a score's spread over training seeds is the training's spread
 alone; the sampled alternative (the policy against the bot on held-out deals) adds the deals' and moves' noise,
@@ -27,69 +29,37 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from baselines.policies.base import VectorInputs, request_for
-from marl_llm_envs import make
-from marl_llm_envs.envs.kuhn_poker import BET, CALL, CHECK, FOLD
-from marl_llm_envs.envs.leduc_holdem import legal_moves
-from marl_llm_envs.reference.cfr import Tree, expected_value
-from marl_llm_envs.reference.cfr import exploitability as nash_conv_half
-from marl_llm_envs.reference.kuhn import KuhnGame, kuhn_infoset, kuhn_nash_strategy
-from marl_llm_envs.reference.leduc import LeducGame, infoset_key, load_strategy
+from marl_llm_envs import list_envs, make, spec
+from marl_llm_envs.cfr import ExactGame, Tree, expected_value
+from marl_llm_envs.cfr import exploitability as nash_conv_half
 
-__all__ = ["EXACT_GAMES", "exploitability", "policy_decider", "random_strategy", "raw_score", "reference_name",
+__all__ = ["covered_env_ids", "exploitability", "policy_decider", "random_strategy", "raw_score", "reference_name",
            "reference_strategy", "strategy_of", "versus"]
 
 # decide(env, agent) -> probabilities over the env's discrete actions (0 where illegal) for the agent to move now
 Decide = Callable[[Any, str], np.ndarray]
 
 
-@dataclass(frozen=True)
-class _Game:
-    reference: str                                          # the reference bot's name (the protocol's opponent)
-    game: Callable[[], Any]                                 # the cfr game description
-    infoset: Callable[[Any, str], str]                      # (env, agent) -> the tree's info set name
-    onto_tree: Callable[[Any, str, np.ndarray], list[float]]  # env-action probabilities -> the tree's actions
-    reference_table: Callable[[Any], dict[str, list[float]]]   # tree -> {infoset: probs over the tree's actions}
+def covered_env_ids() -> list[str]:
+    """The registered env ids exact evaluation covers: those whose game registered an ``ExactGame``."""
+    return [env_id for env_id in list_envs() if spec(env_id).exact is not None]
 
 
-def _kuhn() -> _Game:
-    def onto(env, agent, p):          # tree actions: pass (check or fold), bet (bet or call)
-        return [float(p[CHECK] + p[FOLD]), float(p[BET] + p[CALL])]
-
-    return _Game("kuhn_nash", KuhnGame, kuhn_infoset, onto, lambda tree: kuhn_nash_strategy(0.0))
-
-
-def _leduc() -> _Game:
-    def infoset(env, agent):
-        return infoset_key(*env.unwrapped.info_state(agent))
-
-    def onto(env, agent, p):          # tree actions: the env's legal discrete indices
-        return [float(p[a]) for a in legal_moves(env.unwrapped.info_state(agent)[2][-1])]
-
-    def table(tree):
-        stored = load_strategy()["strategy"]
-        return {key: [stored[key][a] for a in tree.iset_actions[i]] for key, i in tree.infosets.items()
-                if key in stored}
-
-    return _Game("leduc_cfr", LeducGame, infoset, onto, table)
-
-
-EXACT_GAMES: dict[str, Callable[[], _Game]] = {"kuhn_poker-v0": _kuhn, "leduc_holdem-v0": _leduc}
-
-
-def _game(env_id: str, env_kwargs: dict[str, Any] | None) -> _Game:
-    if env_id not in EXACT_GAMES:
-        raise ValueError(f"exact evaluation covers {sorted(EXACT_GAMES)}, not {env_id!r}")
-    extra = {k: v for k, v in (env_kwargs or {}).items() if k not in ("rounds", "action_mode")}
-    if extra or (env_kwargs or {}).get("rounds", 1) != 1:
-        raise ValueError(f"exact evaluation of {env_id} covers one hand with default rules (rounds=1); got "
-                         f"env_kwargs {env_kwargs!r}")
-    return EXACT_GAMES[env_id]()
+def _game(env_id: str, env_kwargs: dict[str, Any] | None) -> ExactGame:
+    game = spec(env_id).exact if env_id in list_envs() else None
+    if game is None:
+        raise ValueError(f"exact evaluation covers {covered_env_ids()}, not {env_id!r}")
+    kwargs = {k: v for k, v in (env_kwargs or {}).items() if k != "action_mode"}
+    if any(k not in game.kwargs or v != game.kwargs[k] for k, v in kwargs.items()):
+        rules = ", ".join(f"{k}={v!r}" for k, v in game.kwargs.items())
+        raise ValueError(f"exact evaluation of {env_id} covers the default rules with {rules}; got env_kwargs "
+                         f"{env_kwargs!r}")
+    return game
 
 
 def reference_name(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str:
@@ -100,7 +70,7 @@ def reference_name(env_id: str, env_kwargs: dict[str, Any] | None = None) -> str
 
 @functools.lru_cache(maxsize=None)
 def _tree(env_id: str):
-    return Tree(EXACT_GAMES[env_id]().game())
+    return Tree(_game(env_id, None).game())
 
 
 def strategy_of(env_id: str, decide: Decide, env_kwargs: dict[str, Any] | None = None,

@@ -64,7 +64,11 @@ Writing a game (the hook list). A game subclasses :class:`TextEnv` (or :class:`T
 attributes ``env_id``, ``version``, ``family``, ``possible_agents``, ``roles``, ``teams``, ``vector_size``,
 ``reward_range`` and ``_mutable`` (above), and talks to the base only through the members named in the two lists
 below; every other underscore member of the base is private to this module (``tests/test_env_hooks.py`` fails when
-an env module overrides, reads or writes one).
+an env module overrides, reads or writes one). Where they hold, it also declares the flags credit methods and the
+suite read instead of env ids: ``records_without``, ``idle_roles``, ``first_move_decides`` (see :class:`TextEnv`;
+``tests/envs/test_registry.py`` plays every registered env to hold them). It is registered in
+:mod:`marl_llm_envs` with its reference policies and, for exact scoring, its ``ExactGame``; a game with reference
+solvers is a package, ``envs/<game>/{env.py, reference.py}`` (e.g. ``envs/kuhn_poker/``).
 
 **Hooks a game writes** (the first eight always; the others where the game needs them):
 
@@ -163,6 +167,11 @@ class TextEnv(AECEnv):
     vector_size: int = 1
     reward_range: tuple[float, float] = (-1.0, 1.0)
     supported_action_modes: tuple[str, ...] = ACTION_MODES
+    # What credit methods and the suite may rely on, read into the registry's EnvSpec (tests/envs/test_registry.py
+    # plays every registered env to hold each flag to its behaviour):
+    records_without: bool = False           # final infos carry team_reward_without for every agent, in every mode
+    idle_roles: tuple[str, ...] = ()        # roles whose moves never change the team reward (the others decide it)
+    first_move_decides: str = ""            # the agent whose first move alone decides the team reward ("" = none)
     _mutable: tuple[str, ...] = ()
 
     def __init__(

@@ -1,7 +1,8 @@
 """The env registry: ``make``, ``make_parallel``, ``list_envs``, ``spec``, and ``replay`` (a transcript back into its env).
 
-Layers, bottom-up: ``text`` <- ``core`` <- ``envs/*`` (the games and the TextArena bridge) <- ``registry``; nothing
-below imports what is above it.
+Layers, bottom-up: ``text`` and ``cfr`` (the CFR solver) <- ``core`` <- ``envs/*`` (the games, a game package's
+reference solvers, and the TextArena bridge) <- ``registry`` <- ``reference`` (the bots) <- the package's
+``__init__`` (which registers each game with its bots); nothing below imports what is above it.
 
 Every id is also registered with PettingZoo's registry as ``marl_llm/<id>``, so
 ``pettingzoo.make("aec", "marl_llm/kuhn_poker-v0")`` works too.
@@ -16,12 +17,14 @@ import inspect
 import json
 import numbers
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pettingzoo
 
+from marl_llm_envs.cfr import ExactGame
 from marl_llm_envs.core import TextEnv, _unlog, short_repr
 from marl_llm_envs.envs.textarena_bridge import PREFIX, UNMEASURED_ANCHORS, TextArenaEnv, _check_id
 
@@ -46,6 +49,12 @@ class EnvSpec:
     parallel_class: type | None = field(default=None, repr=False)
     kwargs: dict[str, Any] = field(default_factory=dict)
     anchors: dict[str, Any] = field(default_factory=dict)  # reference scores, measured by benchmarks/anchors.py
+    references: dict[str, Callable[..., Any]] = field(default_factory=dict, repr=False)  # reference policies by name
+    exact: ExactGame | None = field(default=None, repr=False)  # the game's CFR tree map, for exact scoring
+    # the env class's flags (TextEnv: records_without, idle_roles, first_move_decides)
+    records_without: bool = False
+    idle_roles: tuple[str, ...] = ()
+    first_move_decides: str = ""
 
     @property
     def has_parallel(self) -> bool:
@@ -53,7 +62,8 @@ class EnvSpec:
 
     @classmethod
     def describe(cls, env_id: str, sample: TextEnv, parallel_class: type | None = None,
-                 kwargs: dict[str, Any] | None = None) -> "EnvSpec":
+                 kwargs: dict[str, Any] | None = None, references: dict[str, Callable[..., Any]] | None = None,
+                 exact: ExactGame | None = None) -> "EnvSpec":
         """The spec of ``env_id``, read from an instance made with the id's default ``kwargs``."""
         return cls(
             id=env_id,
@@ -68,6 +78,11 @@ class EnvSpec:
             parallel_class=parallel_class,
             kwargs=dict(kwargs or {}),
             anchors=_ANCHORS.get(env_id, {}),
+            references=dict(references or {}),
+            exact=exact,
+            records_without=sample.records_without,
+            idle_roles=tuple(sample.idle_roles),
+            first_move_decides=sample.first_move_decides,
         )
 
     def accepted_kwargs(self) -> list[str]:
@@ -93,16 +108,20 @@ def _accepted_kwargs(env_class: type) -> tuple[str, ...]:
 _REGISTRY: dict[str, EnvSpec] = {}
 
 
-def register(env_class: type[TextEnv], parallel_class: type | None = None, env_id: str | None = None,
+def register(env_class: type[TextEnv], parallel_class: type | None = None, env_id: str | None = None, *,
+             references: dict[str, Callable[..., Any]] | None = None, exact: ExactGame | None = None,
              **kwargs: Any) -> EnvSpec:
     """Register an env class (and its parallel twin) under ``env_id`` (default: the class's ``env_id``).
 
-    ``kwargs`` are defaults for that id (a preset). The id is also registered with PettingZoo as ``marl_llm/<id>``.
+    ``references``: the game's reference policies by name (``policy(env, agent, rng) -> action``, see
+    :mod:`marl_llm_envs.reference`); ``exact``: its :class:`~marl_llm_envs.cfr.ExactGame`, for a game that
+    exact scoring covers. ``kwargs`` are defaults for that id (a preset). The id is also registered with PettingZoo as
+    ``marl_llm/<id>``.
     """
     env_id = env_id or env_class.env_id
     if env_class.family not in FAMILIES:
         raise ValueError(f"{env_class.__name__}.family must be one of {FAMILIES}")
-    new = EnvSpec.describe(env_id, env_class(**kwargs), parallel_class, kwargs)
+    new = EnvSpec.describe(env_id, env_class(**kwargs), parallel_class, kwargs, references, exact)
     _REGISTRY[env_id] = new
     try:
         pettingzoo.register("aec", f"marl_llm/{env_id}", entry_point=functools.partial(make, env_id))

@@ -1,9 +1,10 @@
 """Solve Leduc hold'em with CFR+ and cache the average strategy as data.
 
-    .venv/bin/python scripts/solve_leduc.py [--iterations 10000] [--out marl_llm_envs/reference/data/leduc_cfr.json]
+    .venv/bin/python scripts/solve_leduc.py [--iterations 10000] \
+        [--out marl_llm_envs/envs/leduc_holdem/data/leduc_cfr.json]
 
-Builds the game tree of :class:`marl_llm_envs.reference.leduc.LeducGame` (the env's rules), runs
-:func:`marl_llm_envs.reference.cfr.solve` (CFR+, alternating updates, linear averaging), prints the exact
+Builds the game tree of :class:`marl_llm_envs.envs.leduc_holdem.reference.LeducGame` (the env's rules), runs
+:func:`marl_llm_envs.cfr.solve` (CFR+, alternating updates, linear averaging), prints the exact
 exploitability of the average strategy as it goes, and writes the strategy keyed by info set (probabilities of the
 env's discrete actions fold, call, raise) with how it was made.
 """
@@ -20,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from marl_llm_envs.reference.cfr import Tree, best_response_value, expected_value, exploitability, solve
-from marl_llm_envs.reference.leduc import DATA, LeducGame
+from marl_llm_envs.cfr import Tree, best_response_value, expected_value, exploitability, solve
+from marl_llm_envs.envs.leduc_holdem.reference import DATA, LeducGame
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -157,7 +157,7 @@ def _tiny_policy(**kw):
 def test_exact_evaluation_reads_a_choice_mode_llm_strategy_from_its_choice_probabilities():
     from baselines.policies.base import Request
     from leaderboard import exact
-    from marl_llm_envs.reference.kuhn import kuhn_infoset
+    from marl_llm_envs.envs.kuhn_poker import kuhn_infoset
 
     policy = _tiny_policy()
     table = exact.strategy_of("kuhn_poker-v0", exact.policy_decider({"player_0": policy, "player_1": policy}))

@@ -18,7 +18,7 @@ from marl_llm_envs.core import TextEnv, TwoPlayerZeroSumEnv
 from marl_llm_envs.reference.orchestrator import delegator
 from marl_llm_envs.scripted import random_legal
 
-ENV_MODULES = sorted((Path(core.__file__).parent / "envs").glob("*.py"))
+ENV_MODULES = sorted((Path(core.__file__).parent / "envs").rglob("*.py"))     # a game package's modules too
 
 
 def _documented() -> tuple[set[str], set[str], set[str]]:

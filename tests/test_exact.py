@@ -58,7 +58,7 @@ def test_kuhn_always_bet_against_nash_by_hand():
 def test_leduc_equilibrium_scores_zero_and_its_exploitability_is_the_cached_solutions():
     cfr = exact.reference_strategy("leduc_holdem-v0")
     assert exact.versus("leduc_holdem-v0", cfr) == pytest.approx(0.0, abs=1e-12)
-    from marl_llm_envs.reference.leduc import load_strategy
+    from marl_llm_envs.envs.leduc_holdem import load_strategy
 
     assert exact.exploitability("leduc_holdem-v0", cfr) == pytest.approx(load_strategy()["exploitability"], rel=0.05,
                                                                           abs=1e-5)
@@ -75,7 +75,7 @@ def test_exact_random_payoff_lies_inside_the_sampled_anchors_interval(env_id, op
 
 def test_an_mlp_policys_read_strategy_is_its_own_distribution_at_each_infoset():
     from baselines.policies.mlp import MLPPolicy
-    from marl_llm_envs.reference.kuhn import kuhn_infoset
+    from marl_llm_envs.envs.kuhn_poker import kuhn_infoset
 
     env = make("kuhn_poker-v0", action_mode="discrete")
     roles = sorted(set(env.roles.values()))

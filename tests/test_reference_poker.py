@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 from marl_llm_envs import make
+from marl_llm_envs.cfr import Tree, best_response_value, expected_value, exploitability, solve
 from marl_llm_envs.envs import kuhn_poker
-from marl_llm_envs.envs.leduc_holdem import DEALS
-from marl_llm_envs.reference.cfr import Tree, best_response_value, expected_value, exploitability, solve
-from marl_llm_envs.reference.kuhn import KuhnGame, kuhn_infoset, kuhn_nash, kuhn_nash_strategy
-from marl_llm_envs.reference.leduc import LeducGame, infoset_key, leduc_cfr, leduc_cfr_probs, load_strategy
+from marl_llm_envs.envs.kuhn_poker import KuhnGame, kuhn_infoset, kuhn_nash, kuhn_nash_strategy
+from marl_llm_envs.envs.leduc_holdem import DEALS, LeducGame, infoset_key, leduc_cfr, leduc_cfr_probs, load_strategy
 from marl_llm_envs.scripted import random_legal
 
 ALPHAS = (0.0, 1 / 9, 1 / 6, 1 / 3)

@@ -31,6 +31,7 @@ from baselines.credit.base import CreditMethod, finite, branch_outcome, can_abla
     find_branches, groups, outcome, register, roles_of
 from baselines.episode import Episode
 from baselines.rollout import BranchSpec
+from marl_llm_envs import spec
 
 
 def recorded_without(episode: Episode, agent: str) -> Any:
@@ -48,7 +49,7 @@ class LeaveOneOut(CreditMethod):
         self.normalize = normalize
 
     def branches(self, env_id: str) -> list[BranchSpec]:
-        if env_id.startswith("voting-"):
+        if spec(env_id).records_without:        # the env reports every agent's team_reward_without itself
             return []
         if not can_ablate(env_id):
             raise ValueError(f"loo needs ablate branches, and {env_id} has no null action (no ablate())")

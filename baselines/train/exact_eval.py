@@ -155,7 +155,7 @@ def evaluate(policies: Mapping[str, Policy], env_id: str, env_kwargs: Mapping[st
                 totals[team] = totals.get(team, 0.0) + leaf.reach * r
     out = {f"eval/team_reward/{team}": v / len(roots) for team, v in sorted(totals.items())}
     base = roots[0].env.unwrapped
-    if env_id.startswith("think_solve") and getattr(base, "clue_task", False) and base.action_mode == "discrete":
+    if getattr(base, "clue_task", False) and base.action_mode == "discrete":     # think_solve-v0's clue task
         out.update(_clue_metrics(roots))
     return out
 

@@ -179,7 +179,7 @@ def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
         raw = _versus_score(spec, run)
     else:
         raw, extra = _exact_score(spec, run)
-    if spec["env_id"] == "free_riding-v0" and spec["env_kwargs"].get("idle_seats", 1) > 0:
+    if marl_llm_envs.spec(spec["env_id"]).idle_roles and spec["env_kwargs"].get("idle_seats", 1) > 0:
         extra["idle_drift"] = _idle_drift(spec, run)
     return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw), **extra,
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},

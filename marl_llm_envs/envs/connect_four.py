@@ -51,9 +51,7 @@ Version history. v0: first version.
 
 from __future__ import annotations
 
-import numpy as np
-
-from marl_llm_envs.core import TwoPlayerZeroSumEnv
+from marl_llm_envs.envs.board_game import BoardGameEnv
 
 ROWS, COLS = 6, 7
 CELLS = ROWS * COLS
@@ -67,15 +65,15 @@ RULES = (
 HEADER = " " + " ".join(ACTIONS)
 
 
-class raw_env(TwoPlayerZeroSumEnv):
+class raw_env(BoardGameEnv):
     env_id = "connect_four-v0"
     version = 0
     vector_size = 2 * CELLS + 1
     metadata = {"render_modes": ["human", "ansi"], "name": "connect_four_v0", "is_parallelizable": False}
     _mutable = ("_board", "_heights")
-
-    def action_names(self, agent: str) -> list[str]:
-        return ACTIONS
+    game_name, rules = "Connect Four", RULES
+    board_caption = "Board (X and O are pieces, . is empty; the bottom row is the last):"
+    actions, cells, marks = ACTIONS, CELLS, MARK
 
     def _start(self) -> None:
         self._board: list[str | None] = [None] * CELLS  # row-major, row 0 at the top
@@ -95,9 +93,9 @@ class raw_env(TwoPlayerZeroSumEnv):
         self._board[row * COLS + move] = agent
         self._moves += 1
         if self._wins(agent, row, move):
-            self._finish({agent: 1.0, self._other(agent): -1.0}, outcome="win", winner=agent)
+            self._win(agent)
         elif self._moves == CELLS:
-            self._finish({"player_0": 0.0, "player_1": 0.0}, outcome="draw", winner=None)
+            self._draw()
         else:
             self.agent_selection = self._other(agent)
 
@@ -120,25 +118,6 @@ class raw_env(TwoPlayerZeroSumEnv):
         board = self._board
         rows = ["|" + " ".join(MARK[board[r * COLS + c]] for c in range(COLS)) + "|" for r in range(ROWS)]
         return HEADER + "\n" + "\n".join(rows)
-
-    def _text(self, agent: str) -> str:
-        lines = [
-            f"You are {agent} playing {MARK[agent]} in Connect Four. Your opponent plays {MARK[self._other(agent)]}.",
-            RULES,
-            "Board (X and O are pieces, . is empty; the bottom row is the last):",
-            self._grid(),
-        ]
-        lines.append(self._turn_text(agent))
-        return "\n".join(lines)
-
-    def _vector(self, agent: str, out: np.ndarray) -> None:
-        for i, owner in enumerate(self._board):
-            if owner is not None:
-                out[i if owner == agent else CELLS + i] = 1.0
-        out[2 * CELLS] = 1.0 if agent == self.agent_selection and not self.done else 0.0
-
-    def _render(self) -> str:
-        return f"{self._grid()}\n{self._to_move()}"
 
 
 env = raw_env

@@ -94,6 +94,7 @@ class raw_env(TextEnv):
     family = "cooperative"
     metadata = {"render_modes": ["human", "ansi"], "name": "free_riding_v0", "is_parallelizable": False}
     reward_range = (0.0, 1.0)
+    idle_roles = ("idle",)          # idle moves change nothing; the decider's move decides the team reward
     _mutable = ("_moves",)
 
     def __init__(self, *, idle_seats: int = 1, **kwargs: Any) -> None:

@@ -39,16 +39,22 @@ class PokerMatchEnv(TwoPlayerZeroSumEnv):
     def _first_player(self) -> str:
         return "player_0" if self._hand % 2 == 0 else "player_1"
 
-    def _close_hand(self, winner: str | None, won: float, showdown: bool, summary: str) -> None:
+    def _close_hand(self, winner: str | None, won: float, shown: str | None) -> None:
         """Pay the hand (``won`` chips from the loser to ``winner``; ``winner=None`` splits the pot), keep its public
-        ``summary`` for the next prompts, then deal the next hand or end the match."""
+        summary for the next prompts, then deal the next hand or end the match. ``shown``: the cards a showdown
+        showed (``"player_0 had J, player_1 had Q"``), or None when a player folded."""
+        result = "equal cards, the pot is split (0 chips each)" if winner is None else f"{winner} won {won:g} chips"
+        if shown is not None:
+            summary = f"Hand {self._hand + 1}: showdown, {shown}; {result}."
+        else:
+            summary = f"Hand {self._hand + 1}: {self._other(winner)} folded; {result} (no cards shown)."
         rewards = {"player_0": 0.0, "player_1": 0.0}
         if winner is not None:
             loser = self._other(winner)
             self._chips[winner] += won
             self._chips[loser] -= won
             rewards = {winner: won, loser: -won}
-        self._last_showdown = (showdown, summary)
+        self._last_showdown = (shown is not None, summary)
         self._hand += 1
         if self._hand >= self.rounds:
             self._finish(rewards, chips=dict(self._chips))

@@ -108,6 +108,7 @@ class raw_env(TextEnv):
     roles = {"player_0": "player_0", "player_1": "player_1"}
     teams = {"player_0": "team", "player_1": "team"}
     metadata = {"render_modes": ["human", "ansi"], "name": "team_umbrella_v0", "is_parallelizable": False}
+    first_move_decides = "player_0"     # the umbrella; every later move of either player is a distractor
     _mutable = ("_moves",)
 
     def __init__(self, *, delay: int = 3, noise: float = 1.0, **kwargs: Any) -> None:

@@ -46,9 +46,7 @@ Version history. v0: first version.
 
 from __future__ import annotations
 
-import numpy as np
-
-from marl_llm_envs.core import TwoPlayerZeroSumEnv
+from marl_llm_envs.envs.board_game import BoardGameEnv
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 ACTIONS = [str(i) for i in range(9)]
@@ -59,15 +57,14 @@ RULES = (
 )
 
 
-class raw_env(TwoPlayerZeroSumEnv):
+class raw_env(BoardGameEnv):
     env_id = "tic_tac_toe-v0"
     version = 0
     vector_size = 19
     metadata = {"render_modes": ["human", "ansi"], "name": "tic_tac_toe_v0", "is_parallelizable": False}
     _mutable = ("_board",)
-
-    def action_names(self, agent: str) -> list[str]:
-        return ACTIONS
+    game_name, board_caption, rules = "tic-tac-toe", "Board (numbers are empty cells):", RULES
+    actions, cells, marks = ACTIONS, 9, MARK
 
     def _start(self) -> None:
         self._board: list[str | None] = [None] * 9  # "player_0" / "player_1" / None
@@ -84,10 +81,10 @@ class raw_env(TwoPlayerZeroSumEnv):
         board[move] = agent
         for a, b, c in LINES:
             if board[a] == agent and board[b] == agent and board[c] == agent:
-                self._finish({agent: 1.0, self._other(agent): -1.0}, outcome="win", winner=agent)
+                self._win(agent)
                 return
         if None not in board:
-            self._finish({"player_0": 0.0, "player_1": 0.0}, outcome="draw", winner=None)
+            self._draw()
             return
         self.agent_selection = self._other(agent)
 
@@ -95,25 +92,6 @@ class raw_env(TwoPlayerZeroSumEnv):
         cells = [MARK[o] if o is not None else str(i) for i, o in enumerate(self._board)]
         rows = [f" {cells[r]} | {cells[r + 1]} | {cells[r + 2]}" for r in (0, 3, 6)]
         return "\n---+---+---\n".join(rows)
-
-    def _text(self, agent: str) -> str:
-        lines = [
-            f"You are {agent} playing {MARK[agent]} in tic-tac-toe. Your opponent plays {MARK[self._other(agent)]}.",
-            RULES,
-            "Board (numbers are empty cells):",
-            self._grid(),
-        ]
-        lines.append(self._turn_text(agent))
-        return "\n".join(lines)
-
-    def _vector(self, agent: str, out: np.ndarray) -> None:
-        for i, owner in enumerate(self._board):
-            if owner is not None:
-                out[i if owner == agent else 9 + i] = 1.0
-        out[18] = 1.0 if agent == self.agent_selection and not self.done else 0.0
-
-    def _render(self) -> str:
-        return f"{self._grid()}\n{self._to_move()}"
 
 
 env = raw_env

@@ -135,6 +135,7 @@ class raw_env(ProblemEnv):
     version = 0
     metadata = {"render_modes": ["human", "ansi"], "name": "voting_v0", "is_parallelizable": True}
     _mutable = ("_ballots",)
+    records_without = True          # every voter's team_reward_without is in the final infos (the recount)
     # scored 1/0, per aggregate ("plurality", a synonym of "binary") or per ballot ("fraction", a fraction of 1)
     reward_schemes = {**REWARD_SCHEMES, **{scheme: REWARD_SCHEMES["binary"] for scheme in VOTING_SCHEMES}}
 

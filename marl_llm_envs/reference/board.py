@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from marl_llm_envs.envs.connect_four import COLS, ROWS
+from marl_llm_envs.envs.tic_tac_toe import LINES
+
 __all__ = ["connect_four_search", "tic_tac_toe_minimax"]
 
 
@@ -32,11 +35,8 @@ def _own_and_opponent(env, agent: str, cells: int) -> tuple[np.ndarray, np.ndarr
 
 # ------------------------------------------------------------------ tic-tac-toe
 
-_TTT_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
-
-
 def _ttt_won(board: tuple[int, ...], who: int) -> bool:
-    return any(board[a] == who and board[b] == who and board[c] == who for a, b, c in _TTT_LINES)
+    return any(board[a] == who and board[b] == who and board[c] == who for a, b, c in LINES)
 
 
 @cache
@@ -83,7 +83,6 @@ def tic_tac_toe_minimax(env, agent: str, rng: np.random.Generator) -> Any:
 
 # ------------------------------------------------------------------ Connect Four
 
-ROWS, COLS = 6, 7
 H = ROWS + 1  # bits per column in the bitboard (one sentinel bit on top)
 _BOTTOM = [1 << (c * H) for c in range(COLS)]
 _COLUMN = [((1 << ROWS) - 1) << (c * H) for c in range(COLS)]

@@ -249,21 +249,26 @@ class ArithmeticTasks(TaskSource):
                 feats[at + 5] = -1.0
         return tuple(feats)
 
+    def expression_task(self, rng: np.random.Generator, split: str, tree, toks, expr: str, answer: int) -> Task:
+        """The task of a drawn expression (:meth:`draw_expression`'s four values): "Compute the value of ...", its
+        distractors drawn from ``rng``, its features."""
+        question = f"Compute the value of {expr}."
+        return Task(
+            task_id=_task_id(f"arithmetic-d{self.difficulty}", split, question),
+            question=question,
+            answer=str(answer),
+            source=self.name,
+            distractors=self.expression_distractors(rng, tree, toks, answer),
+            features=self.expression_features(toks),
+        )
+
     def sample(self, rng: np.random.Generator, split: str = "train") -> Task:
         _check_split(split)
         for _ in range(_MAX_RESAMPLE):
-            tree, toks, expr, answer = self.draw_expression(rng)
-            question = f"Compute the value of {expr}."
-            if split_of(question, self.test_fraction) != split:
+            drawn = self.draw_expression(rng)
+            if split_of(f"Compute the value of {drawn[2]}.", self.test_fraction) != split:
                 continue
-            return Task(
-                task_id=_task_id(f"arithmetic-d{self.difficulty}", split, question),
-                question=question,
-                answer=str(answer),
-                source=self.name,
-                distractors=self.expression_distractors(rng, tree, toks, answer),
-                features=self.expression_features(toks),
-            )
+            return self.expression_task(rng, split, *drawn)
         raise RuntimeError(f"could not draw a {split} arithmetic problem")  # pragma: no cover
 
     def verify(self, task: Task, response: str) -> bool:

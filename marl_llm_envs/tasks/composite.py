@@ -34,9 +34,9 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from marl_llm_envs.fast_rng import choice_cdf, weighted_choice
-from marl_llm_envs.tasks.arithmetic import ArithmeticTasks, _BinOp, _Num, _tokens
+from marl_llm_envs.tasks.arithmetic import ArithmeticTasks, _apply, _BinOp, _Num, _tokens
 from marl_llm_envs.tasks.base import _MAX_RESAMPLE, Task, TaskSource, _check_fraction, _check_split, _task_id, split_of
-from marl_llm_envs.tasks.verify import _finite_unit, _parse_number, number_matches
+from marl_llm_envs.tasks.verify import _finite_unit, _parse_number
 
 _OPS = ("+", "-", "*")
 _OP_CDF = choice_cdf([0.4, 0.3, 0.3])  # rng.choice(_OPS, p=[0.4, 0.3, 0.3]), drawn without its overhead
@@ -134,13 +134,7 @@ def _evaluate(node, values: Mapping[str, Fraction]) -> Fraction:
         return -_evaluate(node[1], values)
     op, left, right = node
     a, b = _evaluate(left, values), _evaluate(right, values)
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    return a / b  # ZeroDivisionError is caught by the caller
+    return a / b if op == "/" else _apply(op, a, b)  # a ZeroDivisionError is caught by the caller
 
 
 def check_formula(formula: str, n_parts: int) -> str | None:
@@ -264,17 +258,7 @@ class CompositeTasks(TaskSource):
             question = "\n".join(lines)
             if split_of(question, self.test_fraction) != split:
                 continue
-            parts = []
-            for i, (ptree, ptoks, expr, value) in enumerate(drawn):
-                part_question = f"Compute the value of {expr}."
-                parts.append(Task(
-                    task_id=_task_id(f"arithmetic-d{self.difficulty}", split, part_question),
-                    question=part_question,
-                    answer=str(value),
-                    source=arithmetic.name,
-                    distractors=arithmetic.expression_distractors(rng, ptree, ptoks, value),
-                    features=arithmetic.expression_features(ptoks),
-                ))
+            parts = [arithmetic.expression_task(rng, split, *d) for d in drawn]
             answer = int(evaluate_formula(formula, {PART_NAMES[i]: Fraction(v) for i, (*_, v) in enumerate(drawn)}))
             return Task(
                 task_id=_task_id(f"composite-p{self.parts}-d{self.difficulty}", split, question),
@@ -288,8 +272,7 @@ class CompositeTasks(TaskSource):
             )
         raise RuntimeError(f"could not draw a {split} composite problem")  # pragma: no cover
 
-    def verify(self, task: Task, response: str) -> bool:
-        return number_matches(response, task.answer)
+    verify = ArithmeticTasks.verify         # the answer is an integer, checked as an arithmetic one
 
     def spec(self) -> dict:
         return {

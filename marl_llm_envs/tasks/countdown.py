@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 from fractions import Fraction
 from typing import Optional, Sequence
@@ -33,6 +34,9 @@ def _cd_tokenize(text: str) -> Optional[list[str]]:
     return out
 
 
+_FRACTION_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
 def _cd_evaluate(tokens: list[str]) -> Optional[tuple[Fraction, list[int]]]:
     """Evaluate ``+ - * /`` with parentheses exactly; returns (value, numbers used) or ``None``."""
     pos = 0
@@ -48,7 +52,7 @@ def _cd_evaluate(tokens: list[str]) -> Optional[tuple[Fraction, list[int]]]:
             raise ValueError("unexpected end")
         if tok == "(":
             pos += 1
-            v = expr()
+            v = binary(0)
             if peek() != ")":
                 raise ValueError("missing )")
             pos += 1
@@ -59,30 +63,22 @@ def _cd_evaluate(tokens: list[str]) -> Optional[tuple[Fraction, list[int]]]:
             return Fraction(int(tok))
         raise ValueError(f"unexpected {tok}")
 
-    def term() -> Fraction:
+    def binary(level: int) -> Fraction:
+        """Level 0: a sum of level-1 terms (``+ -``); level 1: a product of atoms (``* /``), left to right."""
         nonlocal pos
-        v = atom()
-        while peek() in ("*", "/"):
+        ops = ("+", "-") if level == 0 else ("*", "/")
+        v = binary(1) if level == 0 else atom()
+        while peek() in ops:
             op = tokens[pos]
             pos += 1
-            w = atom()
+            w = binary(1) if level == 0 else atom()
             if op == "/" and w == 0:
                 raise ZeroDivisionError
-            v = v * w if op == "*" else v / w
-        return v
-
-    def expr() -> Fraction:
-        nonlocal pos
-        v = term()
-        while peek() in ("+", "-"):
-            op = tokens[pos]
-            pos += 1
-            w = term()
-            v = v + w if op == "+" else v - w
+            v = _FRACTION_OPS[op](v, w)
         return v
 
     try:
-        value = expr()
+        value = binary(0)
     except (ValueError, ZeroDivisionError, RecursionError):
         return None
     if pos != len(tokens):

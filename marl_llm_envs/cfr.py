@@ -19,6 +19,9 @@ hidden state), so :func:`exploitability` is exact.
 
 A strategy is a flat array over the tree's (info set, action) edges, or a dict ``{infoset: probabilities over
 legal_actions}`` (see :meth:`Tree.to_dict` / :meth:`Tree.from_dict`).
+
+:class:`ExactGame` is what a game registers (``register(..., exact=...)`` in :mod:`marl_llm_envs`) so that
+``leaderboard.exact`` can score a policy on its tree exactly: the tree, the env-to-tree maps and the reference.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ TERMINAL = -2
 __all__ = [
     "CHANCE",
     "TERMINAL",
+    "ExactGame",
     "SolveResult",
     "Tree",
     "best_response_value",
@@ -43,6 +47,20 @@ __all__ = [
     "exploitability",
     "solve",
 ]
+
+
+@dataclass(frozen=True)
+class ExactGame:
+    """How a game's env maps onto its CFR tree, for exact scoring (``spec(env_id).exact``; ``leaderboard.exact``).
+
+    The tree describes the env made with ``kwargs`` (and any ``action_mode``); other kwargs are not covered."""
+
+    reference: str                                              # the reference bot's name (the protocol's opponent)
+    game: Callable[[], Any]                                     # () -> the game description (module docstring)
+    infoset: Callable[[Any, str], str]                          # (env, agent) -> the tree's info set name
+    onto_tree: Callable[[Any, str, np.ndarray], list[float]]    # env-action probabilities -> the tree's actions
+    reference_table: Callable[[Any], dict[str, list[float]]]    # tree -> {infoset: probs over the tree's actions}
+    kwargs: dict[str, Any] = field(default_factory=dict)        # the env kwargs the tree describes
 
 
 class Tree:

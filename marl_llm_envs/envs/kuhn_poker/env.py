@@ -123,15 +123,9 @@ class raw_env(PokerMatchEnv):
             self.agent_selection = other
 
     def _end_hand(self, winner: str, showdown: bool) -> None:
-        loser = self._other(winner)
-        won = float(self._put_in[loser])
         c = self._cards
-        if showdown:
-            summary = (f"Hand {self._hand + 1}: showdown, player_0 had {CARDS[c['player_0']]}, player_1 had "
-                       f"{CARDS[c['player_1']]}; {winner} won {won:g} chips.")
-        else:
-            summary = f"Hand {self._hand + 1}: {loser} folded; {winner} won {won:g} chips (no cards shown)."
-        self._close_hand(winner, won, showdown, summary)
+        shown = f"player_0 had {CARDS[c['player_0']]}, player_1 had {CARDS[c['player_1']]}" if showdown else None
+        self._close_hand(winner, float(self._put_in[self._other(winner)]), shown)
 
     # -------------------------------------------------------------- observations
     def _text(self, agent: str) -> str:

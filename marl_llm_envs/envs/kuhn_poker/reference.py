@@ -9,10 +9,12 @@ for a parameter alpha in [0, 1/3] (Kuhn 1950). "First" is the player who acts fi
   with probability 1/3 (a bluff), with Q check, with K bet.
 
 The game value is -1/18 for the first player whatever alpha is. Both facts are checked in
-``tests/test_reference_poker.py`` by exact enumeration and by :mod:`marl_llm_envs.reference.cfr` (best-response
+``tests/test_reference_poker.py`` by exact enumeration and by :mod:`marl_llm_envs.cfr` (best-response
 exploitability 0; CFR on :class:`KuhnGame` converges to the same value).
 
 :func:`kuhn_nash` uses only what the acting player may know: its own card and the public betting of the hand.
+:data:`EXACT` is what exact scoring (``leaderboard.exact``) needs: the tree of one hand, the env-to-tree maps, and the
+alpha = 0 equilibrium as the reference (as the ``kuhn_nash`` bot plays it).
 """
 
 from __future__ import annotations
@@ -21,17 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from marl_llm_envs.envs.kuhn_poker import ACTIONS, CALL, CHECK, FOLD
-from marl_llm_envs.envs.kuhn_poker import BET as ENV_BET
-from marl_llm_envs.envs.kuhn_poker import CALL as ENV_CALL
-from marl_llm_envs.reference.cfr import CHANCE, TERMINAL
+from marl_llm_envs.cfr import CHANCE, TERMINAL, ExactGame
+from marl_llm_envs.envs.kuhn_poker.env import ACTIONS, CALL, CARDS, CHECK, FOLD
+from marl_llm_envs.envs.kuhn_poker.env import BET as ENV_BET
+from marl_llm_envs.envs.kuhn_poker.env import CALL as ENV_CALL
 
-CARDS = "JQK"
 PASS, BET = "p", "b"  # abstract moves: pass = check or fold, bet = bet or call
 
 
 class KuhnGame:
-    """Kuhn poker for :mod:`marl_llm_envs.reference.cfr`: player 0 acts first; a state is (cards, history).
+    """Kuhn poker for :mod:`marl_llm_envs.cfr`: player 0 acts first; a state is (cards, history).
 
     Info sets are ``"<own card>:<history>"`` over ``p`` (check/fold) and ``b`` (bet/call), e.g. ``"Q:pb"``."""
 
@@ -111,3 +112,12 @@ def kuhn_nash(env, agent: str, rng: np.random.Generator, alpha: float = 0.0) -> 
     facing = bool(moves) and moves[-1] == ENV_BET
     move = (CALL if bets else FOLD) if facing else (ENV_BET if bets else CHECK)
     return move if base.action_mode == "discrete" else f"[{ACTIONS[move]}]"
+
+
+def _onto_tree(env, agent: str, p: np.ndarray) -> list[float]:
+    """The env's discrete-action probabilities onto the tree's: pass (check or fold), bet (bet or call)."""
+    return [float(p[CHECK] + p[FOLD]), float(p[ENV_BET] + p[CALL])]
+
+
+EXACT = ExactGame("kuhn_nash", KuhnGame, kuhn_infoset, _onto_tree, lambda tree: kuhn_nash_strategy(0.0),
+                  kwargs={"rounds": 1})

@@ -1,15 +1,16 @@
 """Leduc hold'em reference: an approximate Nash equilibrium (CFR+) as a policy for ``leduc_holdem-v0``.
 
-The strategy was computed by ``scripts/solve_leduc.py`` with :mod:`marl_llm_envs.reference.cfr` on
-:class:`LeducGame` (the same rules as the env, from the env module's rule functions) and is cached in
-``reference/data/leduc_cfr.json``: ``{"strategy": {infoset: [P(fold), P(call), P(raise)]}, ...}`` plus how it was
-made (iterations, seconds, exploitability in chips per hand, the game value). An info set is written
+The strategy was computed by ``scripts/solve_leduc.py`` with :mod:`marl_llm_envs.cfr` on :class:`LeducGame` (the
+same rules as the env, from the env module's rule functions) and is cached in ``data/leduc_cfr.json`` beside this
+file: ``{"strategy": {infoset: [P(fold), P(call), P(raise)]}, ...}`` plus how it was made (iterations, seconds,
+exploitability in chips per hand, the game value). An info set is written
 ``"<own rank><public rank>:<round 1 betting>[/<round 2 betting>]"`` with ``c`` = check/call and ``r`` = bet/raise,
 e.g. ``"K:"`` (first to act, holding a K), ``"Q:r"`` (second to act, facing a bet), ``"JQ:rc/"`` (first to act in
 round 2, J in hand, Q on the board). Suits never matter, so there are 288 info sets.
 
 :func:`leduc_cfr` uses only what the acting player may know (``env.info_state(agent)``: its own card, the public
-card once dealt, the public betting).
+card once dealt, the public betting). :data:`EXACT` is what exact scoring (``leaderboard.exact``) needs: the tree of
+one hand, the env-to-tree maps, and the cached strategy as the reference (as the ``leduc_cfr`` bot plays it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from marl_llm_envs.envs.leduc_holdem import (
+from marl_llm_envs.cfr import CHANCE, TERMINAL, ExactGame
+from marl_llm_envs.envs.leduc_holdem.env import (
     ACTIONS,
     CARDS,
     LETTERS,
@@ -32,7 +34,6 @@ from marl_llm_envs.envs.leduc_holdem import (
     round_over,
     showdown,
 )
-from marl_llm_envs.reference.cfr import CHANCE, TERMINAL
 
 DATA = Path(__file__).resolve().parent / "data" / "leduc_cfr.json"
 
@@ -43,7 +44,7 @@ def infoset_key(own_rank: int, public_rank: int | None, betting: tuple[str, ...]
 
 
 class LeducGame:
-    """Leduc hold'em for :mod:`marl_llm_envs.reference.cfr`; player 0 acts first in both rounds.
+    """Leduc hold'em for :mod:`marl_llm_envs.cfr`; player 0 acts first in both rounds.
 
     A state is ``(cards, betting)``: the cards dealt so far (player 0's, player 1's, then the public card; 0..5,
     rank = card // 2) and a tuple of one betting string per round started (``f``/``c``/``r``). Actions are the env's
@@ -132,3 +133,21 @@ def leduc_cfr(env, agent: str, rng: np.random.Generator) -> Any:
     if base.action_mode == "discrete":
         return move
     return f"[{move_name(base.info_state(agent)[2][-1], move)}]"
+
+
+def _infoset(env, agent: str) -> str:
+    return infoset_key(*env.unwrapped.info_state(agent))
+
+
+def _onto_tree(env, agent: str, p: np.ndarray) -> list[float]:
+    """The env's discrete-action probabilities onto the tree's actions (the env's legal discrete indices)."""
+    return [float(p[a]) for a in legal_moves(env.unwrapped.info_state(agent)[2][-1])]
+
+
+def _reference_table(tree) -> dict[str, list[float]]:
+    """The cached strategy over the tree's actions at each of its info sets."""
+    stored = load_strategy()["strategy"]
+    return {key: [stored[key][a] for a in tree.iset_actions[i]] for key, i in tree.infosets.items() if key in stored}
+
+
+EXACT = ExactGame("leduc_cfr", LeducGame, _infoset, _onto_tree, _reference_table, kwargs={"rounds": 1})

@@ -213,16 +213,11 @@ class raw_env(PokerMatchEnv):
             self.agent_selection = self._other(agent)
 
     def _end_hand(self, winner: str | None, showdown_: bool) -> None:
-        put = self.put_in()
         c = self._cards
-        won = 0.0 if winner is None else float(put[self._other(winner)])
-        result = "equal cards, the pot is split (0 chips each)" if winner is None else f"{winner} won {won:g} chips"
-        if showdown_:
-            summary = (f"Hand {self._hand + 1}: showdown, player_0 had {CARDS[rank(c['player_0'])]}, player_1 had "
-                       f"{CARDS[rank(c['player_1'])]}, public card {CARDS[rank(self._public)]}; {result}.")
-        else:
-            summary = f"Hand {self._hand + 1}: {self._other(winner)} folded; {result} (no cards shown)."
-        self._close_hand(winner, won, showdown_, summary)
+        won = 0.0 if winner is None else float(self.put_in()[self._other(winner)])
+        shown = (f"player_0 had {CARDS[rank(c['player_0'])]}, player_1 had {CARDS[rank(c['player_1'])]}, public card "
+                 f"{CARDS[rank(self._public)]}") if showdown_ else None
+        self._close_hand(winner, won, shown)
 
     # -------------------------------------------------------------- text moves
     def legal_actions(self, agent: str | None = None) -> list[str]:
