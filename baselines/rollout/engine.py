@@ -16,7 +16,8 @@ greedy decoding the episodes do not depend on how many envs are batched together
 Fresh seeds per training step. ``run(seed=1)`` task 0 is ``run(seed=0)`` task 1: consecutive calls must not reuse
 seeds. :func:`training_seeds` gives step ``k`` the seeds ``base * 2**24 + k * num_tasks + i`` (disjoint across steps
 for a fixed ``num_tasks``, and across base seeds); pass them as ``run(..., seeds=training_seeds(base, k, n),
-run_id=f"step-{k}")``. Keep evaluation seeds in a range training never reaches (the leaderboard's protocols use seeds from ``2**40`` on).
+run_id=f"step-{k}")``. Keep evaluation seeds in a range training never reaches (the leaderboard's protocols use
+seeds from ``2**40`` on).
 
 A tick. Every live env's agent to move is gathered (an agent that is already terminated is stepped with ``None``), a
 :class:`~baselines.policies.base.Request` is built with what its policy reads (:attr:`Policy.observes
@@ -55,14 +56,14 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from baselines.episode import Episode, Turn, json_safe
-from baselines.policies.base import Generation, Policy, Request, observation_fields
+from baselines.policies.base import Generation, Policy, Request, env_action, observation_fields
 from baselines.progress import Progress
 from baselines.rollout.branches import BranchSpec, add_branches, branch_jobs
 from baselines.rollout.job import ENDED, PLAIN, TOOK, Decision, Job, MainJob
 from marl_llm_envs import make
-from marl_llm_envs.text import parse_bracketed
 
-__all__ = ["BranchSpec", "RolloutEngine", "training_seeds"]
+# BranchSpec (from branches.py) and env_action (from policies.base) keep their import paths from here
+__all__ = ["BranchSpec", "RolloutEngine", "env_action", "training_seeds"]
 
 STATE_KINDS = (None, "global", "observation")
 
@@ -108,26 +109,6 @@ _TEXT = frozenset({"text"})   # a run with branches renders every prompt, for th
 def _call_seed(seed: int, phase: int, tick: int, index: int) -> int:
     state = np.random.SeedSequence([int(seed) % 2**63, phase, tick, index]).generate_state(1)
     return int(state[0]) & 0x7FFFFFFF
-
-
-def env_action(env, agent: str, action: Any, legal: Sequence[str] = ()) -> Any:
-    """In discrete mode, a text move ("[bet]", "I bet [bet]") becomes its action index; anything else passes on.
-
-    The move is looked up first among ``legal`` (the env's ``legal_actions``, which lists the legal indices in order
-    and may name them by what they do now, e.g. Leduc's ``[check]`` for call), then among ``action_names``."""
-    if getattr(env, "action_mode", "text") != "discrete" or not isinstance(action, str):
-        return action
-    if legal:
-        ids = [int(i) for i in np.flatnonzero(env.action_mask(agent))]
-        if len(ids) == len(legal):
-            names = {m.strip()[1:-1].lower() if m.strip().startswith("[") else m.strip().lower(): i
-                     for m, i in zip(legal, ids)}
-            index, reason = parse_bracketed(action, names)
-            if reason is None:
-                return index
-    names = {n.lower(): i for i, n in enumerate(env.action_names(agent))}
-    index, reason = parse_bracketed(action, names)
-    return action if reason is not None else index
 
 
 class RolloutEngine:
