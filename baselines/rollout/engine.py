@@ -132,8 +132,9 @@ class RolloutEngine:
     team_umbrella-v0, delay 30). Reference counting still frees everything that is not in a cycle at once.
     """
 
-    # Take a resample branch that drew the recorded action from the record (_follow), and let a branch shadow an
-    # earlier sibling that drew the same action (_shadow); False plays every branch step (the tests compare the two).
+    # Take a resample branch that drew the recorded action from the record (BranchJob.follow), and let a branch shadow
+    # an earlier sibling that drew the same action (BranchJob.shadow); False plays every branch step (the tests compare
+    # the two).
     follow_main = True
     # Start a group's other samples from clones of its first sample's reset; False resets every env (the tests
     # compare the two).

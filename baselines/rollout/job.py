@@ -218,16 +218,12 @@ class MainJob(Job):
                        record_state: str | None, follow: bool) -> None:
         if agent in self.watch:            # a branch point: the env as the agent is about to act
             self.snapshots.append((len(self.turns), agent, self.env.clone(), dict(self.rewards)))
-        if self.record is not None and not plain:
-            self.record.plain = False
-        self.record_and_step(agent, turn, action, digest, legal, record_state)
-
-    def record_and_step(self, agent: str, turn: Turn, action: Any, digest: str, legal: list[str],
-                        record_state: str | None) -> tuple[tuple[str, float], ...]:
-        given = super().record_and_step(agent, turn, action, digest, legal, record_state)
-        if self.record is not None:
-            self.record.credited.append(given)
-        return given
+        record = self.record
+        if record is not None and not plain:
+            record.plain = False
+        given = self.record_and_step(agent, turn, action, digest, legal, record_state)
+        if record is not None:
+            record.credited.append(given)
 
     def finish(self) -> None:
         super().finish()
