@@ -60,7 +60,8 @@ import numpy as np
 
 from baselines.episode import Episode, Turn
 from baselines.policies.base import Policy, choice_probs, request_for
-from baselines.rollout import BranchSpec, RolloutEngine
+from baselines.rollout import BranchSpec
+from baselines.rollout.branches import force_moves
 from marl_llm_envs import replay, spec
 
 __all__ = ["TurnTruth", "Truth", "move_probs", "exact_q", "ground_truth", "truth_branches", "null_turns",
@@ -163,7 +164,7 @@ def _generation_probs(policy: Policy, env, agent: str) -> tuple[list[Any], np.nd
         return None
     turn = Turn(agent, request.role, "", choice=gen.choice)
     probs = move_probs(policy, turn)
-    moves = RolloutEngine._moves(env, agent, turn)
+    moves = force_moves(env, agent, turn)
     if len(moves) != len(probs):
         return None
     return moves, probs

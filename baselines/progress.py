@@ -17,6 +17,11 @@ import sys
 import time
 from typing import IO, Any
 
+try:
+    from tqdm.auto import tqdm
+except ImportError:          # progress bars are optional
+    tqdm = None
+
 __all__ = ["Progress"]
 
 
@@ -35,15 +40,10 @@ class Progress:
         self._bar = None
         if tty is None:
             tty = bool(getattr(self.file, "isatty", lambda: False)())
-        if tty:
-            try:
-                from tqdm.auto import tqdm  # lazy: optional; only a terminal shows a bar
-            except ImportError:          # progress bars are optional
-                tqdm = None
-            if tqdm is not None:
-                kwargs = {"bar_format": bar_format} if bar_format else {}
-                self._bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=False, file=self.file,
-                                 **kwargs)
+        if tty and tqdm is not None:
+            kwargs = {"bar_format": bar_format} if bar_format else {}
+            self._bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=False, file=self.file,
+                             **kwargs)
 
     def _line(self, text: str) -> None:
         print(text, file=self.file, flush=True)

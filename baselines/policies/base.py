@@ -28,6 +28,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from marl_llm_envs.text import parse_bracketed
+
 
 _set_dict = object.__setattr__
 """How :class:`Request`, :class:`VectorInputs` and :class:`Choice` set their fields at construction: their instance
@@ -172,19 +174,15 @@ OBSERVES = ("text", "legal_actions", "vector", "env")
 def choice_probs(policy: Any, choice: Choice | None) -> np.ndarray | None:
     """The distribution ``choice`` was drawn from, over its request's legal moves in order (float64), or ``None``
     where it records none (free text, a scripted bot that reports no probabilities): an MLP's scored again by
-    ``policy`` (its ``log_policy`` on the recorded :class:`VectorInputs`, over the legal ids of its mask), an LLM
-    choice mode's or a bot's ``probs`` as recorded. Not renormalized: callers check or normalize the sum."""
+    ``policy`` (:meth:`MLPPolicy.legal_probs <baselines.policies.mlp.MLPPolicy.legal_probs>` on the recorded
+    :class:`VectorInputs`, over the legal ids of its mask), an LLM choice mode's or a bot's ``probs`` as recorded.
+    Not renormalized: callers check or normalize the sum."""
     if choice is None:
         return None
     if choice.scoring == "mlp":
-        if choice.inputs is None or not hasattr(policy, "log_policy"):
+        if choice.inputs is None or not hasattr(policy, "legal_probs"):
             return None
-        import torch  # lazy: torch, seconds to import
-
-        with torch.no_grad():
-            logp, mask = policy.log_policy([choice.inputs])
-        legal = np.flatnonzero(np.asarray(mask[0].cpu()) > 0)
-        return np.exp(logp[0].cpu().double().numpy()[legal])
+        return policy.legal_probs(choice.inputs)
     return np.asarray(choice.probs, dtype=np.float64) if choice.probs else None
 
 
@@ -198,6 +196,26 @@ def request_for(env, agent: str, observes: Iterable[str] = ("text", "legal_actio
     legal = tuple(base.legal_actions(agent)) if "legal_actions" in observes else ()
     return Request(base.env_id, agent, base.roles[agent], text, legal, env if "env" in observes else None, key=key,
                    observation=vector, action_mask=mask)
+
+
+def env_action(env, agent: str, action: Any, legal: Sequence[str] = ()) -> Any:
+    """In discrete mode, a text move ("[bet]", "I bet [bet]") becomes its action index; anything else passes on.
+
+    The move is looked up first among ``legal`` (the env's ``legal_actions``, which lists the legal indices in order
+    and may name them by what they do now, e.g. Leduc's ``[check]`` for call), then among ``action_names``."""
+    if getattr(env, "action_mode", "text") != "discrete" or not isinstance(action, str):
+        return action
+    if legal:
+        ids = [int(i) for i in np.flatnonzero(env.action_mask(agent))]
+        if len(ids) == len(legal):
+            names = {m.strip()[1:-1].lower() if m.strip().startswith("[") else m.strip().lower(): i
+                     for m, i in zip(legal, ids)}
+            index, reason = parse_bracketed(action, names)
+            if reason is None:
+                return index
+    names = {n.lower(): i for i, n in enumerate(env.action_names(agent))}
+    index, reason = parse_bracketed(action, names)
+    return action if reason is not None else index
 
 
 def observation_fields(env, agent: str, observes: frozenset[str]) -> tuple[str, Any, Any]:

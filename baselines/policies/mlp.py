@@ -130,6 +130,14 @@ class MLPPolicy(Policy):
             logits = logits / self.temperature
         return torch.log_softmax(logits.masked_fill(illegal, -1e9), dim=-1), mask
 
+    def legal_probs(self, inputs: VectorInputs) -> np.ndarray:
+        """The distribution over the legal moves of one recorded decision, in the order of its mask's legal ids
+        (float64, not renormalized): what :func:`~baselines.policies.base.choice_probs` reads for an MLP's choice."""
+        with torch.no_grad():
+            logp, mask = self.log_policy([inputs])
+        legal = np.flatnonzero(np.asarray(mask[0].cpu()) > 0)
+        return np.exp(logp[0].cpu().double().numpy()[legal])
+
     def logprobs(self, inputs: Sequence[VectorInputs], actions: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(log pi(action), entropy)`` for recorded decisions (differentiable when grad is enabled)."""
         logp, mask = self.log_policy(inputs)

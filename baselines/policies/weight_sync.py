@@ -1,5 +1,6 @@
 """What a trainer's model sends to a vLLM engine after an update: full weights under vLLM's names, or one LoRA
-adapter per role as a folder a ``LoRARequest`` loads. Pure functions of a state (no vLLM import), tested everywhere.
+adapter per role as a folder a ``LoRARequest`` loads. Pure functions of a state (no vLLM import), tested everywhere;
+the files are written with ``safetensors.torch`` (this module imports torch).
 
 Full-weight sync (:func:`engine_weights`, :func:`model_weights`). vLLM's ``model.load_weights(iterable of (name,
 tensor))`` takes the Hugging Face checkpoint names of the *base* model (``model.layers.0.self_attn.q_proj.weight``)
@@ -46,6 +47,8 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from safetensors.torch import save_file
 
 __all__ = ["PEFT_PREFIX", "AdapterVersions", "engine_weights", "lora_scaling", "max_loras", "model_weights",
            "save_weights", "write_adapter"]
@@ -132,8 +135,6 @@ def model_weights(model, merge: str | None = None) -> dict[str, Any]:
 def save_weights(weights: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """Write a name -> tensor mapping for the engine's workers to read (one ``.safetensors`` file), each tensor as
     its own contiguous CPU copy (tied or otherwise shared tensors included: module docstring)."""
-    from safetensors.torch import save_file  # lazy: safetensors.torch imports torch
-
     save_file({k: _copy(v) for k, v in weights.items()}, str(path))
     return Path(path)
 
@@ -149,8 +150,7 @@ def _suffixes(target_modules: Any) -> list[str] | str:
 def write_adapter(model, adapter: str, folder: str | os.PathLike) -> Path:
     """Write ``adapter`` of the peft ``model`` (its tensors only, as CPU copies) to ``folder`` in the PEFT adapter
     format, replacing the folder in one step (a reader never sees half a folder). Returns the folder."""
-    from peft import get_peft_model_state_dict  # lazy: peft, imports torch
-    from safetensors.torch import save_file  # lazy: safetensors.torch imports torch
+    from peft import get_peft_model_state_dict  # lazy: peft imports transformers (seconds); only LoRA sync needs it
 
     if adapter not in getattr(model, "peft_config", {}):
         raise ValueError(f"adapter {adapter!r} is not an adapter of this model; it has "

@@ -1,68 +1,36 @@
 """``python -m baselines.rollout``: play batched episodes with a policy and write them as JSONL (``--help`` explains
-every flag). The policy is built here from the flags (:func:`_build_policy`: an LLM, an untrained MLP or random
-moves); ``--no-progress`` also silences transformers' and the hub's loading bars (an environment variable)."""
+every flag). The policy is built here from the flags (:func:`_build_policy`: random moves, or an untrained MLP or an
+LLM from :mod:`baselines.rollout.backends`); ``--no-progress`` also silences transformers' and the hub's loading bars
+(an environment variable)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 from baselines.episode import write_jsonl
-from baselines.models import load_model, require_device
+from baselines.models import quiet_loading, require_device
+from baselines.outputs import file_problem
 from baselines.policies.base import Policy
-from baselines.policies.vllm import VLLMPolicy
+from baselines.policies.scripted import ScriptedPolicy
 from baselines.rollout.engine import BranchSpec, RolloutEngine
 from baselines.rollout.summary import summarize
+from marl_llm_envs import make
+from marl_llm_envs.scripted import random_legal
 
 __all__ = ["build_parser", "main"]
 
 
 def _build_policy(args, env_kwargs: dict[str, Any] | None = None) -> Policy:
     if args.no_progress:  # also silence transformers' and the hub's loading bars
-        import os
-
-        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-        try:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-        except ImportError:
-            pass
+        quiet_loading()
     if args.model == "random":
-        from baselines.policies.scripted import ScriptedPolicy
-        from marl_llm_envs.scripted import random_legal
-
         return ScriptedPolicy(random_legal, seed=args.seed)
-    if args.model == "mlp":
-        from baselines.policies.mlp import MLPPolicy
-        from marl_llm_envs import make
+    from baselines.rollout import backends  # lazy: torch (and transformers for an LLM), seconds; random moves need none
 
-        return MLPPolicy.for_env(make(args.env, **(env_kwargs or {})), seed=args.seed, temperature=args.temperature)
-    settings = dict(mode=args.mode, temperature=args.temperature, max_new_tokens=args.max_new_tokens)
-    if args.backend == "vllm":
-        return _vllm_policy(args, settings)
-    from baselines.policies.hf import TransformersPolicy
-
-    return TransformersPolicy.from_name(args.model, device=args.device, dtype=args.dtype, **settings)
-
-
-def _vllm_policy(args, settings: dict[str, Any]) -> Policy:
-    """``--backend vllm``: an engine on the model's folder; a model this project builds or converts (``tiny``,
-    ``tiny-vllm``, ``smollm2-135m``) is loaded and written to a temporary folder first."""
-
-    dtype = args.dtype or "auto"
-    if args.model not in ("tiny", "tiny-vllm", "smollm2-135m", "smollm2") or Path(args.model).is_dir():
-        return VLLMPolicy(args.model, dtype=dtype, seed=args.seed, **settings)
-
-
-    model, tok = load_model(args.model, device="cpu", dtype=args.dtype)
-    folder = tempfile.mkdtemp(prefix="marl_vllm_model_")
-    return VLLMPolicy.from_model(model, tok, folder, dtype=dtype, seed=args.seed, name=f"vllm:{args.model}",
-                                 **settings)
+    return backends.model_policy(args, env_kwargs)
 
 
 _EXAMPLES = """\
@@ -139,9 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = build_parser()
     args = parser.parse_args(argv)
-
-    from baselines.outputs import file_problem
-
     problem = file_problem(args.out)
     if problem is not None:            # checked now, not when the episodes are written at the end
         parser.error(f"argument --out: {problem}")
@@ -161,8 +126,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         branches = BranchSpec.parse(args.branches)
     except ValueError as e:
         parser.error(str(e))
-    from marl_llm_envs import make
-
     try:
         env = make(args.env, **env_kwargs)   # a bad env id or kwarg is a flag's error, before any model loads
     except KeyError as e:
@@ -174,8 +137,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             b.agents(env)                    # the agents or roles a branch names exist in this env
     except ValueError as e:
         parser.error(f"argument --branches: {e}")
-
-
     try:
         require_device(args.device)
         policy = _build_policy(args, env_kwargs)
