@@ -35,9 +35,9 @@ Envs are reused: the engine keeps the envs it made (per env id and kwargs) and r
 this call and of later calls (a trainer calls ``run`` every step), so an env is built once, not once per episode.
 The ``group_size`` samples of a task start from one reset: the first sample's env is reset with the task's seed and
 the others start from its ``clone()``, taken before any step (``clone()``'s contract: the copy plays the same episode
-as its original given the same actions, so a clone of a freshly reset env is that reset; ``tests/test_clone_contract.
-py`` holds every registered env to it). A reset draws the task (an arithmetic problem, a deal) and costs 25-350 us,
-a clone 5-12 us.
+as its original given the same actions, so a clone of a freshly reset env is that reset;
+``tests/contracts/test_clone.py`` holds every registered env to it). A reset draws the task (an arithmetic problem, a
+deal) and costs 25-350 us, a clone 5-12 us.
 
 Branches (run after the main episodes, in a second batched pass over all branch envs). For every decision point of
 a named agent (each of its turns) the engine keeps ``env.clone()`` taken just before the agent acts, then:
@@ -71,9 +71,9 @@ its vote replays every other ballot, and its team reward equals the main episode
 ``infos["team_reward_without"]["voter_i"]`` (the count with that ballot removed after the others voted).
 A resample branch whose new action is the recorded one is the main episode again from there (a clone given the same
 actions plays the same episode), so every later decision would replay: the engine writes its remaining turns from the
-record instead of playing them, exactly what playing them writes (``tests/test_branch_follow.py``). Likewise a
-resample branch that drew the same action as an earlier sibling shadows it while the sibling's decisions replay, and
-plays on by itself (from a clone of the sibling's env) only from the first decision its policy makes anew.
+record instead of playing them, exactly what playing them writes (``tests/equivalence/test_branch_follow.py``). Likewise
+a resample branch that drew the same action as an earlier sibling shadows it while the sibling's decisions replay,
+and plays on by itself (from a clone of the sibling's env) only from the first decision its policy makes anew.
 Branch tokens are counted apart (``Episode.branch_tokens_generated``) so each credit method's cost is visible.
 Rewards that ``ablate`` hands out itself (the null move ends the episode: think_solve's solver, the last voter) are
 part of the branch: ``Branch.rewards`` agrees with ``Branch.team_rewards``.
