@@ -11,7 +11,7 @@ import pytest
 
 from baselines.credit import make_credit
 from marl_llm_envs import list_envs
-from tests.baselines.credit.test_credit import episode, think_solve
+from tests.baselines.credit.helpers import episode, think_solve
 
 S = 1 / math.sqrt(2 / 9)          # 1 / the population std of [1, 0, 0]
 
