@@ -20,7 +20,7 @@ from baselines.credit.mappo import gae
 from baselines.episode import Episode, Turn
 from baselines.rollout import RolloutEngine
 from marl_llm_envs import make
-from tests.baselines.train.test_loop import _comparable, _kill_after_step, _metrics, _run
+from tests.baselines.train.helpers import _comparable, _kill_after_step, _metrics, _run
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -17,16 +17,7 @@ import torch
 from scipy.stats import ttest_ind
 
 from baselines.train import TrainConfig, train
-
-
-def _train_on_one_thread(cfg: TrainConfig) -> None:
-    """``train(cfg)`` with torch on one thread (the runs' figures were measured so), the thread count restored."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        train(cfg)
-    finally:
-        torch.set_num_threads(threads)
+from tests.baselines.train.helpers import _train_on_one_thread
 
 
 def _run(tmp_path, **kw) -> list[dict]:

@@ -1,5 +1,6 @@
-"""Truncated importance sampling of the sampler against the trainer (baselines/train/loss.py ``tis_weights``) and the
-mismatch metrics the trainer logs."""
+"""The loss (baselines/train/loss.py): the clip bounds of the surrogate, the k3 KL, the aggregation weights, and
+truncated importance sampling of the sampler against the trainer (``tis_weights``) with the mismatch metrics the
+trainer logs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import pytest
 import torch
 
-from baselines.train.loss import policy_loss, tis_weights
+from baselines.train.loss import policy_loss, tis_weights, token_weight
 
 
 def test_tis_weights_by_hand():
@@ -66,3 +67,34 @@ def test_tis_flags_are_checked_and_new_defaults_keep_old_hashes():
     assert TrainConfig(**{**d, "tis_cap": 2.0}).hash() == cfg.hash()
     assert TrainConfig(**{**d, "tis_cap": 3.0}).hash() != cfg.hash()
     assert TrainConfig(**{**d, "backend": "vllm"}).hash() != cfg.hash()
+
+
+def test_clip_bounds_cut_the_gradient_outside_the_trust_region():
+    old = torch.zeros(4)
+    new = torch.log(torch.tensor([1.5, 1.1, 0.5, 0.9])).requires_grad_(True)
+    adv = torch.tensor([1.0, 1.0, -1.0, -1.0])
+    w = torch.full((4,), 0.25)
+    loss, stats = policy_loss(new, old, adv, w, clip_low=0.2, clip_high=0.28)
+    loss.backward()
+    # token 0: ratio 1.5 > 1.28 with A > 0 -> clipped at 1.28, no gradient; token 2: ratio 0.5 < 0.8 with A < 0 ->
+    # clipped at 0.8, no gradient; tokens 1 and 3 inside: d/dl (-A r) = -A r.
+    assert loss.item() == pytest.approx(0.25 * (-1.28 - 1.1 + 0.8 + 0.9))
+    assert new.grad.tolist() == pytest.approx([0.0, -0.25 * 1.1, 0.0, 0.25 * 0.9])
+    assert stats["clipped"] == pytest.approx(0.5)
+
+
+def test_k3_kl_and_finite_loss_for_a_token_outside_the_nucleus():
+    new = torch.tensor([-1.0, -2.0])
+    d = torch.tensor([0.5, -0.5])        # ref - new
+    _, stats = policy_loss(new, new.clone(), torch.zeros(2), torch.full((2,), 0.5), clip_low=0.2, clip_high=0.2,
+                           ref_lp=new + d, kl_coef=0.1)
+    assert stats["kl"] == pytest.approx(float(0.5 * (torch.exp(d) - d - 1).sum()))
+    old = torch.tensor([-math.inf, -1.0])   # a sampler's -inf (outside its top-p nucleus) never reaches exp()
+    loss, _ = policy_loss(torch.tensor([-3.0, -1.0]), old, torch.ones(2), torch.ones(2), clip_low=0.2, clip_high=0.2)
+    assert math.isfinite(loss.item())
+
+
+def test_aggregation_weights_token_mean_and_seq_mean():
+    # two turns of 2 and 6 tokens: token-mean weighs every token 1/8; seq-mean every turn 1/2, spread on its tokens
+    assert [token_weight(n, [2, 6], "token-mean") for n in (2, 6)] == [0.125, 0.125]
+    assert [token_weight(n, [2, 6], "seq-mean") for n in (2, 6)] == [0.25, 1 / 12]

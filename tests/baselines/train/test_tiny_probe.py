@@ -13,7 +13,7 @@ from baselines.policies.base import request_for
 from baselines.train import TrainConfig, checkpoint
 from baselines.train.learners import build_team
 from marl_llm_envs import make
-from tests.baselines.train.test_llm_learning import _train_on_one_thread
+from tests.baselines.train.helpers import _train_on_one_thread
 
 KWARGS = {"thinker_clue_accuracy": 0.9}
 RENAME = dict(zip("ABCD", "WXYZ"))
