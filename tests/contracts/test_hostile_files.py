@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from baselines.outputs import json_shape_problem, loads_bounded, read_capped, read_json_object
-from tests.leaderboard.test_integrity import _copy, _episodes, _evaluate, _kuhn_protocol, _rejected, _reseal
+from tests.leaderboard.helpers import _copy, _episodes, _evaluate, _kuhn_protocol, _rejected, _reseal
 
 GIB = 1 << 30
 PEAK_MB = 400           # the imports (torch, numpy) take ~230 MB; reading a 1 GiB file whole took 2-5 GB
@@ -204,7 +204,7 @@ def test_a_sparse_metrics_file_in_a_handed_in_run_is_refused_unread(tmp_path, ca
     import shutil
 
     from leaderboard.__main__ import main
-    from tests.leaderboard.test_integrity import _train
+    from tests.leaderboard.helpers import _train
 
     run = _train(tmp_path / "run", 0)
     protocol = json.loads((ROOT / "leaderboard/protocols/credit-micro-quick.json").read_text())

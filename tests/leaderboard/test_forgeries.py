@@ -13,8 +13,7 @@ import pytest
 from leaderboard.__main__ import main
 from leaderboard.reproduce import reproduce
 from leaderboard.validate import validate
-from tests.leaderboard.test_integrity import (KUHN, _copy, _kuhn_protocol, _rejected, _reseal,  # noqa: F401
-                                              credit_protocol, credit_runs, credit_submission)
+from tests.leaderboard.helpers import KUHN, _copy, _kuhn_protocol, _rejected, _reseal
 
 
 def _train(out: Path, seed: int, **changes) -> Path:
@@ -137,7 +136,7 @@ def test_forgery_one_spliced_win_is_caught_because_a_cheap_player_is_replayed_wh
     from leaderboard.evaluate import play_cell
     from leaderboard.players import load_player
     from leaderboard.protocol import load_protocol
-    from tests.leaderboard.test_integrity import _episodes, _evaluate
+    from tests.leaderboard.helpers import _episodes, _evaluate
 
     raw = json.loads((Path(__file__).parents[2] / "leaderboard/protocols/policy.json").read_text())
     raw.update(id="test-splice", seeds={"start": 2**40, "count": 30})
@@ -234,7 +233,7 @@ def _v1_rejected(forged: Path, protocol: Path, tmp_path: Path, match: str) -> No
 
 def test_forgery_v1_a_thrown_opponent_is_refused(monkeypatch, v1_protocol, credit_runs, tmp_path):
     from leaderboard import evaluate as evaluate_module
-    from tests.leaderboard.test_integrity import _fn_policy, _pick
+    from tests.leaderboard.helpers import _fn_policy, _pick
 
     real = evaluate_module.opponent_for
     monkeypatch.setattr(evaluate_module, "opponent_for", lambda protocol, task, run: _fn_policy(
@@ -245,7 +244,7 @@ def test_forgery_v1_a_thrown_opponent_is_refused(monkeypatch, v1_protocol, credi
 
 
 def test_forgery_v1_mirrored_seats_are_refused(v1_protocol, credit_runs, tmp_path):
-    from tests.leaderboard.test_integrity import _episodes
+    from tests.leaderboard.helpers import _episodes
 
     honest = _evaluate_runs(v1_protocol, credit_runs, tmp_path / "honest")
     header, episodes = _episodes(honest)
@@ -293,7 +292,7 @@ def policy_protocol(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def random_player(tmp_path_factory, policy_protocol) -> Path:
-    from tests.leaderboard.test_integrity import _evaluate
+    from tests.leaderboard.helpers import _evaluate
 
     return _evaluate(policy_protocol, tmp_path_factory.mktemp("labels-sub") / "random")
 

@@ -4,6 +4,8 @@ Each forged submission is made the way a determined cheater would: by playing (o
 manifest (sizes, counts, SHA-256s, config hash), so that only the deeper checks can catch it: the opponent moves
 re-derived from their seeds, the replay, the schema and text limits, the token sums, and ``--reproduce``."""
 
+from __future__ import annotations
+
 import hashlib
 import json
 import shutil
@@ -13,85 +15,17 @@ import pytest
 
 from leaderboard import evaluate as evaluate_module
 from leaderboard.__main__ import main
-from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, config_sha256, play_cell
+from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE, play_cell
 from leaderboard.protocol import PROTOCOL_DIR, load_protocol
-from leaderboard.store import load_entries, submit
 from leaderboard.reproduce import reproduce
+from leaderboard.store import load_entries, submit
 from leaderboard.validate import SubmissionError, validate
-
-KUHN = "kuhn_poker-v0"
-
-
-# ---------------------------------------------------------------------- helpers
-def _kuhn_protocol(folder: Path, protocol_id: str, seeds: int, task: str | None = None) -> Path:
-    """policy@2 cut down to Kuhn (every Kuhn task, or only ``task``) on ``seeds`` seeds, as ``protocol_id``."""
-    raw = json.loads((PROTOCOL_DIR / "policy.json").read_text())
-    raw.update(id=protocol_id, seeds={"start": 2**40, "count": seeds})
-    raw["tasks"] = [t for t in raw["tasks"] if t["env_id"] == KUHN and task in (None, t["name"])]
-    path = folder / f"{protocol_id}.json"
-    path.write_text(json.dumps(raw))
-    return path
-
-
-@pytest.fixture(scope="module")
-def protocol_path(tmp_path_factory) -> Path:
-    """policy@2 cut down to Kuhn (vs the Nash bot and vs random) on 8 seeds."""
-    return _kuhn_protocol(tmp_path_factory.mktemp("protocol"), "test-policy", 8)
-
-
-def _evaluate(protocol_path, out, player="random", method="random-player"):
-    assert main(["evaluate", "--protocol", str(protocol_path), "--player", player, "--method", method,
-                 "--out", str(out), "--no-progress"]) == 0
-    return out
+from tests.leaderboard.helpers import KUHN, _copy, _episodes, _evaluate, _fn_policy, _pick, _rejected, _reseal
 
 
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory, protocol_path) -> Path:
     return _evaluate(protocol_path, tmp_path_factory.mktemp("sub") / "random")
-
-
-def _copy(src: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "forged"
-    shutil.copytree(src, dst)
-    return dst
-
-
-def _episodes(folder: Path) -> tuple[str, list[dict]]:
-    lines = (folder / EPISODES_FILE).read_text().splitlines()
-    return lines[0], [json.loads(x) for x in lines[1:] if x.strip()]
-
-
-def _reseal(folder: Path, header: str | None = None, episodes: list[dict] | None = None, text: str | None = None,
-            manifest=None) -> None:
-    """Make the manifest agree with the (edited) files: episodes size, count, SHA-256, token totals, config hash."""
-    if episodes is not None:
-        text = header + "\n" + "".join(json.dumps(e) + "\n" for e in episodes)
-    if text is not None:
-        (folder / EPISODES_FILE).write_text(text)
-    data = (folder / EPISODES_FILE).read_bytes()
-    m = json.loads((folder / SUBMISSION_FILE).read_text())
-    if manifest is not None:
-        manifest(m)
-    m["episodes"].update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest(),
-                         count=sum(1 for line in data.splitlines()[1:] if line.strip()))
-    if episodes is not None:
-        m["tokens"]["eval_main"] = sum(e.get("tokens_generated", 0) for e in episodes)
-    m["config_sha256"] = config_sha256(m["protocol"]["sha256"], m["players"])
-    (folder / SUBMISSION_FILE).write_text(json.dumps(m))
-
-
-def _rejected(folder: Path, protocol, store: Path, match: str, **kwargs) -> str:
-    with pytest.raises(SubmissionError) as info:
-        submit(folder, store, protocol=protocol, **kwargs)
-    assert match in str(info.value), str(info.value)
-    assert not store.exists() or not any(store.rglob("*.json")), "a rejected submission wrote to the store"
-    return str(info.value)
-
-
-def _fn_policy(fn, name):
-    from baselines.policies.scripted import ScriptedPolicy
-
-    return ScriptedPolicy(fn, seed=0, name=name)
 
 
 def _forge_with_opponent(monkeypatch, protocol_path, out, fn):
@@ -108,12 +42,6 @@ def _forge_with_opponent(monkeypatch, protocol_path, out, fn):
     return out
 
 
-def _pick(env, agent, *names):
-    legal = env.legal_actions(agent)
-    return next((f"[{n}]" for n in names if f"[{n}]" in legal), legal[0])
-
-
-# ---------------------------------------------------------------------- the honest path
 def test_an_honest_policy2_submission_validates_with_every_opponent_move_rederived(honest, protocol_path):
     v = validate(honest, protocol=protocol_path)
     assert v.replayed == v.episodes == 2 * 2 * 8 and v.rederived > 2 * 2 * 8
@@ -139,7 +67,6 @@ def test_seeded_moves_do_not_depend_on_the_batch(protocol_path):
     assert {e.seed: e.transcript["actions"] for e in part} == {s: whole[s] for s in proto.seeds[5:7]}
 
 
-# ---------------------------------------------------------------------- one test per forgery of the table
 def test_forgery_an_opponent_that_folds_whenever_it_can_is_rejected(monkeypatch, protocol_path, tmp_path):
     forged = _forge_with_opponent(monkeypatch, protocol_path, tmp_path / "fold",
                                   lambda env, agent, rng: _pick(env, agent, "fold", "check"))
@@ -324,40 +251,6 @@ def test_forgery_huge_numbers_deep_nesting_and_missing_rewards_are_rejected_clea
     _rejected(forged, protocol_path, tmp_path / "store", match)
 
 
-# ---------------------------------------------------------------------- credit track
-@pytest.fixture(scope="module")
-def credit_protocol(tmp_path_factory) -> Path:
-    raw = json.loads((PROTOCOL_DIR / "credit-micro-quick.json").read_text())
-    raw.update(id="test-credit", seeds={"start": 2**40, "count": 3}, seeded_moves=True)
-    raw["train"].update(steps=2, tasks_per_step=2, group_size=2, seeds=[0, 1])
-    raw["tasks"] = [t for t in raw["tasks"] if t["env_id"] == KUHN]
-    path = tmp_path_factory.mktemp("credit") / "test-credit.json"
-    path.write_text(json.dumps(raw))
-    return path
-
-
-def _train(out: Path, seed: int) -> Path:
-    from baselines.train import TrainConfig, train
-
-    train(TrainConfig(env=KUHN, model="mlp", mode="generate", credit="rae", steps=2, tasks_per_step=2, group_size=2,
-                      seed=seed, out=str(out), progress=False, tensorboard=False, action_mode="discrete"))
-    return out
-
-
-@pytest.fixture(scope="module")
-def credit_runs(tmp_path_factory) -> list[Path]:
-    root = tmp_path_factory.mktemp("runs")
-    return [_train(root / f"seed{s}", s) for s in (0, 1)]
-
-
-@pytest.fixture(scope="module")
-def credit_submission(tmp_path_factory, credit_protocol, credit_runs) -> Path:
-    out = tmp_path_factory.mktemp("credit-sub") / "sub"
-    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, credit_runs), "--method", "rae",
-                 "--out", str(out), "--no-progress"]) == 0
-    return out
-
-
 def test_a_genuine_mlp_credit_run_passes_reproduce_with_a_retrained_run(credit_submission, credit_protocol, tmp_path):
     v = validate(credit_submission, protocol=credit_protocol, audit_seed=0)
     reproduce(v, retrain=1, audit_seed=0, workdir=tmp_path)
@@ -408,7 +301,6 @@ def test_forgery_credit_entry_with_no_training_and_a_copied_players_block_is_rej
     _rejected(forged, credit_protocol, tmp_path / "store", "(the moves are not the claimed player's)", reproduce=True)
 
 
-# ---------------------------------------------------------------------- old entries, self-reported marking
 def test_the_stored_version1_entries_still_load_and_render(tmp_path):
     from leaderboard.render import render, show
 
@@ -432,7 +324,6 @@ def test_a_self_reported_entry_is_marked_in_show_markdown_and_the_page(honest, p
     assert "(self-reported)" in (tmp_path / "site" / "LEADERBOARD.md").read_text()
 
 
-# ---------------------------------------------------------------------- private-seed mode
 def test_private_seed_mode_plays_on_seeds_drawn_at_validation_time(protocol_path, tmp_path, capsys):
     from leaderboard.private import PRIVATE_SEED_START
 
