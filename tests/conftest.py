@@ -10,7 +10,7 @@ import pytest
 from marl_llm_envs import list_envs, make
 
 # Under pytest-xdist (`-n N`) each of the N workers would start one torch thread per core; one each keeps the workers
-# from oversubscribing the cores (measured on 2 cores: tests/baselines/policies/test_policies.py with -n 2 took 121 s,
+# from oversubscribing the cores (measured on 2 cores: tests/baselines/policies/test_hf.py with -n 2 took 121 s,
 # 43 s with this).
 # Set before any test module imports torch; an OMP_NUM_THREADS already set is kept.
 if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -1,11 +1,10 @@
-"""Credit fidelity: the true advantage A* (baselines/fidelity.py), the engine's force branches, the oracle control and
-the leaderboard command (leaderboard/fidelity.py)."""
+"""Credit fidelity (baselines/fidelity.py): the true advantage A* against hand computations, the engine's force
+branches, the oracle control, the cluster bootstrap, and free-text turns (the leaderboard command:
+tests/leaderboard/test_fidelity.py)."""
 
 from __future__ import annotations
 
 import math
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -160,79 +159,6 @@ def test_cluster_bootstrap_with_every_cluster_once_is_the_plain_correlation():
     clusters = np.repeat(np.arange(10), 4)
     s = fid._sums(x, y, clusters, 10)
     assert fid._corr_from(s.sum(0)) == pytest.approx(fid.pearson(x, y))
-
-
-def _spec(methods, n=4, seed=0, env="voting-v0", kwargs=None, partners=""):
-    return {"suite": "credit-micro@3", "family": "team_size", "knob_name": "n_voters", "setting": "test",
-            "knob": n, "env_id": env, "env_kwargs": kwargs or {"n_voters": n, "reward_scheme": "fraction"},
-            "action_mode": "discrete", "model": "mlp", "mode": "generate", "partners": partners,
-            "tasks_per_step": 8, "group_size": 4, "seed": seed, "batches": 1, "continuations": 4,
-            "methods": methods, "policy": "initial"}
-
-
-def test_oracle_has_fidelity_about_one_and_shuffled_about_zero():
-    from leaderboard.fidelity import measure, summarize
-
-    results = [measure(_spec(["oracle", "shuffled", "broadcast"], kwargs={"idle_seats": 3}, env="free_riding-v0",
-                             seed=s)) for s in (0, 1)]
-    row = summarize(results, reps=200)["test"]
-    assert row["methods"]["oracle"]["r"] > 0.95
-    assert abs(row["methods"]["shuffled"]["r"]) < 0.25
-    assert row["methods"]["broadcast"]["false_credit"] == pytest.approx(1.0, abs=0.05)   # idle seats: full credit
-    assert row["methods"]["oracle"]["false_credit"] < 0.05
-    assert row["truth_false_credit"] == 0.0
-
-
-def test_fidelity_measures_a_method_from_a_users_module(tmp_path, monkeypatch, capsys):
-    (tmp_path / "my_credit_mod.py").write_text(textwrap.dedent("""
-        from baselines.credit import CreditMethod
-
-
-        class OwnTerm(CreditMethod):
-            '''Voting's own ballot term from the final infos: R - R_without (loo, written outside the package).'''
-
-            def advantages(self, episodes):
-                return [[e.rewards[t.agent] - e.final_infos[t.agent]["team_reward_without"][t.agent]
-                         for t in e.turns] for e in episodes]
-    """))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    from leaderboard.__main__ import main
-
-    out = tmp_path / "out"
-    assert main(["fidelity", "my_credit_mod:OwnTerm", "--baselines", "broadcast", "--settings",
-                 "voting/fraction/n2", "--seeds", "0", "--continuations", "2", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "my_credit_mod:OwnTerm" in text and "voting/fraction/n2" in text
-    assert (out / "results.json").exists() and (out / "fidelity.md").exists()
-    sys.modules.pop("my_credit_mod", None)
-
-
-def test_fidelity_rejects_an_unknown_setting():
-    from leaderboard.fidelity import plan
-
-    with pytest.raises(ValueError, match="setting 'voting/n3' is not in credit-micro@4"):
-        plan(["broadcast"], settings=["voting/n3"])
-
-
-def test_mixed_reference_policy_draws_from_the_distribution_it_reports():
-    """The reference bot (free riding's card matcher, deterministic) with epsilon = 0.2: its move with probability
-    0.8 + 0.2/3, each other 0.2/3; the draws follow exactly that, and the true advantage can be computed at it."""
-    from baselines.policies.scripted import MixedPolicy
-    from marl_llm_envs.reference import reference_policies
-
-    bot = reference_policies("free_riding-v0")["card_matcher"]
-    policy = MixedPolicy(bot, 0.2)
-    env = make("free_riding-v0", idle_seats=1, action_mode="discrete")
-    env.reset(seed=4)
-    request = request_for(env, "decider", policy.observes)
-    probs = policy.probs(env, "decider", request.legal_actions)
-    card = int(np.argmax(env.observe("decider", text=False)["observation"][:3]))
-    assert np.allclose(probs, [0.8 + 0.2 / 3 if j == card else 0.2 / 3 for j in range(3)])
-    draws = [policy.generate([request_for(env, "decider", policy.observes, key=(k,))], seed=1)[0].choice.index
-             for k in range(600)]
-    assert abs(np.mean(np.asarray(draws) == card) - probs[card]) < 0.05
-    with pytest.raises(ValueError, match="epsilon must be in"):
-        MixedPolicy(bot, 1.5)
 
 
 class FreeText(Policy):

@@ -1,4 +1,5 @@
-"""Policy backends: scripted, transformers (tiny random model; SmolLM2 in a real_model test) and the vLLM import guard.
+"""The transformers backend (baselines/policies/hf.py; the tiny random model, SmolLM2 in a real_model test) and the
+vLLM backend's import guard (vLLM itself: tests/baselines/policies/test_vllm.py, slow).
 
 The central check is that recorded logprobs equal a fresh forward pass over ``prompt_ids + completion_ids`` under
 the sampling distribution: a policy gradient is only correct if it scores exactly what was sampled.
@@ -11,10 +12,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from baselines.policies.base import Generation, Request
-from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
 from marl_llm_envs import make
-from marl_llm_envs.scripted import random_legal
+from tests.baselines.policies.helpers import _play, _requests, _requests_for
 
 PROMPTS = [
     "hi",
@@ -22,59 +21,6 @@ PROMPTS = [
     "Solve 3 + 4 * 2 and write the answer as \\boxed{...}.",
     "A slightly longer prompt, so that the batch really needs left padding: " + "blah " * 12,
 ]
-
-
-def _requests(texts, legal=()):
-    return [Request(env_id="test", agent="a", role="r", text=t, legal_actions=tuple(legal)) for t in texts]
-
-
-def _requests_for(env, agent):
-    base = env.unwrapped
-    return Request(env_id=base.env_id, agent=agent, role=base.roles.get(agent, ""),
-                   text=env.observe(agent)["text"], legal_actions=tuple(base.legal_actions(agent)), env=env)
-
-
-def _play(env, policy, seed):
-    """One episode through the protocol; returns (total rewards, generations); asserts no move was invalid."""
-    env.reset(seed=seed)
-    totals = {a: 0.0 for a in env.possible_agents}
-    gens = []
-    for k, agent in enumerate(env.agent_iter(max_iter=200)):
-        _, reward, terminated, truncated, info = env.last()
-        assert info["invalid_count"] == 0, info
-        totals[agent] += float(reward)
-        if terminated or truncated:
-            env.step(None)
-            continue
-        (g,) = policy.generate([_requests_for(env, agent)], seed=seed * 1000 + k)
-        gens.append(g)
-        env.step(g.action)
-    return totals, gens
-
-
-# ---------------------------------------------------------------------------------------------- scripted
-def test_scripted_policy_plays_kuhn_poker():
-    env = make("kuhn_poker-v0")
-    policy = ScriptedPolicy(random_legal, seed=0)
-    assert policy.name == "scripted:random_legal"
-    totals, gens = _play(env, policy, seed=3)
-    assert gens and all(isinstance(g, Generation) and g.action.startswith("[") for g in gens)
-    assert all(g.completion_ids == [] and g.logprobs == [] for g in gens)
-    assert abs(sum(totals.values())) < 1e-9 and any(totals.values())
-    # the same seeds replay the same game
-    totals2, gens2 = _play(make("kuhn_poker-v0"), ScriptedPolicy(random_legal, seed=0), seed=3)
-    assert totals2 == totals and [g.action for g in gens2] == [g.action for g in gens]
-
-
-def test_scripted_policy_needs_env_and_random_policy_does_not():
-    with pytest.raises(ValueError, match="request.env"):
-        ScriptedPolicy(random_legal).generate(_requests(["x"], legal=("[a]",)))
-    pol = RandomPolicy(seed=1)
-    outs = pol.generate(_requests(["x"] * 50, legal=("[check]", "[bet]")), seed=5)
-    assert {g.action for g in outs} == {"[check]", "[bet]"}
-    assert [g.action for g in outs] == [g.action for g in pol.generate(_requests(["x"] * 50, ("[check]", "[bet]")),
-                                                                        seed=5)]
-    assert pol.generate(_requests(["free"]))[0].action == pol.free_text
 
 
 # ---------------------------------------------------------------------------------------------- transformers
