@@ -1,4 +1,6 @@
-"""The batched rollout engine (baselines.rollout): episodes, groups, reproducibility, branches, JSONL, the CLI."""
+"""The batched rollout engine (baselines.rollout): episodes, groups, reproducibility, branches, JSONL, the CLI, and
+what it records for credit methods and trainers (branch rewards that agree with the branch env, legal actions and
+policy settings, group keys unique across calls, fresh seeds per step)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import pytest
 
 from baselines.episode import Episode, read_jsonl, write_jsonl
 from baselines.policies.base import Generation, Policy
-from baselines.rollout import BranchSpec, RolloutEngine, main, summarize
+from baselines.policies.scripted import RandomPolicy
+from baselines.rollout import BranchSpec, RolloutEngine, main, summarize, training_seeds
 from marl_llm_envs import list_envs, make, replay
 
 ENV_IDS = [e for e in list_envs() if not e.startswith("textarena/")]
@@ -535,3 +538,146 @@ def test_a_policy_that_wraps_another_reads_what_the_wrapped_one_reads():
         assert SeededMoves(inner, stream=0).observes == inner.observes
         assert AdapterPolicy(inner, model=None, adapter="a").observes == inner.observes
     assert "env" in SeededMoves(bot, stream=0).observes
+
+
+def returns_by_replay(transcript: dict) -> dict[str, float]:
+    """Every agent's return in the episode a transcript describes, by stepping a fresh env through it and summing
+    the step rewards (and the rewards each ablation hands out) - independent of the engine's bookkeeping."""
+    env = make(transcript["env_id"], **transcript["kwargs"])
+    env.reset(seed=transcript["seed"])
+    total = {a: 0.0 for a in env.possible_agents}
+    ablations = sorted((int(i), a) for i, a in transcript["ablations"])
+
+    def ablate(env, agent):
+        before = dict(env.rewards)
+        env = env.ablate(agent)
+        for a, r in env.rewards.items():
+            total[a] += r - before.get(a, 0.0)
+        return env
+
+    k = 0
+    for i, action in enumerate(transcript["actions"]):
+        while k < len(ablations) and ablations[k][0] == i:
+            env, k = ablate(env, ablations[k][1]), k + 1
+        dead = env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
+        env.step(action["float"] if isinstance(action, dict) and "float" in action else action)
+        if not dead:
+            for a, r in env.rewards.items():
+                total[a] += r
+    while k < len(ablations):
+        env, k = ablate(env, ablations[k][1]), k + 1
+    return total
+
+
+CASES = [
+    ("think_solve-v0", {}, [BranchSpec("ablate", "solver"), BranchSpec("ablate", "thinker")]),
+    ("think_solve-v0", {"action_mode": "discrete"}, [BranchSpec("ablate", "solver"),
+                                                     BranchSpec("resample", "thinker", k=2)]),
+    ("voting-v0", {"action_mode": "discrete"}, [BranchSpec("ablate", "voter")]),
+    ("kuhn_poker-v0", {"rounds": 3, "action_mode": "discrete"}, [BranchSpec("ablate", "player_1"),
+                                                                 BranchSpec("resample", "player_0", k=2)]),
+]
+
+
+@pytest.mark.parametrize("env_id,kwargs,branches", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_branch_rewards_are_the_branch_envs_own_returns(env_id, kwargs, branches):
+    # Fails when Branch.rewards drops the main episode's rewards before the branch point (base_rewards: the
+    # 3-round Kuhn case) or misses what ablate() hands out itself (terminal ablations: every ablate case).
+    episodes = RolloutEngine(RandomPolicy(seed=1), show_progress=False).run(
+        env_id, num_tasks=4, group_size=2, seed=11, env_kwargs=kwargs, branches=branches)
+    n = 0
+    for e in episodes:
+        assert e.rewards == pytest.approx(returns_by_replay(e.transcript))
+        for b in e.branches:
+            n += 1
+            assert b.rewards == pytest.approx(returns_by_replay(b.transcript)), (b.kind, b.agent, b.turn_index)
+            env = make(env_id, **kwargs)
+            for agent, r in b.rewards.items():
+                # team members share the team's outcome; the branch's team reward is that outcome
+                assert r == pytest.approx(b.team_rewards[env.teams[agent]])
+    assert n > 0
+
+
+def test_a_terminal_ablation_hands_its_rewards_to_the_branch():
+    # think_solve's solver ablated: the null answer ends the episode inside ablate() and scores as wrong.
+    episodes = RolloutEngine(RandomPolicy(seed=0), show_progress=False).run(
+        "think_solve-v0", num_tasks=2, env_kwargs={"reward_scheme": "signed"}, branches=[BranchSpec("ablate", "solver")])
+    for e in episodes:
+        (b,) = e.branches
+        assert b.team_rewards == {"team": -1.0}
+        assert b.rewards == {"thinker": -1.0, "solver": -1.0}
+        assert b.turns == []
+
+
+def test_turns_record_the_legal_actions_offered_and_episodes_the_policy_settings():
+    episodes = RolloutEngine(RandomPolicy(seed=0), show_progress=False).run(
+        "kuhn_poker-v0", num_tasks=2, env_kwargs={"action_mode": "discrete"})
+    first = episodes[0].turns[0]
+    assert first.legal_actions == ["[check]", "[bet]"]
+    assert episodes[0].policies == {"player_0": {"name": "random", "version": 0, "backend": "RandomPolicy"},
+                                    "player_1": {"name": "random", "version": 0, "backend": "RandomPolicy"}}
+    text = RolloutEngine(RandomPolicy(seed=0), show_progress=False).run("think_solve-v0", num_tasks=1)
+    assert [t.legal_actions for t in text[0].turns] == [[], []]   # free-text turns
+
+
+def test_policy_settings_name_the_sampling_settings():
+    class Sampler(Policy):
+        name = "sampler"
+        mode, temperature, top_p, max_new_tokens = "generate", 0.7, 0.9, 64
+
+        def generate(self, requests, seed=None):
+            return [Generation(action="\\boxed{1}") for _ in requests]
+
+    policy = Sampler()
+    policy.version = 3
+    assert policy.settings() == {"name": "sampler", "version": 3, "backend": "Sampler", "mode": "generate",
+                                 "temperature": 0.7, "top_p": 0.9, "max_new_tokens": 64}
+    (e,) = RolloutEngine(policy, show_progress=False).run("think_solve-v0", 1)
+    assert e.policies["solver"]["temperature"] == 0.7 and e.policies["thinker"]["version"] == 3
+
+
+def test_group_keys_are_unique_across_calls_and_seeds_fresh_per_step():
+    engine = RolloutEngine(RandomPolicy(seed=0), show_progress=False)
+    a = engine.run("think_solve-v0", num_tasks=2, group_size=2, seed=0)
+    b = engine.run("think_solve-v0", num_tasks=2, group_size=2, seed=1)
+    assert a[0].group_id == b[0].group_id == 0
+    assert {e.group_key for e in a}.isdisjoint({e.group_key for e in b})
+    again = engine.run("think_solve-v0", num_tasks=2, group_size=2, seed=0)
+    assert [e.group_key for e in again] == [e.group_key for e in a]   # a run_id is a function of the call
+
+    steps = [training_seeds(100, k, 3) for k in range(4)]
+    base = 100 * 2**24
+    assert steps[0] == [base, base + 1, base + 2] and steps[1] == [base + 3, base + 4, base + 5]
+    flat = [s for step in steps for s in step]
+    assert len(set(flat)) == len(flat)
+    episodes = engine.run("think_solve-v0", 3, 2, seeds=steps[2], run_id="step-2")
+    assert [e.seed for e in episodes] == [base + 6, base + 6, base + 7, base + 7, base + 8, base + 8]
+    assert {e.run_id for e in episodes} == {"step-2"}
+    with pytest.raises(ValueError, match="seeds has 2 entries but num_tasks is 3"):
+        engine.run("think_solve-v0", 3, seeds=[1, 2])
+    with pytest.raises(ValueError, match="step must be a non-negative int"):
+        training_seeds(0, -1, 3)
+
+
+def test_training_base_seeds_never_share_a_task_and_stay_below_the_evaluation_seeds():
+    # two runs with neighbouring base seeds are independent replicates: no env seed (task) in common over a long run
+    a = {s for k in range(1000) for s in training_seeds(0, k, 64)}
+    b = {s for k in range(1000) for s in training_seeds(1, k, 64)}
+    assert not a & b and training_seeds(0, 5, 4) == [20, 21, 22, 23]        # base seed 0: the seeds of old
+    assert max(training_seeds(2**16 - 1, 2**24 // 8 - 1, 8)) < 2**40
+    with pytest.raises(ValueError, match="base_seed must be below"):
+        training_seeds(2**16, 0, 8)
+    with pytest.raises(ValueError, match="stream"):
+        training_seeds(3, 2**24 // 8, 8)
+
+
+def test_a_branch_role_that_this_envs_kwargs_leave_without_a_seat_names_no_agent():
+    # loo asks for ablate branches of every role of free_riding-v0 (decider, idle); with idle_seats=0 there is no
+    # idle seat, which is nothing to branch on, not an error; a name that is no role of the env still is one
+    from marl_llm_envs import make
+
+    env = make("free_riding-v0", idle_seats=0, action_mode="discrete")
+    assert BranchSpec("ablate", "idle").agents(env) == []
+    assert BranchSpec("ablate", "decider").agents(env) == ["decider"]
+    with pytest.raises(ValueError, match="neither an agent"):
+        BranchSpec("ablate", "idler").agents(env)
