@@ -1,4 +1,5 @@
-"""Properties every env must keep: hidden information stays hidden, rewards add up, any text action is safe."""
+"""Properties every env must keep: hidden information stays hidden, rewards add up, any text action is safe, and
+random legal play finishes every registered env in both modes."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ENV_IDS, ENV_MODES, docstring_block
 from marl_llm_envs import make, spec
 from marl_llm_envs.envs import kuhn_poker, think_solve
-from marl_llm_envs.scripted import random_legal
+from marl_llm_envs.scripted import play, random_legal
 from marl_llm_envs.tasks import Task, TaskSource
+from tests.conftest import ENV_IDS, ENV_MODES, docstring_block
 
 # ---------------------------------------------------------------- hidden information
 
@@ -266,3 +267,13 @@ def test_every_env_module_docstring_is_a_manual():
         module = __import__(doc, fromlist=["x"])
         for section in ("Observation", "Rewards", "Invalid moves", "Version history", "Ablation"):
             assert re.search(rf"^{section}", module.__doc__, re.M), (env_id, section)
+
+
+def test_scripted_random_play_finishes_every_env():
+    from marl_llm_envs import list_envs
+
+    for env_id in list_envs():
+        for mode in ("text", "discrete"):
+            env = make(env_id, action_mode=mode)
+            totals = play(env, random_legal, seed=0)
+            assert env.done and set(totals) == set(env.possible_agents)
