@@ -1,11 +1,13 @@
 """Submissions for the leaderboard's tests, made and forged the way a determined cheater would: a Kuhn cut of
 policy@2, an evaluation into a folder, a copy, its episodes, a reseal after an edit, a rejection that stores nothing,
-scripted policies, and a small MLP credit run."""
+scripted policies, a small MLP credit run; and a parser that checks a verdict sentence against its own printed
+numbers."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -91,3 +93,32 @@ def _train(out: Path, seed: int) -> Path:
     train(TrainConfig(env=KUHN, model="mlp", mode="generate", credit="rae", steps=2, tasks_per_step=2, group_size=2,
                       seed=seed, out=str(out), progress=False, tensorboard=False, action_mode="discrete"))
     return out
+
+
+def _num(name: str) -> str:
+    return rf"(?P<{name}>[-+]?\d+\.\d+(?:e-?\d+)?)"
+
+
+LINE = re.compile(rf"(?P<a>\S+) (?:(?P<word>above|below) (?P<b>\S+) on (?P<where>.+?): |vs (?P<b2>\S+) on "
+                  rf"(?P<where2>.+?): not separated \()paired difference {_num('diff')} \[{_num('low')}, "
+                  rf"{_num('high')}\] \(95% t\) over (?P<n>\d+) seeds?, (?:exact sign-flip|sign-flip \(Monte "
+                  rf"Carlo\)) p = {_num('p')}, Holm-adjusted p = {_num('q')} \(Holm over (?P<m>\d+) comparisons?, "
+                  rf"family-wise 5%\)")
+
+
+def _check_sentence_against_its_numbers(line: str) -> dict:
+    """Parse a verdict sentence back and check its word follows from its own printed numbers (3 decimals)."""
+    found = LINE.match(line)
+    assert found, line
+    diff, low, high, p, q = (float(found.group(k)) for k in ("diff", "low", "high", "p", "q"))
+    word = found.group("word") or "not separated"
+    assert low - 5e-4 <= diff <= high + 5e-4
+    if word == "above":
+        assert q < 0.05 + 5e-5 and low >= 0
+    elif word == "below":
+        assert q < 0.05 + 5e-5 and high <= 0
+    else:
+        assert q >= 0.05 - 5e-5 or low <= 0 <= high
+    assert q >= p - 5e-5                                   # Holm never lowers a p-value
+    return {"word": word, "diff": diff, "low": low, "high": high, "p": p, "q": q, "m": int(found.group("m")),
+            "n": int(found.group("n")), "a": found.group("a"), "b": found.group("b") or found.group("b2")}

@@ -107,7 +107,7 @@ def test_the_gpu_tier_protocol_takes_tier_gpu_and_trains_on_the_device_given(tmp
 
 
 def test_a_complete_run_trained_elsewhere_is_trained_again_not_reused(tmp_path):
-    from tests.leaderboard.suite.test_suite import tiny
+    from tests.leaderboard.suite.helpers import tiny
 
     from leaderboard.suite import complete_run, parse_suite, plan, train_run
 

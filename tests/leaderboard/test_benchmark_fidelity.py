@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.leaderboard.suite.test_suite import tiny
+from tests.leaderboard.suite.helpers import tiny
 
 import leaderboard.benchmark as benchmark
 from leaderboard.__main__ import main

@@ -3,28 +3,18 @@ table sorts, the verdict is there, one method has one colour in two figures (the
 recorded colours) and nothing overflows the body at 390 px. Skips where no Chromium is installed (Debian: apt-get
 install chromium)."""
 
-import html
+from __future__ import annotations
+
 import json
 import re
-import shutil
-import subprocess
 
 import pytest
 
 from leaderboard.__main__ import main
 from leaderboard.protocol import PROTOCOL_DIR
+from tests.leaderboard.browser import _PROBE, CHROMIUM, _dom, _probe
 
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
-
-
-def _dom(url: str, tmp_path, width: int = 1400) -> str:
-    out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                          f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},900",
-                          "--hide-scrollbars", "--dump-dom", url],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout
 
 
 @pytest.fixture(scope="module")
@@ -58,36 +48,6 @@ def test_page_renders_the_table_and_both_plots_and_sorts_in_chromium(site, tmp_p
     assert [r.split("#")[0] for r in _rows(ascending)] == ["random", "reference"]
     descending = _dom(site.as_uri() + "#sort=1-desc", tmp_path)
     assert [r.split("#")[0] for r in _rows(descending)] == ["reference", "random"]
-
-
-# Measures the page as a reader sees it and writes the results into <body data-...> for --dump-dom: the body's
-# horizontal overflow, and for each figure the number of pixels drawn in each method's colour (read back from the
-# decoded PNG through a canvas; data: images are same-origin).
-_PROBE = """<script>
-window.addEventListener('load', () => {
-  const b = document.body, root = document.documentElement;
-  b.dataset.overflow = Math.max(root.scrollWidth, b.scrollWidth) - window.innerWidth;
-  const out = {};
-  document.querySelectorAll('figure[data-figure]').forEach(f => {
-    const img = f.querySelector('img'), c = document.createElement('canvas');
-    c.width = img.naturalWidth; c.height = img.naturalHeight;
-    const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
-    const px = ctx.getImageData(0, 0, c.width, c.height).data, colours = JSON.parse(f.dataset.colours), n = {};
-    for (const [name, hex] of Object.entries(colours)) {
-      const r = parseInt(hex.slice(1, 3), 16), g = parseInt(hex.slice(3, 5), 16), bl = parseInt(hex.slice(5, 7), 16);
-      let k = 0;
-      for (let i = 0; i < px.length; i += 4) if (px[i] === r && px[i + 1] === g && px[i + 2] === bl) k++;
-      n[name] = [hex, k];
-    }
-    out[f.dataset.figure] = n;
-  });
-  b.dataset.pixels = JSON.stringify(out);
-});
-</script></body>"""
-
-
-def _probe(dom: str, name: str) -> str:
-    return html.unescape(re.search(rf'data-{name}="([^"]*)"', dom).group(1))
 
 
 def test_page_gives_the_verdict_fixed_colours_and_fits_a_phone(site, tmp_path):

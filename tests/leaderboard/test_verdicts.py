@@ -14,6 +14,7 @@ from leaderboard.board import build_board, comparisons, verdicts
 from leaderboard.render import markdown, page, show_text
 from leaderboard.stats import holm
 from leaderboard.verdicts import Comparison, comparison, holm_family, sentence, verdict
+from tests.leaderboard.helpers import _check_sentence_against_its_numbers
 
 FAMILIES = {"team_size": 3, "temporal": 2, "zero_sum": 1}          # family -> settings
 
@@ -30,35 +31,6 @@ def _suite_entry(method: str, per_seed: dict[str, list[list[float]]], when: int)
 def _scores(seed_effect: np.ndarray, level: float, noise: float, rng, families=FAMILIES) -> dict:
     return {f: [[float(level + e + noise * rng.normal()) for _ in range(k)] for e in seed_effect]
             for f, k in families.items()}
-
-
-def _num(name: str) -> str:
-    return rf"(?P<{name}>[-+]?\d+\.\d+(?:e-?\d+)?)"
-
-
-LINE = re.compile(rf"(?P<a>\S+) (?:(?P<word>above|below) (?P<b>\S+) on (?P<where>.+?): |vs (?P<b2>\S+) on "
-                  rf"(?P<where2>.+?): not separated \()paired difference {_num('diff')} \[{_num('low')}, "
-                  rf"{_num('high')}\] \(95% t\) over (?P<n>\d+) seeds?, (?:exact sign-flip|sign-flip \(Monte "
-                  rf"Carlo\)) p = {_num('p')}, Holm-adjusted p = {_num('q')} \(Holm over (?P<m>\d+) comparisons?, "
-                  rf"family-wise 5%\)")
-
-
-def _check_sentence_against_its_numbers(line: str) -> dict:
-    """Parse a verdict sentence back and check its word follows from its own printed numbers (3 decimals)."""
-    found = LINE.match(line)
-    assert found, line
-    diff, low, high, p, q = (float(found.group(k)) for k in ("diff", "low", "high", "p", "q"))
-    word = found.group("word") or "not separated"
-    assert low - 5e-4 <= diff <= high + 5e-4
-    if word == "above":
-        assert q < 0.05 + 5e-5 and low >= 0
-    elif word == "below":
-        assert q < 0.05 + 5e-5 and high <= 0
-    else:
-        assert q >= 0.05 - 5e-5 or low <= 0 <= high
-    assert q >= p - 5e-5                                   # Holm never lowers a p-value
-    return {"word": word, "diff": diff, "low": low, "high": high, "p": p, "q": q, "m": int(found.group("m")),
-            "n": int(found.group("n")), "a": found.group("a"), "b": found.group("b") or found.group("b2")}
 
 
 @pytest.fixture(scope="module")

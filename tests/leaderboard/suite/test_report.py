@@ -17,8 +17,8 @@ import pytest
 
 from leaderboard.__main__ import main
 from leaderboard.render import Palette
-from tests.leaderboard.test_verdicts import _check_sentence_against_its_numbers
-from tests.leaderboard.test_page import _PROBE, CHROMIUM, _dom, _probe
+from tests.leaderboard.helpers import _check_sentence_against_its_numbers
+from tests.leaderboard.browser import _PROBE, CHROMIUM, _dom, _probe
 from leaderboard.suite import add_suite_entry, board_columns, comparison_text, entry, family_verdicts, load_suite, \
     mean_ci, page_context, suite_figures, suite_page
 

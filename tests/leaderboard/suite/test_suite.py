@@ -15,27 +15,8 @@ from scipy import stats
 from leaderboard.__main__ import main
 from leaderboard.board import build_board
 from leaderboard.protocol import ProtocolError
-from leaderboard.suite import SUITE_DIR, entry, execute, list_suites, load_suite, parse_suite, plan, score, \
-    score_tables
-
-
-def tiny(steps: int = 1, seeds=(0, 1)) -> dict:
-    """A two-family suite small enough for a test: voting with 2 voters (self play, anchors measured) and Kuhn
-    self-play scored against the Nash bot."""
-    return {"schema": "marl_llm_suite", "id": "test-suite", "version": 1, "track": "credit", "tier": "micro",
-            "description": "a test suite", "action_mode": "discrete",
-            "train": {"model": "mlp", "mode": "generate", "steps": steps, "tasks_per_step": 2, "group_size": 2,
-                      "seeds": list(seeds), "max_tokens": None},
-            "score": {"last_fraction": 0.5, "eval_seeds": {"start": 2**40, "count": 4}, "anchor_episodes": 40},
-            "families": [
-                {"name": "team_size", "title": "Team size", "knob": "n_voters", "settings": [
-                    {"name": "voting/plurality/n2", "env_id": "voting-v0", "env_version": 0,
-                     "env_kwargs": {"n_voters": 2}, "knob": 2, "play": "self",
-                     "normalize": {"zero": "random", "one": "clue_follower"}}]},
-                {"name": "zero_sum", "title": "Zero-sum", "knob": None, "settings": [
-                    {"name": "kuhn", "env_id": "kuhn_poker-v0", "env_version": 0, "env_kwargs": {}, "play": "versus",
-                     "opponent": "kuhn_nash", "normalize": {"zero": "random", "one": "kuhn_nash"},
-                     "eval_count": 6}]}]}
+from leaderboard.suite import SUITE_DIR, entry, execute, list_suites, load_suite, parse_suite, plan, score, score_tables
+from tests.leaderboard.suite.helpers import tiny
 
 
 def test_every_shipped_suite_loads_with_its_families_knobs_and_exact_settings():
@@ -170,7 +151,6 @@ def test_jobs_give_results_identical_to_one_process(tmp_path):
         execute([], jobs=0)
 
 
-
 def test_a_finished_run_with_a_damaged_file_is_a_clear_error_and_is_kept(tmp_path):
     # a reused run's checkpoint meta or metrics line damaged from outside (both are written atomically or line by
     # line): an error naming the file and how to train the run again, not a JSON traceback, and nothing deleted
@@ -197,13 +177,13 @@ def test_a_finished_run_with_a_damaged_file_is_a_clear_error_and_is_kept(tmp_pat
         execute(specs)
     assert metrics.read_text() == good and meta.exists()
 
+
 def test_ray_gives_results_identical_to_one_process(tmp_path):
     pytest.importorskip("ray")
     suite = parse_suite(tiny(steps=2, seeds=(0,)))
     one = execute(plan(suite, ["broadcast"], tmp_path / "one")[0], jobs=1)
     over_ray = execute(plan(suite, ["broadcast"], tmp_path / "ray")[0], ray="local")
     assert _strip(one) == _strip(over_ray)
-
 
 
 def test_ray_without_a_cluster_there_is_a_clear_error(monkeypatch):
@@ -236,6 +216,7 @@ def test_ray_without_a_cluster_there_is_a_clear_error(monkeypatch):
     for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
         with pytest.raises(ValueError, match=f"--ray {address}: nothing answers at 127.0.0.1:{port}"):
             execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray=address, fn=json.dumps)
+
 
 def test_benchmark_prints_families_writes_figures_and_entries_rank_on_the_board(tmp_path, capsys):
     path = tmp_path / "test-suite@1.json"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from leaderboard.verdicts import suite_comparisons, suite_verdicts
-from tests.leaderboard.test_verdicts import _check_sentence_against_its_numbers
+from tests.leaderboard.helpers import _check_sentence_against_its_numbers
 
 FAMILIES = ["team_size", "temporal", "zero_sum"]
 
