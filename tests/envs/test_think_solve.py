@@ -1,6 +1,7 @@
 """think_solve-v0: the oracle thinker and the solver alone, verified boxed answers, capped printable thoughts, one
 problem per seed in every mode, knights-and-knaves tasks, a local GSM8K-style file; and the credit suite's clue task
-(its manual's prompts, what each seat may see, the clue's accuracy, the clue relay, bad kwargs, a trainer run)."""
+(its manual's prompts, what each seat may see, the clue's accuracy, the clue relay, bad kwargs, a trainer run); its
+manual lists every task source the registry knows."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import numpy as np
 import pytest
 
 from marl_llm_envs import make, replay
+from marl_llm_envs.envs import think_solve
 from marl_llm_envs.reference import reference_policies
 from marl_llm_envs.scripted import follower_solver, oracle_thinker, play
+from marl_llm_envs.tasks import make_task_source
 from tests.conftest import docstring_block
 
 
@@ -234,3 +237,16 @@ def test_trainer_runs_the_clue_task_with_the_reference_thinker(tmp_path):
     train(cfg)
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(0.0 <= r["reward/team/team"] <= 1.0 for r in rows)
+
+
+def _known_task_sources() -> list[str]:
+    with pytest.raises(ValueError) as err:
+        make_task_source("no_such_source")
+    return str(err.value).split("known sources: ")[1].split(";")[0].split(", ")
+
+
+def test_think_solve_manual_lists_every_task_source():
+    sources = _known_task_sources()
+    assert "countdown" in sources
+    for name in sources:
+        assert f'``"{name}' in think_solve.__doc__, name

@@ -1,4 +1,4 @@
-"""The demo's output stays short and readable (issue 10)."""
+"""The demo's output (marl_llm_envs/demo.py) stays short and readable (issue 10)."""
 
 from __future__ import annotations
 
