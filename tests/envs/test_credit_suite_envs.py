@@ -27,12 +27,11 @@ VARIANTS = [
     ("free_riding-v0", {"idle_seats": 0}),
     ("free_riding-v0", {"idle_seats": 7}),
 ]
-
-
 VARIANT_MODES = [pytest.param(e, k, m, id=f"{e}-{json.dumps(k, sort_keys=True)}-{m}")
                  for e, k in VARIANTS for m in ("text", "discrete")]
 
 
+# ---------------------------------------------------------------- generic: API, seeds, clone, ablate, replay
 @pytest.mark.parametrize("env_id,kwargs,mode", VARIANT_MODES)
 def test_new_kwargs_pass_pettingzoo_api_and_seed_tests(env_id, kwargs, mode):
     with warnings.catch_warnings():
@@ -74,6 +73,7 @@ def test_new_kwargs_ablated_agents_play_the_null_move_and_replay(env_id, kwargs,
         assert replay(json.loads(json.dumps(branch.transcript()))).team_rewards() == branch.team_rewards()
 
 
+# ---------------------------------------------------------------- the measured anchors agree with the proofs
 def _row(env_id, name):
     from marl_llm_envs import spec
 

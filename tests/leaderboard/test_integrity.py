@@ -42,6 +42,7 @@ def _forge_with_opponent(monkeypatch, protocol_path, out, fn):
     return out
 
 
+# ---------------------------------------------------------------------- the honest path
 def test_an_honest_policy2_submission_validates_with_every_opponent_move_rederived(honest, protocol_path):
     v = validate(honest, protocol=protocol_path)
     assert v.replayed == v.episodes == 2 * 2 * 8 and v.rederived > 2 * 2 * 8
@@ -67,6 +68,7 @@ def test_seeded_moves_do_not_depend_on_the_batch(protocol_path):
     assert {e.seed: e.transcript["actions"] for e in part} == {s: whole[s] for s in proto.seeds[5:7]}
 
 
+# ---------------------------------------------------------------------- one test per forgery of the table
 def test_forgery_an_opponent_that_folds_whenever_it_can_is_rejected(monkeypatch, protocol_path, tmp_path):
     forged = _forge_with_opponent(monkeypatch, protocol_path, tmp_path / "fold",
                                   lambda env, agent, rng: _pick(env, agent, "fold", "check"))
@@ -301,6 +303,7 @@ def test_forgery_credit_entry_with_no_training_and_a_copied_players_block_is_rej
     _rejected(forged, credit_protocol, tmp_path / "store", "(the moves are not the claimed player's)", reproduce=True)
 
 
+# ---------------------------------------------------------------------- old entries, self-reported marking
 def test_the_stored_version1_entries_still_load_and_render(tmp_path):
     from leaderboard.render import render, show
 
@@ -324,6 +327,7 @@ def test_a_self_reported_entry_is_marked_in_show_markdown_and_the_page(honest, p
     assert "(self-reported)" in (tmp_path / "site" / "LEADERBOARD.md").read_text()
 
 
+# ---------------------------------------------------------------------- private-seed mode
 def test_private_seed_mode_plays_on_seeds_drawn_at_validation_time(protocol_path, tmp_path, capsys):
     from leaderboard.private import PRIVATE_SEED_START
 

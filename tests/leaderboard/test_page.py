@@ -13,7 +13,6 @@ import pytest
 from leaderboard.__main__ import main
 from leaderboard.protocol import PROTOCOL_DIR
 from tests.leaderboard.browser import _PROBE, CHROMIUM, _dom, _probe
-
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
 
 

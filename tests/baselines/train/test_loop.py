@@ -21,6 +21,7 @@ from marl_llm_envs import make
 from tests.baselines.train.helpers import MLP_ARGS, ROOT, _comparable, _kill_after_step, _metrics, _run
 
 
+# ---------------------------------------------------------------------- one update, the right direction
 def _one_update(cfg: TrainConfig, env_id: str, kwargs: dict, sign: dict[str, float], roles_now=None):
     env = make(env_id, **kwargs)
     roles = sorted(set(env.roles.values()))

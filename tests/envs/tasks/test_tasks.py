@@ -33,6 +33,11 @@ def test_importing_tasks_does_not_import_math_verify_or_pyarrow():
     assert out.stdout.split() == ["False", "False"]
 
 
+# --------------------------------------------------------------------------
+# make_task_source
+# --------------------------------------------------------------------------
+
+
 def test_make_task_source_from_strings(gsm8k_file, math_file):
     assert isinstance(make_task_source("arithmetic"), ArithmeticTasks)
     assert make_task_source("arithmetic").difficulty == 2

@@ -151,6 +151,7 @@ def test_jobs_give_results_identical_to_one_process(tmp_path):
         execute([], jobs=0)
 
 
+
 def test_a_finished_run_with_a_damaged_file_is_a_clear_error_and_is_kept(tmp_path):
     # a reused run's checkpoint meta or metrics line damaged from outside (both are written atomically or line by
     # line): an error naming the file and how to train the run again, not a JSON traceback, and nothing deleted
@@ -177,13 +178,13 @@ def test_a_finished_run_with_a_damaged_file_is_a_clear_error_and_is_kept(tmp_pat
         execute(specs)
     assert metrics.read_text() == good and meta.exists()
 
-
 def test_ray_gives_results_identical_to_one_process(tmp_path):
     pytest.importorskip("ray")
     suite = parse_suite(tiny(steps=2, seeds=(0,)))
     one = execute(plan(suite, ["broadcast"], tmp_path / "one")[0], jobs=1)
     over_ray = execute(plan(suite, ["broadcast"], tmp_path / "ray")[0], ray="local")
     assert _strip(one) == _strip(over_ray)
+
 
 
 def test_ray_without_a_cluster_there_is_a_clear_error(monkeypatch):
@@ -216,7 +217,6 @@ def test_ray_without_a_cluster_there_is_a_clear_error(monkeypatch):
     for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
         with pytest.raises(ValueError, match=f"--ray {address}: nothing answers at 127.0.0.1:{port}"):
             execute([{"method": "broadcast", "setting": "s", "seed": 0}], ray=address, fn=json.dumps)
-
 
 def test_benchmark_prints_families_writes_figures_and_entries_rank_on_the_board(tmp_path, capsys):
     path = tmp_path / "test-suite@1.json"
