@@ -341,8 +341,8 @@ def _plain(value: Any) -> Any:
     """``value`` with every dataclass instance in it (a :class:`Turn`, its :class:`~baselines.policies.base.Choice`
     and :class:`~baselines.policies.base.VectorInputs`) made a dict of its fields, in field order, as
     ``dataclasses.asdict`` makes it, but without asdict's deep copies of the leaves and the containers that hold no
-    dataclass (what this returns goes to :func:`json_safe`, which copies; ``tests/test_episode_data.py`` checks that
-    :meth:`Episode.to_json` writes what ``json_safe`` of the ``to_dict`` records writes)."""
+    dataclass (what this returns goes to :func:`json_safe`, which copies; ``tests/baselines/test_episode.py`` checks
+    that :meth:`Episode.to_json` writes what ``json_safe`` of the ``to_dict`` records writes)."""
     kind = type(value)
     if kind in _SCALARS:
         return value

@@ -9,7 +9,7 @@ the submitter's own moves came from the player the manifest names. ``reproduce``
   :func:`baselines.models.load_model` finds locally. The re-loaded player must have the manifest's weights hash.
 * Credit track, MLP model (the micro tier): every run (or ``retrain`` of them, drawn at random) is trained again
   from the run's ``train_config`` in the manifest, with :func:`baselines.train.train` (deterministic on CPU: see
-  ``tests/test_checkpoint_safety.py``; a micro run takes seconds), and the new weights must hash to the run's
+  ``tests/baselines/train/test_checkpoint.py``; a micro run takes seconds), and the new weights must hash to the run's
   ``weights_sha256``. A built-in credit method is trained in this process; a method of the submitter's own is
   re-trained only from its shipped source (``<module>.py`` beside ``submission.json``, whose SHA-256 validate checked
   against the runs' ``credit_sha256``), in a child process with :data:`SANDBOX` limits (:func:`train_sandboxed`);

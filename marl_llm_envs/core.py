@@ -52,7 +52,7 @@ One place for what all our text environments have in common (the games only writ
 * **Clone contract.** ``clone()`` copies the base's per-episode containers and every attribute a game names in
   ``_mutable`` (a shallow ``.copy()`` each); everything else is shared with the original. A game therefore lists in
   ``_mutable`` every container it changes in place during an episode, and keeps anything nested in them immutable
-  (tuples, strings, numbers) or replaces it rather than changing it. ``tests/test_clone_contract.py`` holds every
+  (tuples, strings, numbers) or replaces it rather than changing it. ``tests/contracts/test_clone.py`` holds every
   registered env to that (both action modes, several seeds, clones and ablations taken at random points, invalid
   moves included): it fails when playing on or resetting an env changes anything its copy can reach (nested
   containers and objects too), or the other way round. Sharing by itself is no bug: static data is shared on
@@ -63,7 +63,7 @@ One place for what all our text environments have in common (the games only writ
 Writing a game (the hook list). A game subclasses :class:`TextEnv` (or :class:`TwoPlayerZeroSumEnv`), sets the class
 attributes ``env_id``, ``version``, ``family``, ``possible_agents``, ``roles``, ``teams``, ``vector_size``,
 ``reward_range`` and ``_mutable`` (above), and talks to the base only through the members named in the two lists
-below; every other underscore member of the base is private to this module (``tests/test_env_hooks.py`` fails when
+below; every other underscore member of the base is private to this module (``tests/contracts/test_env_hooks.py`` fails when
 an env module overrides, reads or writes one). Where they hold, it also declares the flags credit methods and the
 suite read instead of env ids: ``records_without``, ``idle_roles``, ``first_move_decides`` (see :class:`TextEnv`;
 ``tests/envs/test_registry.py`` plays every registered env to hold them). It is registered in

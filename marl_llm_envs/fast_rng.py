@@ -14,7 +14,7 @@ first ``random()`` double directly, in about half that time:
    "PCG: A Family of Simple Fast Space-Efficient Statistically Good Algorithms for Random Number Generation"), then
    ``next_double = (x >> 11) * 2**-53``.
 
-``tests/test_speed_same_results.py`` checks it against NumPy on thousands of keys, so a NumPy that changed
+``tests/equivalence/test_speed_same_results.py`` checks it against NumPy on thousands of keys, so a NumPy that changed
 ``default_rng`` would fail that test rather than change results silently.
 
 Reseeding a live generator. :func:`pcg64_seed_state` is the PCG64 ``(state, inc)`` that ``default_rng(seed)`` starts
@@ -100,7 +100,8 @@ def _seed_inc(entropy: Iterable[int]) -> tuple[int, int]:
 def pcg64_seed_state(seed: int) -> tuple[int, int]:
     """PCG64's ``(state, inc)`` in ``numpy.random.default_rng(seed).bit_generator.state`` (a non-negative int seed):
     :func:`_seed_words`, then PCG64's ``srandom`` (state 0 stepped, ``+= seed``, stepped). About two thirds of the
-    cost of building the generator (``tests/test_env_fast_paths.py`` compares it with NumPy on thousands of seeds)."""
+    cost of building the generator (``tests/equivalence/test_env_fast_paths.py`` compares it with NumPy on thousands of
+    seeds)."""
     initstate, inc = _seed_words(seed)
     return ((inc + initstate) * _PCG_MULT + inc) & _M128, inc
 

@@ -10,13 +10,14 @@ import pytest
 from marl_llm_envs import list_envs, make
 
 # Under pytest-xdist (`-n N`) each of the N workers would start one torch thread per core; one each keeps the workers
-# from oversubscribing the cores (measured on 2 cores: tests/test_policies.py with -n 2 took 121 s, 43 s with this).
+# from oversubscribing the cores (measured on 2 cores: tests/baselines/policies/test_hf.py with -n 2 took 121 s,
+# 43 s with this).
 # Set before any test module imports torch; an OMP_NUM_THREADS already set is kept.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The same float32 matrix products on every x86 CPU: tests that compare torch's floats with recorded values
-# (tests/test_speed_same_results.py) pass on AVX-512 and AVX2 hosts alike, also those that never build an MLP policy
-# before their first product. Asked before any test runs one (importing torch runs none), and imported after
+# (tests/equivalence/test_speed_same_results.py) pass on AVX-512 and AVX2 hosts alike, also those that never build an
+# MLP policy before their first product. Asked before any test runs one (importing torch runs none), and imported after
 # OMP_NUM_THREADS is set (it imports torch).
 from baselines.policies.mlp import same_floats_on_every_cpu  # noqa: E402
 

@@ -1,4 +1,5 @@
-"""Seeded MLP training runs whose moves, rewards and metrics must never change (see tests/test_speed_same_results.py).
+"""Seeded MLP training runs whose moves, rewards and metrics must never change (see
+tests/equivalence/test_speed_same_results.py).
 
 ``python tests/seeded_mlp_runs.py --write`` records them into ``tests/data/seeded_mlp_runs.json``, so the test pins
 that speed changes leave results unchanged. Record again only for a change that is meant to change results, and say

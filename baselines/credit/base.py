@@ -248,7 +248,8 @@ def normalize_many(rows: Sequence[Sequence[float]], std: str | None = "populatio
                    eps: float = 1e-6) -> list[list[float]]:
     """:func:`normalize` of each row, the same floats bit for bit, with one NumPy call per row length instead of one
     per row: the rows of a length are stacked and reduced along axis 1 (NumPy reduces each row of a C-contiguous
-    array with the same pairwise summation as the row alone; ``tests/test_credit.py`` checks it on random rows)."""
+    array with the same pairwise summation as the row alone; ``tests/baselines/credit/test_base.py`` checks it on
+    random rows)."""
     out: list[list[float] | None] = [None] * len(rows)
     by_length: dict[int, list[int]] = {}
     for r, values in enumerate(rows):

@@ -42,9 +42,9 @@ spread. ``"label"`` is the default because a move then costs one token, whatever
 the prompt, no second pass over the moves), and it is the verbalized multiple-choice format instruction-tuned models
 read. With it the random-init ``tiny`` solver of the bare-label clue task learns, on a CPU in a few minutes, to
 answer each of the task's four solver prompts with the hinted letter: a memorised table, not hint-following (with
-the labels renamed it is at chance; ``tests/test_tiny_probe.py``); untrained SmolLM2-135M already leans towards
-the hinted letter (P(answer = hint) 0.30 on the four solver prompts, against 0.25 when the moves were labelled by
-digits).
+the labels renamed it is at chance; ``tests/baselines/train/test_tiny_probe.py``); untrained SmolLM2-135M already leans
+towards the hinted letter (P(answer = hint) 0.30 on the four solver prompts, against 0.25 when the moves were labelled
+by digits).
 
 All moves of a request are scored in one batched forward pass: the prompt once, then (``"sum"``/``"mean"``) the moves'
 tokens on its KV cache. ``prompt_ids`` are the ids the model saw (with the menu in ``"label"`` mode),
@@ -71,8 +71,8 @@ that prefix once, in both modes (default on); ``drop_finished`` removes rows tha
 (default on); ``static_cache``
 (off by default) decodes on a fixed-size KV cache, the step captured in a CUDA graph on CUDA (untested on a GPU so
 far). Greedy episodes and sampled tokens are the same with and without them, and logprobs agree to float32 rounding
-(``tests/test_fast_generation.py``). ``stats`` counts prompt tokens, prefill tokens actually computed, decode
-row-steps and new tokens over the policy's life (what ``benchmarks/rollout_throughput.py`` reports).
+(``tests/equivalence/test_fast_generation.py``). ``stats`` counts prompt tokens, prefill tokens actually computed,
+decode row-steps and new tokens over the policy's life (what ``benchmarks/rollout_throughput.py`` reports).
 
 On a GPU, :class:`baselines.policies.vllm.VLLMPolicy` stays the recommended backend where vLLM installs (paged KV
 cache, continuous batching, CUDA graphs of its own); this class with ``static_cache=True`` is the transformers-only

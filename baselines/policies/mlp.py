@@ -244,8 +244,8 @@ def _choice_indices(probs: np.ndarray, counts: list[int], uniforms: list[float])
     of entries ``<= u``, which is ``bisect_right`` on a nondecreasing row (the weights are not negative, and rounding
     keeps their running sums in order). A row whose sum is not a positive finite number goes to
     :func:`_choice_index` (NumPy's NaN and inf arithmetic), and so does every row of a batch of fewer than
-    :data:`_ROWS_IN_NUMPY` (where a dozen NumPy calls cost more than the loop). ``tests/test_fast_choice.py`` compares
-    the two."""
+    :data:`_ROWS_IN_NUMPY` (where a dozen NumPy calls cost more than the loop).
+    ``tests/equivalence/test_fast_choice.py`` compares the two."""
     if len(counts) < _ROWS_IN_NUMPY:
         flat, out, at = probs.tolist(), [], 0
         for k, u in zip(counts, uniforms):
@@ -283,7 +283,7 @@ def _choice_index(p: list[float], u: float) -> int:
     """``searchsorted(cdf, u, "right")`` with ``cdf = cumsum(p / p.sum()); cdf /= cdf[-1]`` in NumPy float64 (the
     draw of ``default_rng(key).choice(len(p), p=p / p.sum())`` when ``u`` is that generator's first ``random()``),
     computed on Python floats: the same IEEE operations in the same order. NumPy sums fewer than 8 numbers one by one
-    (longer arrays with 8 partial sums: left to NumPy here); ``tests/test_fast_choice.py`` checks
+    (longer arrays with 8 partial sums: left to NumPy here); ``tests/equivalence/test_fast_choice.py`` checks
     this against NumPy on random inputs of every length up to 12."""
     s = 0.0
     if len(p) < 8:

@@ -34,7 +34,7 @@ its vote replays every other ballot, and its team reward equals the main episode
 ``infos["team_reward_without"]["voter_i"]`` (the count with that ballot removed after the others voted).
 A resample branch whose new action is the recorded one is the main episode again from there (a clone given the same
 actions plays the same episode), so every later decision would replay: the engine writes its remaining turns from the
-record instead of playing them, exactly what playing them writes (``tests/test_branch_follow.py``). Likewise a
+record instead of playing them, exactly what playing them writes (``tests/equivalence/test_branch_follow.py``). Likewise a
 resample branch that drew the same action as an earlier sibling shadows it while the sibling's decisions replay, and
 plays on by itself (from a clone of the sibling's env) only from the first decision its policy makes anew.
 Branch tokens are counted apart (``Episode.branch_tokens_generated``) so each credit method's cost is visible.

@@ -36,7 +36,7 @@ Envs are reused: the engine keeps the envs it made (per env id and kwargs) and r
 this call and of later calls (a trainer calls ``run`` every step), so an env is built once, not once per episode.
 The ``group_size`` samples of a task start from one reset: the first sample's env is reset with the task's seed and
 the others start from its ``clone()``, taken before any step (``clone()``'s contract: the copy plays the same episode
-as its original given the same actions, so a clone of a freshly reset env is that reset; ``tests/test_clone_contract.
+as its original given the same actions, so a clone of a freshly reset env is that reset; ``tests/contracts/test_clone.
 py`` holds every registered env to it). A reset draws the task (an arithmetic problem, a deal) and costs 25-350 us,
 a clone 5-12 us.
 

@@ -77,7 +77,7 @@ def episode_stats(episodes: Sequence[Episode]) -> EpisodeStats:
 def row_means(rows: Sequence[Sequence[float]]) -> list[float]:
     """``float(np.mean(row))`` of each row, the same floats bit for bit, with one NumPy call per row length: the rows
     of a length are stacked and averaged along axis 1 (each row of a C-contiguous array is summed as the row alone;
-    ``tests/test_rollout_summary.py`` checks it on random rows). A row of one value is that value plus 0.0
+    ``tests/baselines/rollout/test_summary.py`` checks it on random rows). A row of one value is that value plus 0.0
     (``(0.0 + x) / 1``)."""
     out: list[float] = [0.0] * len(rows)
     by_length: dict[int, list[int]] = {}

@@ -1,7 +1,7 @@
 """``validate FOLDER --reproduce`` on a suite submission: the maintainer re-trains its runs and requires the same
 result (issue 42).
 
-A suite run is an MLP trained on the CPU, deterministic given its config (``tests/test_checkpoint_safety.py``), and
+A suite run is an MLP trained on the CPU, deterministic given its config (``tests/baselines/train/test_checkpoint.py``), and
 takes seconds; so every run is re-trained by default (``retrain=k``: ``k`` of them, drawn with the validator's audit
 seed, which the submitter cannot know when the runs are made). A built-in method is trained in this process; a method
 of one's own only from the source that travelled with the submission, in one sandboxed child process

@@ -25,7 +25,7 @@ nominal maximum, colors x ranks. ``attainable_max_score`` is ``min(max_score, D 
 in the deck after the deal: every play or discard draws one card while the deck lasts, and once the last card is
 drawn each player has exactly one more turn, so at most D + players cards are ever played. MARSHAL's Simple Hanabi
 (12 cards, two hands of 5, D = 2) can therefore never score more than 4 of its nominal 6. For the four presets with
-2 players the bound is reached on some deal (checked by a perfect-information search in ``tests/test_hanabi.py``).
+2 players the bound is reached on some deal (checked by a perfect-information search in ``tests/envs/test_hanabi.py``).
 
 Rules (HLE exactly). Colours red, yellow, green, white, blue (the first ``colors``); ranks 1..``ranks``. Each colour
 has three 1s, one card of the top rank and two of every rank between (with ``ranks=1``: three 1s). Each player is

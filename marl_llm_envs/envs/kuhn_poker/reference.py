@@ -9,7 +9,7 @@ for a parameter alpha in [0, 1/3] (Kuhn 1950). "First" is the player who acts fi
   with probability 1/3 (a bluff), with Q check, with K bet.
 
 The game value is -1/18 for the first player whatever alpha is. Both facts are checked in
-``tests/test_reference_poker.py`` by exact enumeration and by :mod:`marl_llm_envs.cfr` (best-response
+``tests/envs/reference/test_cfr.py`` by exact enumeration and by :mod:`marl_llm_envs.cfr` (best-response
 exploitability 0; CFR on :class:`KuhnGame` converges to the same value).
 
 :func:`kuhn_nash` uses only what the acting player may know: its own card and the public betting of the hand.

@@ -1,0 +1,76 @@
+"""Trainer runs for the tests: the CLI in a subprocess, its metrics file, and a run killed with SIGKILL after a
+known step."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from baselines.train import TrainConfig, train
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _run(tmp_path: Path, *args: str, name="run") -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "baselines.train", "--out", str(tmp_path / name), "--no-progress", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def _metrics(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _comparable(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+
+
+MLP_ARGS = ["--env", "voting-v0", "--action-mode", "discrete", "--credit", "loo", "--model", "mlp",
+            "--tasks-per-step", "4", "--group-size", "2"]
+
+
+# The trainer's CLI in a process whose rollouts after the first N never return, so that a test can kill it from
+# outside at a known point: after step N's metrics line, before anything of step N + 1 is written.
+STALLED_TRAINER = """
+import sys, threading
+from baselines.train import __main__ as cli, loop
+stall_after, rollouts, run = int(sys.argv.pop(1)), [], loop.RolloutEngine.run
+def stalled(self, *args, **kwargs):
+    rollouts.append(1)
+    if len(rollouts) > stall_after:
+        threading.Event().wait()
+    return run(self, *args, **kwargs)
+loop.RolloutEngine.run = stalled
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _kill_after_step(tmp_path: Path, step: int, *args: str, name: str) -> subprocess.Popen:
+    """Start the trainer, wait until it has written ``step`` metrics lines, then SIGKILL it."""
+    cmd = [sys.executable, "-c", STALLED_TRAINER, str(step), "--out", str(tmp_path / name), "--no-progress", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    metrics, deadline = tmp_path / name / "metrics.jsonl", time.monotonic() + 600
+    while not (metrics.exists() and metrics.read_text().count("\n") >= step):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, f"no metrics line of step {step} within 600 s"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    proc.stderr.close()
+    return proc
+
+
+def _train_on_one_thread(cfg: TrainConfig) -> None:
+    """``train(cfg)`` with torch on one thread (the runs' figures were measured so), the thread count restored."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        train(cfg)
+    finally:
+        torch.set_num_threads(threads)
