@@ -12,9 +12,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after use("Agg"), which must come first
 
-from leaderboard.fidelity import is_measured
-
 __all__ = ["draw"]
+
+
+def _measured(row: dict[str, Any], m: str) -> bool:
+    """Whether ``m`` was measured on ``row`` (a figure, not "not applicable")."""
+    return m in row["methods"] and "skip" not in row["methods"][m]
 
 
 def draw(summary: dict[str, Any], path: str | Path) -> Path | None:
@@ -33,11 +36,11 @@ def draw(summary: dict[str, Any], path: str | Path) -> Path | None:
         variants: dict[str, list[str]] = {}
         for s in settings:      # voting's fraction and plurality sweeps are two lines of one family
             variants.setdefault(summary[s]["setting"].rsplit("/", 1)[0], []).append(s)
-        methods = sorted({m for s in settings for m in summary[s]["methods"] if is_measured(summary[s], m)})
+        methods = sorted({m for s in settings for m in summary[s]["methods"] if _measured(summary[s], m)})
         for vi, (variant, ss) in enumerate(variants.items()):
             ss = sorted(ss, key=lambda s: summary[s]["knob"])
             for mi, m in enumerate(methods):
-                pts = [(summary[s]["knob"], summary[s]["methods"][m]) for s in ss if is_measured(summary[s], m)]
+                pts = [(summary[s]["knob"], summary[s]["methods"][m]) for s in ss if _measured(summary[s], m)]
                 if not pts:
                     continue
                 k = [p[0] for p in pts]
