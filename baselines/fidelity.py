@@ -155,19 +155,28 @@ def readable_roles(episodes: Sequence[Episode], policies: Mapping[str, Policy],
     return [r for r, fine in ok.items() if fine and (among is None or r in among)]
 
 
-def _generation_probs(policy: Policy, env, agent: str) -> tuple[list[Any], np.ndarray] | None:
+def _generation_probs(policy: Policy, env, agent: str, memo: dict | None = None
+                      ) -> tuple[list[Any], np.ndarray] | None:
     """The legal moves of ``agent`` in ``env`` and the policy's distribution over them, or ``None`` when the policy
-    does not report one (a scripted bot, free text)."""
+    does not report one (a scripted bot, free text). ``memo``: answers of earlier calls, reused for a policy that
+    reads only the prompt and the legal moves (an LLM in choice mode; a GRPO group's episodes meet the same last
+    decision after the same forced move, and one LLM call answers them all)."""
     request = request_for(env, agent, policy.observes)
+    key = None
+    if memo is not None and set(policy.observes) <= {"text", "legal_actions"}:
+        key = (id(policy), request.env_id, request.role, request.text, request.legal_actions)
+        if key in memo:
+            return memo[key]
     gen = policy.generate([request], seed=0)[0]
-    if gen.choice is None or (gen.choice.scoring != "mlp" and not gen.choice.probs):
-        return None
-    turn = Turn(agent, request.role, "", choice=gen.choice)
-    probs = move_probs(policy, turn)
-    moves = force_moves(env, agent, turn)
-    if len(moves) != len(probs):
-        return None
-    return moves, probs
+    found = None
+    if gen.choice is not None and (gen.choice.scoring == "mlp" or gen.choice.probs):
+        turn = Turn(agent, request.role, "", choice=gen.choice)
+        probs = move_probs(policy, turn)
+        moves = force_moves(env, agent, turn)
+        found = (moves, probs) if len(moves) == len(probs) else None
+    if key is not None:
+        memo[key] = found
+    return found
 
 
 def _step_on(env, action: Any, agent: str) -> float:
@@ -182,12 +191,14 @@ def _step_on(env, action: Any, agent: str) -> float:
     return got
 
 
-def exact_q(env, agent: str, moves: Sequence[Any], policies: Mapping[str, Policy]) -> np.ndarray | None:
+def exact_q(env, agent: str, moves: Sequence[Any], policies: Mapping[str, Policy],
+            memo: dict | None = None) -> np.ndarray | None:
     """``Q(h, b)`` for every move in ``moves`` by exact enumeration, from ``env`` at ``agent``'s decision (the full
     state: a clone of it is played for every move): the return ``agent`` gets after ``h`` (what it got before is
     the same for every ``b`` and cancels in ``A*``). Exact when the rest of the episode after ``b`` is one decision
     or none and that decision's policy (``policies[role]``) reports its distribution; otherwise ``None`` (sample
-    instead)."""
+    instead). ``memo``: a dict kept across calls on the same policies, to reuse the last decision's distribution
+    where its prompt repeats (:func:`_generation_probs`)."""
     out = []
     for b in moves:
         after = env.clone()
@@ -197,7 +208,7 @@ def exact_q(env, agent: str, moves: Sequence[Any], policies: Mapping[str, Policy
             continue
         nxt = after.agent_selection
         policy = policies.get(after.roles[nxt])
-        dist = _generation_probs(policy, after, nxt) if policy is not None else None
+        dist = _generation_probs(policy, after, nxt, memo) if policy is not None else None
         if dist is None:
             return None
         total = 0.0
@@ -240,6 +251,7 @@ def ground_truth(episodes: Sequence[Episode], policies: Mapping[str, Policy], ro
     roles = set(roles)
     rows: list[list[TurnTruth | None]] = []
     n_exact = decisions = 0
+    memo: dict = {}         # a last decision's distribution by its prompt (exact_q), for this call's policies
     for i, e in enumerate(episodes):
         by_turn: dict[int, list] = {}
         resampled: dict[int, list] = {}
@@ -258,13 +270,14 @@ def ground_truth(episodes: Sequence[Episode], policies: Mapping[str, Policy], ro
             if not found:
                 raise ValueError(f"episode {i} ({e.env_id}, seed {e.seed}) has no force branch at turn {k} "
                                  f"({t.agent}): play it with truth_branches()")
-            row.append(_turn_truth(e, i, k, t, found, resampled.get(k, []), policies, continuations, exact))
+            row.append(_turn_truth(e, i, k, t, found, resampled.get(k, []), policies, continuations, exact, memo))
             n_exact += row[-1].exact
         rows.append(row)
     return Truth(rows, continuations, n_exact, decisions)
 
 
-def _turn_truth(e: Episode, i: int, k: int, t: Turn, found, resampled, policies, m: int, exact: bool) -> TurnTruth:
+def _turn_truth(e: Episode, i: int, k: int, t: Turn, found, resampled, policies, m: int, exact: bool,
+                memo: dict) -> TurnTruth:
     found = sorted(found, key=lambda b: b.sample_index)
     n_moves = len(found) // m
     moves = [found[j * m].turns[0].action for j in range(n_moves)]
@@ -285,7 +298,7 @@ def _turn_truth(e: Episode, i: int, k: int, t: Turn, found, resampled, policies,
         raise ValueError(f"episode {i}, turn {k} ({t.agent}): {n_moves} forced moves but pi has {len(probs)} entries")
     taken = _index_of(moves, t.action)
     if exact and len(e.turns) - k - 1 <= 1:
-        q = exact_q(_state_at(e, t), t.agent, moves, policies)
+        q = exact_q(_state_at(e, t), t.agent, moves, policies, memo)
         if q is not None:
             return TurnTruth(i, k, t.agent, t.role, moves, probs, q, (q, q), taken, True)
     return TurnTruth(i, k, t.agent, t.role, moves, probs, q_samples.mean(1),

@@ -3,18 +3,16 @@ turn, at fixed, recorded policies, over the credit suite's families and knob swe
 
     python -m leaderboard fidelity loo --baselines broadcast,shuffled --quick            # the README demo
     python -m leaderboard fidelity mypkg.credit:MyMethod --tier micro --jobs 2
+    python -m leaderboard fidelity ccpo_v2 --tier small --baselines broadcast,loo,coma,shuffled,oracle --jobs 2
 
 What is measured (definitions in :mod:`baselines.fidelity`). For every setting of the suite (``--tier micro``:
-``credit-micro``; ``--quick``: the settings of :data:`QUICK`) and every training seed of its budget, the team is
-built as the trainer builds it (:func:`baselines.train.learners.build_team`: the MLP initialised from the seed, the
-setting's scripted partners), and measured at the policies ``--policies`` names:
-
-* ``initial``: the untrained MLP;
-* ``broadcast``: the weights of a ``broadcast`` training run of the setting and seed after half and all of the
-  setting's budget (``broadcast@50``, ``broadcast@100``), trained once into ``OUT/policies/`` (deterministic) and
-  reused by every later command with that ``--out``;
-* ``reference``: the env's reference bot with a uniformly random legal move 20% of the time
-  (:class:`~baselines.policies.scripted.MixedPolicy`, which reports the distribution it draws from).
+``credit-micro``; ``--quick``: the settings of :data:`QUICK`; ``--tier small``: SmolLM2-135M in choice mode, every
+role learning, on message credit and free riding, :mod:`leaderboard.fidelity_small`) and every training seed of its
+budget, the team is built as the trainer builds it (:func:`baselines.train.learners.build_team`: the MLP initialised
+from the seed or the LLM with its adapters, the setting's scripted partners), and measured at the policies
+``--policies`` names (:mod:`leaderboard.fidelity_policies`): ``initial`` (untrained), ``broadcast`` (checkpoints of
+a ``broadcast`` training run of the setting, trained once into ``OUT/policies/`` and reused by every later command
+with that ``--out``) and ``reference`` (the env's reference bot with 20% uniformly random moves).
 
 Each policy is recorded in ``results.json`` (the weights' SHA-256, the training run's folder, or the bot), so another
 method is measured at the identical policy, and every method of one command is measured on the same episodes.
@@ -33,7 +31,8 @@ branch decisions per episode). A family's fidelity is the mean over its settings
 same turns and the same bootstrap draws of the task groups: the difference of family fidelities with its 95%
 interval, and a two-sided p-value from the bootstrap standard error, adjusted by Holm's step-down method over every
 comparison the command prints; a comparison is "separated" when its adjusted p is below 0.05 and its interval
-excludes 0, "not separated" otherwise. ``--per-setting`` gives a verdict per setting instead of per family. Knobs
+excludes 0, "not separated" otherwise. ``--per-setting`` gives a verdict per setting instead of per family (the
+small tier: per setting and per role, its rows ``SETTING role=ROLE`` holding one role's turns). Knobs
 swept over three or more settings get a trend line: the slope of fidelity on the knob (on log2 of a size) with its
 bootstrap interval.
 
@@ -46,28 +45,26 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import torch
 from scipy.stats import norm
 
 from baselines import fidelity as fid
 from baselines.credit import list_credits, make_credit
-from baselines.outputs import replace_text, writing
-from baselines.policies.scripted import MixedPolicy
+from baselines.outputs import replace_text
 from baselines.rollout import RolloutEngine, training_seeds
-from baselines.train import TrainConfig, checkpoint, train
 from baselines.train.learners import build_team
-from leaderboard.players import weights_sha256
+from leaderboard import fidelity_small
+from leaderboard.fidelity_policies import EPSILON, Played, policies_for, policy_names, train_config
 from leaderboard.stats import holm
-from leaderboard.suite import latest_suite, load_suite, safe_name
+from leaderboard.suite import latest_suite, load_suite
 from leaderboard.workers import Workers
 from marl_llm_envs import make
-from marl_llm_envs.reference import reference_policies
 
 __all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run",
            "family_fidelity", "for_suite", "add_flags", "command"]
@@ -77,36 +74,28 @@ QUICK = ("voting/fraction/n8", "think_solve/clue/a0.8", "free_riding/idle3", "ku
 BASELINES = ("broadcast", "loo", "coma", "none", "shuffled", "oracle")
 TIER_SUITES = {"micro": "credit-micro", "small": "credit-small"}
 ALPHA = 0.05
+LLM_BATCH = 64      # rows an LLM scores at once (completions do not depend on it; 2,300 rows took 15 GB)
 
 
 # ---------------------------------------------------------------------- the runs
-POLICIES = ("initial", "broadcast", "reference")
-EPSILON = 0.2        # the reference bot's policy: its move with probability 0.8, a uniformly random legal one else
-
-
-def _policy_names(policies: Sequence[str], steps: int) -> list[str]:
-    """``initial``, ``broadcast`` (two checkpoints of a broadcast training run at half and all of the setting's
-    budget: ``broadcast@50``, ``broadcast@100``) and ``reference`` (``reference+0.2``) as spec names."""
-    out = []
-    for p in policies:
-        if p == "initial":
-            out.append(p)
-        elif p == "broadcast":
-            out += [f"broadcast@{max(1, steps // 2)}", f"broadcast@{steps}"]
-        elif p == "reference":
-            out.append(f"reference+{EPSILON}")
-        else:
-            raise ValueError(f"--policies: {p!r} is not one of {list(POLICIES)}")
-    return out
-
-
 def plan(methods: Sequence[str], tier: str = "micro", quick: bool = False, settings: Sequence[str] | None = None,
-         seeds: Sequence[int] | None = None, batches: int | None = None, continuations: int = 8,
-         suite: str | None = None, policies: Sequence[str] = ("initial",),
-         policy_dir: str | Path = "runs/fidelity/policies") -> list[dict[str, Any]]:
-    """One JSON-able spec per (setting, training seed, policy): what :func:`measure` plays."""
+         seeds: Sequence[int] | None = None, batches: int | None = None, continuations: int | None = None,
+         suite: str | None = None, policies: Sequence[str] | None = None,
+         policy_dir: str | Path = "runs/fidelity/policies", model: str | None = None) -> list[dict[str, Any]]:
+    """One JSON-able spec per (setting, training seed, policy): what :func:`measure` plays. ``--tier small``: the
+    LLM tier's settings (:mod:`leaderboard.fidelity_small`; ``model`` replaces its LLM, e.g. ``tiny`` for a smoke
+    test); ``policies`` default: ``initial`` (micro), ``initial,broadcast`` (small)."""
     if tier not in TIER_SUITES:
         raise ValueError(f"--tier {tier!r} is not one of {sorted(TIER_SUITES)}")
+    if tier == "small":
+        if quick:
+            raise ValueError("--quick is the micro tier's demo subset; the small tier is two settings already")
+        return fidelity_small.plan_small(methods, settings, seeds, batches, continuations,
+                                         policies or ("initial", "broadcast"), policy_dir,
+                                         model or fidelity_small.MODEL)
+    if model:
+        raise ValueError(f"--model {model!r}: the micro tier's policies are the suite's MLPs; --model is for "
+                         "--tier small")
     key = suite or latest_suite(TIER_SUITES[tier])
     if key is None:
         raise ValueError(f"no suite for tier {tier}")
@@ -122,113 +111,51 @@ def plan(methods: Sequence[str], tier: str = "micro", quick: bool = False, setti
             if chosen is not None and s.name not in chosen:
                 continue
             b = su.budget(s)
+            marks = list(dict.fromkeys([max(1, b["steps"] // 2), b["steps"]]))
             for seed, policy in [(sd, p) for sd in (seeds if seeds is not None else
                                                     (b["seeds"][:3] if quick else b["seeds"]))
-                                 for p in _policy_names(policies, b["steps"])]:
+                                 for p in policy_names(policies or ("initial",), marks)]:
                 specs.append({"suite": su.key, "family": fam.name, "knob_name": fam.knob, "setting": s.name,
                               "knob": s.knob, "env_id": s.env_id, "env_kwargs": dict(s.env_kwargs),
                               "action_mode": su.action_mode, "model": b["model"], "mode": b["mode"],
                               "partners": s.partners, "tasks_per_step": b["tasks_per_step"],
                               "group_size": b["group_size"], "seed": int(seed),
-                              "batches": int(batches or (1 if quick else 2)), "continuations": int(continuations),
-                              "methods": list(methods), "policy": policy, "train_steps": b["steps"],
-                              "policy_dir": str(policy_dir)})
+                              "batches": int(batches or (1 if quick else 2)),
+                              "continuations": int(continuations or 8), "methods": list(methods),
+                              "policy": policy, "checkpoints": marks, "policy_dir": str(policy_dir)})
     return specs
-
-
-def _weights_sha256(team) -> str:
-    """The team's weights' SHA-256 (every learner's state, in order), as a player's provenance records it."""
-    return weights_sha256(*(learner.module.state_dict() for learner in team.learners))
-
-
-def _trained_weights(spec: dict[str, Any], team, step: int) -> str:
-    """Load into ``team`` the weights of a ``broadcast`` training run of the spec's setting and seed after ``step``
-    steps (checkpoints at half and all of ``train_steps``), training it first unless a complete one is in
-    ``policy_dir`` (deterministic: the same run every time); returns the run folder."""
-    total = int(spec["train_steps"])
-    every = max(1, total // 2)
-    if step % every or not 0 < step <= total:
-        raise ValueError(f"policy broadcast@{step}: the checkpoints are at steps {every} and {total}")
-    run = Path(spec["policy_dir"]) / safe_name(spec["setting"]) / f"seed{spec['seed']}" / f"broadcast-{total}"
-    want = run / "checkpoints" / f"step-{step:07d}"
-    with writing(run, wait=True):       # another process training this run now: wait, then reuse it
-        if checkpoint.latest(run / "checkpoints") is None or \
-                not (run / "checkpoints" / f"step-{total:07d}").is_dir():
-            for old in run.iterdir():
-                shutil.rmtree(old) if old.is_dir() else old.unlink()
-            train(TrainConfig(env=spec["env_id"], env_kwargs=dict(spec["env_kwargs"]),
-                              action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],
-                              credit="broadcast", steps=total, tasks_per_step=spec["tasks_per_step"],
-                              group_size=spec["group_size"], seed=spec["seed"], partners=spec["partners"],
-                              out=str(run), save_every=every, keep_checkpoints=2, tensorboard=False))
-    _, tensors = checkpoint.load(want)
-    for learner, state in zip(team.learners, tensors["learners"]):
-        learner.load_state_dict(state["model"])
-    return str(run)
-
-
-def _policies(spec: dict[str, Any], team) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The role -> policy map the spec's ``policy`` names, and its record (kind, weights' hash or bot, run)."""
-    kind = spec["policy"]
-    policies = dict(team.policies)
-    if kind == "initial":
-        return policies, {"kind": kind, "weights_sha256": _weights_sha256(team)}
-    if kind.startswith("broadcast@"):
-        run = _trained_weights(spec, team, int(kind.split("@", 1)[1]))
-        return policies, {"kind": kind, "weights_sha256": _weights_sha256(team), "run": run}
-    if kind.startswith("reference+"):
-
-        bots = reference_policies(spec["env_id"])
-        if not bots:
-            raise ValueError(f"{spec['env_id']} has no reference bot")
-        name, bot = next(iter(bots.items()))
-        eps = float(kind.split("+", 1)[1])
-        mixed = MixedPolicy(bot, eps, name=f"reference:{name}+{eps}")
-        for role in team.trainable:
-            policies[role] = mixed
-        return policies, {"kind": kind, "bot": name, "epsilon": eps}
-    raise ValueError(f"unknown policy {kind!r}")
 
 
 def _play_key(episodes) -> list:
     return [[(t.agent, t.action) for t in e.turns] for e in episodes]
 
 
-class _Played:
-    """What a method's :meth:`attach` gets: the team, with the policies actually playing (a reference bot may
-    stand in for the learners)."""
-    def __init__(self, team, policies: dict[str, Any]) -> None:
-        self.learners, self.trainable, self.policies = team.learners, team.trainable, policies
-
-
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Play one spec (a setting at one training seed's initial policy, ``batches`` training batches): the ground
     truth and every method's advantages on the same turns. A top-level function of JSON-able input and output (a
     process pool calls it)."""
-    import torch  # lazy: torch, seconds to import
-
-
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     kwargs = {**spec["env_kwargs"], "action_mode": spec["action_mode"]}
-    cfg = TrainConfig(env=spec["env_id"], env_kwargs=dict(spec["env_kwargs"]), action_mode=spec["action_mode"],
-                      model=spec["model"], mode=spec["mode"], credit="broadcast", steps=spec["batches"],
-                      tasks_per_step=spec["tasks_per_step"], group_size=spec["group_size"], seed=spec["seed"],
-                      partners=spec["partners"], tensorboard=False)
+    cfg = train_config(spec, steps=spec["batches"])
     env = make(spec["env_id"], **kwargs)
     team = build_team(cfg, env, sorted(set(env.roles.values())))
-    policies, record = _policies(spec, team)
+    policies, record = policies_for(spec, team)
+    for learner in team.learners:       # an LLM scores at most this many rows at once: a bound on its memory
+        if getattr(learner, "hf_policy", None) is not None:
+            learner.hf_policy.batch_size = LLM_BATCH
     roles = list(team.trainable)
     methods: dict[str, Any] = {}
     out_methods: dict[str, dict[str, Any]] = {}
     for name in spec["methods"]:
-        m = make_credit(name)
+        # the oracle control's continuations are the ground truth's (its default 8 is the micro tier's)
+        m = make_credit(name, k=spec["continuations"]) if name == "oracle" else make_credit(name)
         try:
             m.branches(spec["env_id"])
         except ValueError as e:
             out_methods[name] = {"skip": str(e)}
             continue
-        m.attach(_Played(team, policies))
+        m.attach(Played(team, policies))
         methods[name] = m
         out_methods[name] = {"adv": [], "grad_cos": [], "branches": 0.0, "branch_decisions": 0.0, "episodes": 0}
     pool: dict = {}
@@ -284,57 +211,70 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- statistics
 def summarize(results: Sequence[dict[str, Any]], reps: int = 2000) -> dict[str, Any]:
-    """Per setting: the pooled turns of its seeds and every method's figures (see the module docstring)."""
+    """Per setting (and policy): the pooled turns of its seeds and every method's figures (see the module
+    docstring). Where the specs ask ``by_role`` (the small tier), also one row per role whose ``A*`` varies
+    (``"SETTING role=ROLE"``, with ``"role"`` set), when the setting has more than one such role."""
     by_setting: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         s, pol = r["spec"]["setting"], r["spec"]["policy"]
         by_setting.setdefault(s if pol == "initial" else f"{s} [{pol}]", []).append(r)
     out: dict[str, Any] = {}
     for name, rs in by_setting.items():
-        spec = rs[0]["spec"]
         offset, clusters = 0, []
         for r in rs:
             c = np.asarray(r["truth"]["cluster"], dtype=np.int64)
             clusters.append(c + offset)
             offset += int(c.max()) + 1 if c.size else 0
-        cl = np.concatenate(clusters) if clusters else np.zeros(0, np.int64)
-        cat = {k: sum((list(r["truth"][k]) for r in rs), []) for k in ("a", "h1", "h2", "role", "null", "deciding",
-                                                                         "exact")}
-        a, h1, h2 = (np.asarray(cat[k], np.float64) for k in ("a", "h1", "h2"))
-        rel, noise = fid.reliability(h1, h2), fid.noise_sd(h1, h2)
-        null, deciding = np.asarray(cat["null"], bool), np.asarray(cat["deciding"], bool)
-        roles = np.asarray(cat["role"])
-        row: dict[str, Any] = {"setting": spec["setting"], "policy": spec["policy"], "family": spec["family"],
-                               "knob": spec["knob"], "knob_name": spec["knob_name"],
-                               "env_id": spec["env_id"], "turns": int(a.size), "clusters": int(len(np.unique(cl))),
-                               "seeds": [r["spec"]["seed"] for r in rs], "reliability": rel, "noise_sd": noise,
-                               "exact_fraction": float(np.mean(cat["exact"])) if a.size else 0.0,
-                               "truth_false_credit": fid.false_credit(a, null, deciding),
-                               "truth_branch_decisions": float(np.mean([r["truth_branch_decisions"] for r in rs])),
-                               "policies": [r["policy"] for r in rs], "wall_s": sum(r["wall_s"] for r in rs),
-                               "methods": {}, "_a": a, "_cluster": cl}
-        for m in rs[0]["methods"]:
-            recs = [r["methods"][m] for r in rs]
-            if "skip" in recs[0]:
-                row["methods"][m] = {"skip": recs[0]["skip"]}
-                continue
-            x = np.asarray(sum((rec["adv"] for rec in recs), []), np.float64)
-            f = fid.fidelity(x, a, cl, rel, reps=reps)
-            sign, n_sign = fid.sign_agreement(x, a, max(3 * noise, 1e-9))
-            cos = np.asarray([c for rec in recs for c in rec["grad_cos"]], np.float64)
-            cos = cos[np.isfinite(cos)]
-            n_eps = max(1, sum(rec["episodes"] for rec in recs))
-            row["methods"][m] = {
-                **f, "sign_agreement": sign, "sign_turns": n_sign,
-                "false_credit": fid.false_credit(x, null, deciding),
-                "grad_cos": float(cos.mean()) if cos.size else float("nan"),
-                "grad_cos_sd": float(cos.std(ddof=1)) if cos.size > 1 else float("nan"),
-                "branches": sum(rec["branches"] for rec in recs) / n_eps,
-                "branch_decisions": sum(rec["branch_decisions"] for rec in recs) / n_eps,
-                "by_role": {str(role): fid.pearson(x[roles == role], a[roles == role]) for role in np.unique(roles)},
-                "_x": x}
-        out[name] = row
+        cat: dict[str, Any] = {k: sum((list(r["truth"][k]) for r in rs), []) for k in ("a", "h1", "h2", "role",
+                                                                                      "null", "deciding", "exact")}
+        cat = {k: np.asarray(v, np.float64 if k in ("a", "h1", "h2") else bool if k in ("null", "deciding", "exact")
+                             else None) for k, v in cat.items()}
+        cat["cluster"] = np.concatenate(clusters) if clusters else np.zeros(0, np.int64)
+        out[name] = _row(rs, cat, np.ones(cat["a"].size, bool), None, reps)
+        varying = [role for role in dict.fromkeys(cat["role"].tolist()) if np.ptp(cat["a"][cat["role"] == role]) > 0]
+        if rs[0]["spec"].get("by_role") and len(varying) > 1:
+            for role in varying:
+                out[f"{name} role={role}"] = _row(rs, cat, cat["role"] == role, role, reps)
     return out
+
+
+def _row(rs: Sequence[dict[str, Any]], cat: dict[str, np.ndarray], keep: np.ndarray, role: str | None,
+         reps: int) -> dict[str, Any]:
+    """One row of :func:`summarize`: the turns ``keep`` of the pooled arrays ``cat``."""
+    spec = rs[0]["spec"]
+    a, h1, h2, cl = (cat[k][keep] for k in ("a", "h1", "h2", "cluster"))
+    rel, noise = fid.reliability(h1, h2), fid.noise_sd(h1, h2)
+    null, deciding, roles = cat["null"][keep], cat["deciding"][keep], cat["role"][keep]
+    row: dict[str, Any] = {"setting": spec["setting"], "policy": spec["policy"], "family": spec["family"],
+                           "role": role, "knob": spec["knob"], "knob_name": spec["knob_name"],
+                           "env_id": spec["env_id"], "turns": int(a.size), "clusters": int(len(np.unique(cl))),
+                           "seeds": [r["spec"]["seed"] for r in rs], "reliability": rel, "noise_sd": noise,
+                           "exact_fraction": float(np.mean(cat["exact"][keep])) if a.size else 0.0,
+                           "truth_false_credit": fid.false_credit(a, null, deciding),
+                           "truth_branch_decisions": float(np.mean([r["truth_branch_decisions"] for r in rs])),
+                           "policies": [r["policy"] for r in rs], "wall_s": sum(r["wall_s"] for r in rs),
+                           "methods": {}, "_a": a, "_cluster": cl}
+    for m in rs[0]["methods"]:
+        recs = [r["methods"][m] for r in rs]
+        if "skip" in recs[0]:
+            row["methods"][m] = {"skip": recs[0]["skip"]}
+            continue
+        x = np.asarray(sum((rec["adv"] for rec in recs), []), np.float64)[keep]
+        f = fid.fidelity(x, a, cl, rel, reps=reps)
+        sign, n_sign = fid.sign_agreement(x, a, max(3 * noise, 1e-9))
+        cos = np.asarray([c for rec in recs for c in rec["grad_cos"]], np.float64)
+        cos = cos[np.isfinite(cos)]
+        n_eps = max(1, sum(rec["episodes"] for rec in recs))
+        row["methods"][m] = {
+            **f, "sign_agreement": sign, "sign_turns": n_sign,
+            "false_credit": fid.false_credit(x, null, deciding),
+            "grad_cos": float(cos.mean()) if cos.size else float("nan"),
+            "grad_cos_sd": float(cos.std(ddof=1)) if cos.size > 1 else float("nan"),
+            "branches": sum(rec["branches"] for rec in recs) / n_eps,
+            "branch_decisions": sum(rec["branch_decisions"] for rec in recs) / n_eps,
+            "by_role": {str(r): fid.pearson(x[roles == r], a[roles == r]) for r in np.unique(roles)},
+            "_x": x}
+    return row
 
 
 def _family_boot(summary: dict[str, Any], settings: list[str], m: str, b: str, reps: int, seed: int):
@@ -358,7 +298,8 @@ def verdicts(summary: dict[str, Any], method: str, baselines: Sequence[str], rep
     families: dict[str, list[str]] = {}
     for s, row in summary.items():
         at = "" if row["policy"] == "initial" else f" [{row['policy']}]"
-        families.setdefault(s if per_setting else row["family"] + at, []).append(s)
+        if per_setting or row.get("role") is None:      # a family's mean is over its settings' pooled rows
+            families.setdefault(s if per_setting else row["family"] + at, []).append(s)
     pairs = [(method, b) for b in baselines if b != method]
     if "shuffled" in (method, *baselines) and "broadcast" in (method, *baselines) \
             and ("shuffled", "broadcast") not in pairs and ("broadcast", "shuffled") not in pairs:
@@ -366,7 +307,7 @@ def verdicts(summary: dict[str, Any], method: str, baselines: Sequence[str], rep
     comps = []
     for fam, settings in families.items():
         for m, b in pairs:
-            both = [s for s in settings if _measured(summary[s], m) and _measured(summary[s], b)]
+            both = [s for s in settings if is_measured(summary[s], m) and is_measured(summary[s], b)]
             if not both:
                 continue
             bm, bb = _family_boot(summary, both, m, b, reps, seed)
@@ -398,7 +339,7 @@ def trends(summary: dict[str, Any], methods: Sequence[str], reps: int = 2000, se
     knob is a size: team size, delay, idle seats), with a 95% interval from the settings' cluster bootstraps."""
     variants: dict[str, list[str]] = {}
     for s, row in summary.items():
-        if isinstance(row["knob"], (int, float)) and not isinstance(row["knob"], bool):
+        if isinstance(row["knob"], (int, float)) and not isinstance(row["knob"], bool) and row.get("role") is None:
             at = "" if row["policy"] == "initial" else f" [{row['policy']}]"
             variants.setdefault(row["setting"].rsplit("/", 1)[0] + at, []).append(s)
     lines = []
@@ -413,7 +354,7 @@ def trends(summary: dict[str, Any], methods: Sequence[str], reps: int = 2000, se
             x = np.log2(x)
         xc = x - x.mean()
         for m in methods:
-            if not all(_measured(summary[s], m) for s in ss):
+            if not all(is_measured(summary[s], m) for s in ss):
                 continue
             boot = np.stack([fid.cluster_bootstrap([summary[s]["methods"][m]["_x"]], summary[s]["_a"],
                                                    summary[s]["_cluster"], reps, seed + k)[:, 0]
@@ -428,7 +369,7 @@ def trends(summary: dict[str, Any], methods: Sequence[str], reps: int = 2000, se
     return lines
 
 
-def _measured(row: dict[str, Any], m: str) -> bool:
+def is_measured(row: dict[str, Any], m: str) -> bool:
     return m in row["methods"] and "skip" not in row["methods"][m]
 
 
@@ -459,52 +400,9 @@ def table(summary: dict[str, Any]) -> str:
 def figure(summary: dict[str, Any], path: str | Path) -> Path | None:
     """Fidelity against each swept knob (team size, delay, clue accuracy, idle seats), one panel per family with
     more than one setting, a 95% band per method; ``None`` when no family sweeps a knob here."""
-    families: dict[str, list[str]] = {}
-    for s, row in summary.items():
-        if isinstance(row["knob"], (int, float)) and not isinstance(row["knob"], bool) and row["policy"] == "initial":
-            families.setdefault(row["family"], []).append(s)
-    families = {f: v for f, v in families.items() if len(v) > 1}
-    if not families:
-        return None
-    import matplotlib  # lazy: matplotlib, slow to import
+    from leaderboard.fidelity_figure import draw  # lazy: matplotlib, slow to import, only to draw
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # lazy: matplotlib, slow to import
-
-    fig, axes = plt.subplots(1, len(families), figsize=(4.5 * len(families), 4.2), squeeze=False)
-    for ax, (fam, settings) in zip(axes[0], families.items()):
-        variants: dict[str, list[str]] = {}
-        for s in settings:      # voting's fraction and plurality sweeps are two lines of one family
-            variants.setdefault(summary[s]["setting"].rsplit("/", 1)[0], []).append(s)
-        methods = sorted({m for s in settings for m in summary[s]["methods"] if _measured(summary[s], m)})
-        for vi, (variant, ss) in enumerate(variants.items()):
-            ss = sorted(ss, key=lambda s: summary[s]["knob"])
-            for mi, m in enumerate(methods):
-                pts = [(summary[s]["knob"], summary[s]["methods"][m]) for s in ss if _measured(summary[s], m)]
-                if not pts:
-                    continue
-                k = [p[0] for p in pts]
-                style = "-" if vi == 0 else "--"
-                line, = ax.plot(k, [p[1]["r"] for p in pts], style, marker="o", color=f"C{mi}",
-                                label=m if vi == 0 else None)
-                ax.fill_between(k, [p[1]["low"] for p in pts], [p[1]["high"] for p in pts], color=line.get_color(),
-                                alpha=0.15)
-        knob = summary[settings[0]]["knob_name"] or "setting"
-        if knob in ("n_voters", "idle_seats", "delay"):
-            ax.set_xscale("log", base=2)
-        ax.set_xlabel(knob)
-        ax.set_ylabel("fidelity (corr. with A*)")
-        ax.set_title(fam + ("" if len(variants) == 1 else " (" + " / ".join(
-            f"{'solid' if i == 0 else 'dashed'}: {v}" for i, v in enumerate(variants)) + ")"), fontsize=8)
-        ax.axhline(0, color="grey", lw=0.5)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    ncol = min(len(labels), 3 * len(families))
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8)
-    fig.tight_layout(rect=(0, 0.06 * math.ceil(len(labels) / ncol) + 0.02, 1, 1))
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return draw(summary, path)
 
 
 def _public(summary: dict[str, Any]) -> dict[str, Any]:
@@ -519,14 +417,17 @@ def _public(summary: dict[str, Any]) -> dict[str, Any]:
 
 def run(method: str, baselines: Sequence[str], tier: str = "micro", quick: bool = False, out: str | Path = "",
         jobs: int = 1, settings: Sequence[str] | None = None, seeds: Sequence[int] | None = None,
-        batches: int | None = None, continuations: int = 8, per_setting: bool = False,
-        policies: Sequence[str] = ("initial",), suite: str | None = None) -> dict[str, Any]:
+        batches: int | None = None, continuations: int | None = None, per_setting: bool = False,
+        policies: Sequence[str] | None = None, suite: str | None = None, model: str | None = None
+        ) -> dict[str, Any]:
     """Plan, measure (in ``jobs`` processes), summarize, and write ``results.json``, ``fidelity.md`` and
     ``fidelity.png`` into ``out`` (when given). Returns ``{"summary", "verdicts", "text"}``. ``suite``: a suite key
-    or file of ``tier`` to measure on (default: the tier's newest)."""
+    or file of ``tier`` to measure on (default: the tier's newest). The small tier's verdicts are per row (setting
+    and role)."""
     methods = list(dict.fromkeys([method, *baselines]))
     specs = plan(methods, tier, quick, settings, seeds, batches, continuations, suite=suite, policies=policies,
-                 policy_dir=Path(out or "runs/fidelity") / "policies")
+                 policy_dir=Path(out or "runs/fidelity") / "policies", model=model)
+    per_setting = per_setting or tier == "small"
     t0 = time.perf_counter()
     with Workers(jobs) as workers:
         results = workers.map(measure, specs, progress=False)
@@ -535,7 +436,8 @@ def run(method: str, baselines: Sequence[str], tier: str = "micro", quick: bool 
     lines = verdicts(summary, method, [b for b in baselines if b != method], per_setting=per_setting)
     slopes = trends(summary, methods)
     text = "\n".join([f"credit fidelity of {method} on {specs[0]['suite']}" + (" (quick subset)" if quick else "")
-                      + f": {len(specs)} runs (setting x seed, initial policies), {wall:.0f} s wall", "",
+                      + f": {len(specs)} runs (setting x seed x policy; policies "
+                      f"{', '.join(dict.fromkeys(sp['policy'] for sp in specs))}), {wall:.0f} s wall", "",
                       table(summary), "", "Verdicts (paired over the same turns; 95% cluster bootstrap over task "
                       "groups; Holm's correction over the comparisons printed):", *lines]
                      + (["", "Trends (fidelity against the swept knob; 95% cluster bootstrap):", *slopes]
@@ -559,13 +461,13 @@ def family_fidelity(summary: dict[str, Any], reps: int = 2000, seed: int = 0) ->
     "settings"}}}``. A figure that is not finite (a method whose advantages are constant) is ``None``."""
     families: dict[str, list[str]] = {}
     for s, row in summary.items():
-        if row["policy"] == "initial":
+        if row["policy"] == "initial" and row.get("role") is None:
             families.setdefault(row["family"], []).append(s)
     out: dict[str, dict[str, Any]] = {}
     methods = list(dict.fromkeys(m for row in summary.values() for m in row["methods"]))
     for fam, settings in families.items():
         for m in methods:
-            both = [s for s in settings if _measured(summary[s], m)]
+            both = [s for s in settings if is_measured(summary[s], m)]
             if not both:
                 continue
             boot = np.mean([fid.cluster_bootstrap([summary[s]["methods"][m]["_x"]], summary[s]["_a"],
@@ -582,18 +484,20 @@ def for_suite(name: str | Path, method: str, baselines: Sequence[str], out: str 
               ) -> dict[str, Any]:
     """``benchmark-credit``'s fidelity report beside a suite's training outcome: ``method`` and ``baselines`` at the
     initial policy on the suite's families (a quick suite: the quick subset, as ``fidelity METHOD --quick``; else
-    every setting of that suite, as ``fidelity METHOD --tier TIER``), written into ``out``. Returns :func:`run`'s
-    result with ``"families"`` (:func:`family_fidelity`), ``"suite"`` (the suite measured) and ``"quick"``.
-    ``name``: the suite's key or file, as ``benchmark-credit`` ran it."""
+    every setting of that suite, as ``fidelity METHOD --tier TIER``; a small suite: the small tier's settings, one
+    per family it shares with the suite, :mod:`leaderboard.fidelity_small`), written into ``out``. Returns
+    :func:`run`'s result with ``"families"`` (:func:`family_fidelity`), ``"suite"`` (the suite measured) and
+    ``"quick"``. ``name``: the suite's key or file, as ``benchmark-credit`` ran it."""
     suite = load_suite(name)
     if suite.tier not in TIER_SUITES:
         raise ValueError(f"fidelity: the {suite.tier} tier has no fidelity measurement (micro and small do)")
-    quick = suite.id.endswith("-quick")
+    quick = suite.id.endswith("-quick") and suite.tier == "micro"
+    small = suite.tier == "small"
     result = run(method, baselines, tier=suite.tier, quick=quick, out=out, jobs=jobs,
-                 suite=None if quick else str(name))
+                 suite=None if quick or small else str(name), policies=("initial",))
     measured = next(iter(result["summary"].values()))
     return {**result, "families": family_fidelity(result["summary"]), "quick": quick,
-            "suite": latest_suite(TIER_SUITES[suite.tier]) if quick else suite.key,
+            "suite": fidelity_small.SUITE if small else latest_suite(TIER_SUITES[suite.tier]) if quick else suite.key,
             "settings": sorted({row["setting"] for row in result["summary"].values()}),
             "seeds": measured["seeds"]}
 
@@ -603,19 +507,23 @@ def add_flags(p) -> None:
 
     p.add_argument("method", help=f"the method under test: a registered name ({', '.join(list_credits())}) or "
                                   "package.module:ClassName")
-    p.add_argument("--tier", default="micro", choices=sorted(TIER_SUITES), help="the suite's tier (default: micro)")
+    p.add_argument("--tier", default="micro", choices=sorted(TIER_SUITES), help="micro: the MLP suite's settings; "
+                   "small: SmolLM2-135M in choice mode on message credit and free riding (default: micro)")
     p.add_argument("--baselines", default=",".join(BASELINES), help="comma-separated methods to compare against "
                                                                       "(default: %(default)s)")
     p.add_argument("--quick", action="store_true", help=f"the demo subset ({', '.join(QUICK)}), 3 seeds, 1 batch")
     p.add_argument("--settings", default="", help="comma-separated setting names (default: all, or the quick ones)")
     p.add_argument("--seeds", default="", help="comma-separated training seeds (default: the suite's)")
     p.add_argument("--batches", type=int, default=None, help="training batches per seed (default: 2; quick: 1)")
-    p.add_argument("--continuations", type=int, default=8, help="continuations per forced move for A* "
-                                                                 "(default: %(default)s)")
-    p.add_argument("--policies", default="initial", help="comma-separated policies to measure at: initial (the "
-                   "untrained MLP), broadcast (two checkpoints of a broadcast training run of the setting: half and "
-                   f"all of its budget), reference (the env's reference bot, epsilon = {EPSILON} random moves) "
-                   "(default: %(default)s)")
+    p.add_argument("--continuations", type=int, default=None, help="continuations per forced move for A* "
+                   f"(default: 8; small tier: {fidelity_small.CONTINUATIONS}, where A* is exact or exact in value)")
+    p.add_argument("--policies", default="", help="comma-separated policies to measure at: initial (the "
+                   "untrained team), broadcast (checkpoints of a broadcast training run of the setting: micro, half "
+                   f"and all of its budget; small, after {fidelity_small.CHECKPOINT} steps), reference (the env's "
+                   f"reference bot, epsilon = {EPSILON} random moves) (default: initial; small tier: "
+                   "initial,broadcast)")
+    p.add_argument("--model", default=None, help=f"--tier small: the LLM of every role (default: "
+                   f"{fidelity_small.MODEL}; tiny: the random-init smoke-test model)")
     p.add_argument("--per-setting", action="store_true", help="verdicts per setting (default: per family, the "
                                                                 "mean over its settings)")
     p.add_argument("--jobs", type=int, default=1, help="measure the runs (setting x seed) in N processes")
@@ -630,7 +538,7 @@ def command(args) -> None:
         except ValueError:
             raise ValueError(f"--seeds {text!r}: give comma-separated ints") from None
 
-    if args.continuations < 2:
+    if args.continuations is not None and args.continuations < 2:
         raise ValueError(f"--continuations must be >= 2 (A*'s reliability splits them in halves), got "
                          f"{args.continuations}")
     if args.batches is not None and args.batches < 1:
@@ -638,6 +546,6 @@ def command(args) -> None:
     result = run(args.method, [b.strip() for b in args.baselines.split(",") if b.strip()], args.tier, args.quick,
                  args.out, args.jobs, [s.strip() for s in args.settings.split(",") if s.strip()] or None,
                  ints(args.seeds), args.batches, args.continuations, args.per_setting,
-                 [p.strip() for p in args.policies.split(",") if p.strip()])
+                 [p.strip() for p in args.policies.split(",") if p.strip()] or None, model=args.model)
     print(result["text"])
     print(f"wrote {Path(args.out) / 'results.json'}, fidelity.md and fidelity.png", file=sys.stderr)

@@ -54,7 +54,7 @@ def test_headline_says_when_the_seeds_cannot_separate_anything():
     assert headline([]).startswith("No paired comparison")
 
 
-def _entry(method: str, mean: float, seeds: int = 10, protocol: str = "test@1") -> dict:
+def _headline_entry(method: str, mean: float, seeds: int = 10, protocol: str = "test@1") -> dict:
     rng = np.random.default_rng(abs(hash(method)) % 1000)
     scores = {t: [[mean + rng.normal(0, 0.01)] for _ in range(seeds)] for t in ("kuhn", "hanabi")}
     return {"id": f"{protocol}/{method}", "label": f"{method}#abcdef", "method": method, "protocol": protocol,
@@ -66,8 +66,8 @@ def _entry(method: str, mean: float, seeds: int = 10, protocol: str = "test@1") 
 
 @pytest.fixture(scope="module")
 def found():
-    entries = [_entry("coma", 0.9), _entry("broadcast", 0.5), _entry("none", 0.5)]
-    old = [_entry("coma", 0.9, protocol="test@0"), _entry("none", 0.1, protocol="test@0")]
+    entries = [_headline_entry("coma", 0.9), _headline_entry("broadcast", 0.5), _headline_entry("none", 0.5)]
+    old = [_headline_entry("coma", 0.9, protocol="test@0"), _headline_entry("none", 0.1, protocol="test@0")]
     return [(build_board(entries, reps=200), entries), (build_board(old, reps=200), old)]
 
 
