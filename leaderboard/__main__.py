@@ -465,7 +465,7 @@ def _protocols(args: argparse.Namespace) -> None:
 
 _COMMANDS = {"evaluate": _evaluate, "evaluate-private": _evaluate_private, "validate": _validate, "submit": _submit,
              "show": _show, "render": _render, "benchmark-credit": _benchmark_credit, "protocols": _protocols,
-             "fidelity": lambda args: __import__("leaderboard.fidelity").fidelity.command(args)}
+             "fidelity": fidelity.command}
 _VERDICTS = ("validate", "submit", "evaluate-private")       # commands whose refusal reads "rejected: ..."
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -15,6 +16,10 @@ from marl_llm_envs import list_envs, make
 # Set before any test module imports torch; an OMP_NUM_THREADS already set is kept.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+# The suite's anchors and run receipts are cached outside --out (leaderboard/suite/cache.py): tests keep theirs in a
+# folder of this run's own, never in the user's ~/.cache, and never reuse one from an earlier run.
+if not os.environ.get("MARL_LLM_CACHE"):
+    os.environ["MARL_LLM_CACHE"] = tempfile.mkdtemp(prefix="marl-llm-test-cache-")
 # The same float32 matrix products on every x86 CPU: tests that compare torch's floats with recorded values
 # (tests/equivalence/test_speed_same_results.py) pass on AVX-512 and AVX2 hosts alike, also those that never build an
 # MLP policy before their first product. Asked before any test runs one (importing torch runs none), and imported after

@@ -135,7 +135,7 @@ def _load_class(path: str) -> type[CreditMethod]:
     if not module_name or not class_name:
         raise ValueError(f"{path!r} is not 'package.module:ClassName'")
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(module_name)    # lazy: a user's module, named at run time
     except ImportError as e:
         raise ValueError(f"cannot import {module_name!r} for credit method {path!r}: {e}") from None
     cls = getattr(module, class_name, None)
