@@ -260,7 +260,7 @@ def _check_run(suite: Suite, s: Setting, seed: int, run: Path, folder: Path) -> 
         raise SubmissionError(str(e)) from None
     if latest is None:
         raise SubmissionError(f"{where}/checkpoints: no complete final checkpoint")
-    step = read_capped(latest / "meta.json", 1 << 20, "meta.json")
+    step = read_capped(latest / "meta.json", checkpoint.MAX_META_BYTES, "meta.json")     # the trainer's own limit
     meta = loads_strict(step.decode("utf-8", "replace"), f"{where}/{latest.name}/meta.json")
     if not isinstance(meta, dict) or meta.get("step") != suite.budget(s)["steps"]:
         raise SubmissionError(f"{where}/checkpoints: the final checkpoint is from step "

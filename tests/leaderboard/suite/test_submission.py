@@ -197,3 +197,18 @@ def test_the_same_runs_with_another_note_and_claimed_hash_are_a_duplicate(honest
     with pytest.raises(SubmissionError, match="duplicate: these episodes were submitted already"):
         submit_suite(forged, store, suite=honest["suite"])
     assert len(load_entries(store)) == 1
+
+
+def test_a_method_whose_checkpoint_holds_a_critic_validates(tmp_path, monkeypatch):
+    # mappo's meta.json carries its critic's weights (1.2 MB on voting): the validator read it under a 1 MiB cap and
+    # refused every honest mappo submission; it reads it under the trainer's own meta.json limit
+    monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "cache"))
+    suite = tmp_path / "trust-suite.json"
+    suite.write_text(json.dumps(SUITE))
+    result = benchmark_credit("mappo", protocol=str(suite), baselines=[], out=tmp_path / "out", progress=False,
+                              fidelity=False)
+    folder = result["out"] / "submissions" / "mappo"
+    metas = sorted((folder / VOTING_RUN / "checkpoints").glob("step-*/meta.json"))
+    assert metas and metas[-1].stat().st_size > 1 << 20
+    v = validate_suite(folder, suite=suite)
+    assert suite_entry(v)["results"]["aggregate"] == result["entries"][0]["results"]["aggregate"]
