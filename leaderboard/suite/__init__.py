@@ -65,10 +65,13 @@ Statistics. Per method and setting, one normalized score per training seed. A fa
 over the family's settings; the suite's aggregate of a seed the mean over families. Reported: the mean over seeds
 with a 95% Student-t confidence interval (``scipy.stats.t``; seeds are the independent units). Two methods are
 compared by paired differences over the seeds they share (:mod:`leaderboard.verdicts`: a t interval of the mean
-difference and an exact sign-flip test, Holm-corrected over every comparison the verdict prints). The leaderboard
+difference and an exact sign-flip test, Holm-corrected over every comparison the verdict prints). A failed run is
+one that ends at random's score: a normalized score at or below ``FAILURE_THRESHOLD`` (0.1; :func:`failures`, the one
+definition); every score is printed with "k/n failed", k of the n runs (seed x setting) it averages. The leaderboard
 entry (:func:`entry`) keeps the per-seed, per-setting
 scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
-family and the mean-of-families aggregate like every other board.
+family and the mean-of-families aggregate like every other board, and its failed runs per setting as ``failures``
+(``{setting: count}``; older entries lack it).
 
 Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 
@@ -89,8 +92,9 @@ Output (in the leaderboard page's style: :mod:`leaderboard.render`):
   training tokens against the aggregate; one colour per method in every figure
   (:class:`leaderboard.style.Palette`), legends below the axes. :func:`write_figures` writes them as PNG files.
 * :func:`board_columns` and :func:`board_radar`, registered with :func:`leaderboard.render.register` when this
-  package is imported: on a suite's leaderboard board, the suite's aggregate beside the per-family columns, and the
-  radar of the entries' family means.
+  package is imported: on a suite's leaderboard board, the suite's aggregate beside the per-family columns, the
+  entry's failed runs ("k/n failed" over all its runs; ``-`` for an entry without ``failures``), and the radar of
+  the entries' family means.
 * :func:`fidelity_columns` (:mod:`~leaderboard.suite.fidelity_column`), registered the same way: a credit-fidelity
   column per family for the entries whose ``fidelity`` field ``benchmark-credit`` filled (``-`` where there is none).
 
@@ -120,17 +124,17 @@ from leaderboard.suite.cache import anchor_cache
 from leaderboard.suite.retrain import reproduce_suite, submit_suite
 from leaderboard.suite.runs import applicable, complete_run, execute, plan, reusable_run, run_one, safe_name, \
     score_run, train_run
-from leaderboard.suite.score import SIDE_FIGURES, add_suite_entry, entry, score
+from leaderboard.suite.score import FAILURE_THRESHOLD, SIDE_FIGURES, add_suite_entry, entry, failures, score
 from leaderboard.suite.submission import MANIFEST, SuiteValidated, suite_entry, validate_suite, \
     write_submission
 from leaderboard.suite.spec import EVALUATE, SUITE_DIR, SUITE_SCHEMA, Family, Setting, Suite, anchor_value, \
     latest_suite, list_suites, load_suite, parse_suite
 
-__all__ = ["EVALUATE", "Family", "MANIFEST", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA", "Setting", "Suite",
-           "SuiteValidated", "TEXT_WIDTH", "add_suite_entry", "anchor_cache", "anchor_value", "applicable",
-           "benchmark_suite", "board_columns", "board_radar", "comparison_text", "complete_run", "entry", "execute",
-           "family_verdicts", "fidelity_columns", "fidelity_text", "latest_suite", "list_suites", "load_suite",
-           "mean_ci", "page_context", "parse_suite", "plan", "reproduce_suite", "reusable_run", "run_one",
+__all__ = ["EVALUATE", "FAILURE_THRESHOLD", "Family", "MANIFEST", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA",
+           "Setting", "Suite", "SuiteValidated", "TEXT_WIDTH", "add_suite_entry", "anchor_cache", "anchor_value",
+           "applicable", "benchmark_suite", "board_columns", "board_radar", "comparison_text", "complete_run", "entry",
+           "execute", "failures", "family_verdicts", "fidelity_columns", "fidelity_text", "latest_suite", "list_suites",
+           "load_suite", "mean_ci", "page_context", "parse_suite", "plan", "reproduce_suite", "reusable_run", "run_one",
            "safe_name", "score", "score_run", "score_tables", "suite_coverage", "suite_entry", "suite_figures",
            "suite_page", "submit_suite", "train_run", "validate_suite", "write_figures", "write_submission"]
 

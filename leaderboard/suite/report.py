@@ -19,7 +19,7 @@ from leaderboard.render import PageContext, context_html, figure_html, headline_
     verdict_html
 from leaderboard.stats import format_ci, mean_ci
 from leaderboard.style import Palette
-from leaderboard.suite.score import SIDE_FIGURES
+from leaderboard.suite.score import FAILURE_THRESHOLD, SIDE_FIGURES
 from leaderboard.suite.spec import Family, Setting, Suite, list_suites, load_suite
 from leaderboard.verdicts import headline, suite_family, suite_verdicts
 
@@ -43,7 +43,10 @@ def suite_coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
            "of the other in each setting: the same training seeds and task streams), with a Student-t interval of "
            "the mean difference and an exact sign-flip test, Holm-corrected over every line of the verdict; "
            "\"not separated\" says the test did not reject, not that the methods are equal. The tables' unpaired "
-           "intervals are secondary."]
+           "intervals are secondary.",
+           f"\"k/n failed\" beside a score: k of the n runs it averages (training seed x setting) ended at random's "
+           f"score, a normalized score at or below {FAILURE_THRESHOLD:g}; a mean with failed runs averages learnt and "
+           f"unlearnt runs."]
     frac = suite.score["last_fraction"]
     if "self" in played:
         b = suite.train
@@ -116,15 +119,24 @@ def _tokens(v: dict[str, Any]) -> tuple[int, int]:
     return int(t.get("main", 0)) + int(t.get("branches", 0)), int(t.get("branches", 0))
 
 
+def _with_failed(x: dict[str, Any], runs: int, digits: int) -> str:
+    """A score's cell: mean [95% CI], then "k/n failed" (:func:`leaderboard.suite.score.failures`) where the score
+    counted its failed runs."""
+    text = format_ci(x["ci"], digits)
+    return text if x.get("failed") is None else f"{text} {x['failed']}/{runs} failed"
+
+
 def _family_rows(suite: Suite, scored: dict[str, Any], digits: int = 3) -> tuple[list[str], list[list[str]]]:
     fams = [f.name for f in suite.families]
     cols = ["method", "aggregate"] + fams + ["runs", "train tokens", "counterfactual tokens"]
     rows = []
     for m, v in scored["methods"].items():
         total, branches = _tokens(v)
-        rows.append([m, format_ci(v["aggregate"]["ci"], digits)] +
-                    [format_ci(v["families"][f]["ci"], digits) if f in v["families"] else "n/a" for f in fams] +
-                    [str(len(v["seeds"]) * len(v["settings"])), str(total), str(branches)])
+        n = len(v["seeds"])
+        rows.append([m, _with_failed(v["aggregate"], n * len(v["settings"]), digits)] +
+                    [_with_failed(v["families"][f], n * len(v["families"][f]["settings"]), digits)
+                     if f in v["families"] else "n/a" for f in fams] +
+                    [str(n * len(v["settings"])), str(total), str(branches)])
     return cols, rows
 
 
@@ -137,7 +149,8 @@ def _setting_rows(suite: Suite, scored: dict[str, Any], digits: int = 3) -> tupl
             continue
         a = scored["anchors"][s.name]
         rows.append([s.name, f"{a['zero']:.3f}", f"{a['one']:.3f}"] +
-                    [format_ci(scored["methods"][m]["settings"][s.name]["ci"], digits)
+                    [_with_failed(scored["methods"][m]["settings"][s.name],
+                                  len(scored["methods"][m]["settings"][s.name]["seeds"]), digits)
                      if s.name in scored["methods"][m]["settings"] else "n/a" for m in methods])
     return cols, rows
 
@@ -208,8 +221,8 @@ def comparison_text(suite: Suite, scored: dict[str, Any], context, skipped=None)
 def board_columns(board) -> list[tuple[str, Callable]]:
     """:data:`leaderboard.render.EXTRA_COLUMNS` hook: on a suite's board, the suite's own aggregate (the mean over
     families of a seed, mean over seeds, 95% t CI, as ``benchmark-credit`` prints it), from the entry's per-seed,
-    per-setting scores. The per-family columns are the board's per-task columns (a suite entry's tasks are its
-    families)."""
+    per-setting scores, and its failed runs (:func:`_failed_runs`). The per-family columns are the board's per-task
+    columns (a suite entry's tasks are its families)."""
     if board.protocol not in list_suites():
         return []
 
@@ -219,7 +232,18 @@ def board_columns(board) -> list[tuple[str, Callable]]:
         per_seed = [sum(sum(f[i]) / len(f[i]) for f in fams) / len(fams) for i in range(seeds)]
         return format_ci(mean_ci(per_seed))
 
-    return [("suite aggregate [95% t CI]", aggregate)]
+    return [("suite aggregate [95% t CI]", aggregate),
+            (f"failed runs (score at most {FAILURE_THRESHOLD:g})", _failed_runs)]
+
+
+def _failed_runs(row) -> str:
+    """A board row's "k/n failed" over all its runs (training seed x setting), from its entry's ``failures`` field
+    (:func:`leaderboard.suite.score.failures`); ``-`` for an entry without it (older than the field) or with counts
+    that are not whole numbers from 0 to its seeds."""
+    counts = list(row.failures.values())
+    if not counts or not all(type(k) is int and 0 <= k <= row.runs for k in counts):
+        return "-"
+    return f"{sum(counts)}/{row.runs * len(counts)} failed"
 
 
 # ---------------------------------------------------------------------- figures

@@ -17,16 +17,33 @@ from leaderboard.stats import mean_ci
 from leaderboard.store import ENTRY_SCHEMA, ENTRY_VERSION, write_entry
 from leaderboard.suite.spec import Suite, anchor_value, cached_anchors
 
-__all__ = ["SIDE_FIGURES", "add_suite_entry", "entry", "score"]
+__all__ = ["FAILURE_THRESHOLD", "SIDE_FIGURES", "add_suite_entry", "entry", "failures", "score"]
+
+# A failed run: one that ends at random's score. Its normalised score is at or below a tenth of the way from the
+# random anchor (0) to the reference (1). Why a tenth and not 0 exactly: a run that learnt nothing lands near 0, on
+# either side, within the sampling noise of its own score and of the random anchor (each a finite sample of
+# episodes or deals). A run past 0.1 has closed a tenth of the gap, which is progress this reports as a score, even
+# if it is slow. The threshold is a stated convention, not a test: see :func:`failures`.
+FAILURE_THRESHOLD = 0.1
+
+
+def failures(seeds: Sequence[float]) -> int:
+    """How many of a setting's per-seed normalised scores are failed runs: at or below :data:`FAILURE_THRESHOLD`
+    (0.1, the threshold itself counting as failed). This is the suite's one definition of a failed run; the tables
+    print it as "k/n failed" beside each score, and a store entry keeps it per setting (``results["failures"]``)."""
+    return sum(1 for x in seeds if x <= FAILURE_THRESHOLD)
 
 
 def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | None = None) -> dict[str, Any]:
     """Normalized scores and CIs from :func:`leaderboard.suite.runs.run_one`'s results::
 
         {"anchors": {setting: {"zero", "one"}},
-         "methods": {method: {"settings": {setting: {"seeds": [...], "ci": (m, lo, hi), "knob"}},
-                              "families": {family: {"seeds": [...], "ci": (m, lo, hi)}},
-                              "aggregate": {"seeds": [...], "ci": (m, lo, hi)}, "tokens": {...}}}}
+         "methods": {method: {"settings": {setting: {"seeds": [...], "ci": (m, lo, hi), "knob", "failed": k}},
+                              "families": {family: {"seeds": [...], "ci": (m, lo, hi), "failed": k}},
+                              "aggregate": {"seeds": [...], "ci": (m, lo, hi), "failed": k}, "tokens": {...}}}}
+
+    ``failed``: how many runs (seed x setting) failed (:func:`failures`): of a setting's seeds; of a family's
+    settings x seeds; of every setting x seed for the aggregate.
     """
     known = cached_anchors(cache, suite) if cache is not None else {}
     anchors = {s.name: known.get(s.name) or {"zero": anchor_value(suite, s, "zero"),
@@ -67,13 +84,16 @@ def score(suite: Suite, results: Sequence[dict[str, Any]], cache: str | Path | N
             present = [s for s in fam.settings if s.name in settings]
             for s in present:
                 vals = [settings[s.name][sd] for sd in seeds]
-                out_s[s.name] = {"family": fam.name, "knob": s.knob, "seeds": vals, "ci": mean_ci(vals)}
+                out_s[s.name] = {"family": fam.name, "knob": s.knob, "seeds": vals, "ci": mean_ci(vals),
+                                 "failed": failures(vals)}
             if present:
                 per_seed = [sum(settings[s.name][sd] for s in present) / len(present) for sd in seeds]
-                out_f[fam.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in present]}
+                out_f[fam.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in present],
+                                   "failed": sum(out_s[s.name]["failed"] for s in present)}
         agg = [sum(f["seeds"][i] for f in out_f.values()) / len(out_f) for i in range(len(seeds))]
         methods[m] = {"seeds": [suite.train["seeds"][i] for i in seeds], "settings": out_s, "families": out_f,
-                      "aggregate": {"seeds": agg, "ci": mean_ci(agg)}, "tokens": tokens[m],
+                      "aggregate": {"seeds": agg, "ci": mean_ci(agg),
+                                    "failed": sum(x["failed"] for x in out_s.values())}, "tokens": tokens[m],
                       "side": {fig: {name: {"seeds": [v[sd] for sd in sorted(v)], "ci": mean_ci([v[sd] for sd in
                                                                                                 sorted(v)])}
                                      for name, v in per.items()} for fig, per in side.get(m, {}).items()}}
@@ -107,8 +127,9 @@ SIDE_FIGURES = {
 def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[dict[str, Any]],
           note: str = "") -> dict[str, Any]:
     """A store entry for ``method`` (schema ``marl_llm_entry``): per family, per seed, the setting scores (the board
-    shows the mean-of-families aggregate and a column per family), and the provenance of every run (its config hash,
-    learning curve and raw score). Computed by the suite from the runs, not from a replayed submission."""
+    shows the mean-of-families aggregate and a column per family), the failed runs per setting (``failures``:
+    ``{setting: count}``, :func:`failures`; older entries lack the field), and the provenance of every run (its
+    config hash, learning curve and raw score). Computed by the suite from the runs, not from a replayed submission."""
     v = scored["methods"][method]
     mine = [r for r in results if r["method"] == method]
     scores = {}
@@ -135,7 +156,8 @@ def entry(suite: Suite, scored: dict[str, Any], method: str, results: Sequence[d
                                      for f, x in v["families"].items()},
                         "aggregate": list(v["aggregate"]["ci"]),
                         "settings": {s: {"ci": list(x["ci"]), "seeds": x["seeds"], "knob": x["knob"]}
-                                     for s, x in v["settings"].items()}}}
+                                     for s, x in v["settings"].items()},
+                        "failures": {s: failures(x["seeds"]) for s, x in v["settings"].items()}}}
 
 
 def add_suite_entry(e: dict[str, Any], store: str | Path) -> None:
