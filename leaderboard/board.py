@@ -59,7 +59,6 @@ class Row:
     short: str = ""                                           # the method name, or the label where it repeats
     covers: list[str] = field(default_factory=list)           # the tasks the entry has scores for
     fidelity: dict = field(default_factory=dict, repr=False)  # a suite entry's credit fidelity (its "fidelity" field)
-    failures: dict = field(default_factory=dict, repr=False)  # a suite entry's failed runs per setting (older: none)
 
 
 @dataclass
@@ -135,15 +134,13 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
         scores = e["results"]["scores"]
         full = ranked <= set(scores)
         covers = [t for t in tasks if t in scores]
-        failures = e["results"].get("failures")
         row = Row(label=e["label"], method=e["method"], model=_model(e["manifest"]),
                   aggregate=family_mean_bootstrap(scores, ranked_tasks if full else covers, reps=reps, seed=seed,
                                                   resample_units=not suite),
                   tasks=dict(e["results"]["task_means"]), runs=len(next(iter(scores.values()))),
                   tokens=dict(e["manifest"]["tokens"]), submitted=e["submitted"], entry_id=e["id"],
                   self_reported=bool(e.get("self_reported", True)), scores=scores, covers=covers,
-                  fidelity=dict(e.get("fidelity") or {}),
-                  failures=dict(failures) if isinstance(failures, dict) else {})
+                  fidelity=dict(e.get("fidelity") or {}))
         (rows if full else partial).append(row)
     methods = [r.method for r in rows + partial]
     for row in rows + partial:

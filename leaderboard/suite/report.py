@@ -19,7 +19,7 @@ from leaderboard.render import PageContext, context_html, figure_html, headline_
     verdict_html
 from leaderboard.stats import format_ci, mean_ci
 from leaderboard.style import Palette
-from leaderboard.suite.score import FAILURE_THRESHOLD, SIDE_FIGURES
+from leaderboard.suite.score import FAILURE_THRESHOLD, SIDE_FIGURES, failures
 from leaderboard.suite.spec import Family, Setting, Suite, list_suites, load_suite
 from leaderboard.verdicts import headline, suite_family, suite_verdicts
 
@@ -237,13 +237,15 @@ def board_columns(board) -> list[tuple[str, Callable]]:
 
 
 def _failed_runs(row) -> str:
-    """A board row's "k/n failed" over all its runs (training seed x setting), from its entry's ``failures`` field
-    (:func:`leaderboard.suite.score.failures`); ``-`` for an entry without it (older than the field) or with counts
-    that are not whole numbers from 0 to its seeds."""
-    counts = list(row.failures.values())
-    if not counts or not all(type(k) is int and 0 <= k <= row.runs for k in counts):
+    """A board row's "k/n failed" over all its runs (training seed x setting), counted with
+    :func:`leaderboard.suite.score.failures` from the per-seed scores the board ranks on (``results["scores"]``:
+    family -> seed -> one normalised score per setting), so it holds for every entry, older ones included, and cannot
+    disagree with the scores; ``-`` where those are not numbers."""
+    values = [v for seeds in row.scores.values() for per_seed in seeds
+              for v in (per_seed if isinstance(per_seed, list) else [per_seed])]
+    if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         return "-"
-    return f"{sum(counts)}/{row.runs * len(counts)} failed"
+    return f"{failures(values)}/{len(values)} failed"
 
 
 # ---------------------------------------------------------------------- figures
