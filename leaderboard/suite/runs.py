@@ -188,7 +188,7 @@ def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
 
 def _decisive_curve(rows: list[dict[str, Any]], run: Path) -> list[float]:
     """Per step, the mean over teams of the trainer's ``reward/decisive/<team>`` (the team reward less the noise the
-    env added, :func:`baselines.train.loop._metrics`): what a ``score: "decisive_reward"`` setting scores."""
+    env added, :func:`baselines.train.logging.step_metrics`): what a ``score: "decisive_reward"`` setting scores."""
     keys = sorted({k for r in rows for k in r if k.startswith("reward/decisive/")})
     if not keys or not all(k in r for r in rows for k in keys):
         raise ValueError(f"{run}: the setting scores decisive_reward, but its metrics.jsonl does not log "

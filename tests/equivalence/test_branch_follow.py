@@ -1,7 +1,8 @@
 """A resample branch whose new action is the recorded one is the main episode again: the engine takes the rest of it
-from the record instead of playing it (``RolloutEngine._follow``); one that drew the same action as an earlier
-sibling shadows that sibling while its decisions replay (``RolloutEngine._shadow``). What they write must be exactly
-what playing them writes, in every env, including the batches and seeds of every other branch's later ticks."""
+from the record instead of playing it (``BranchJob.follow``, baselines/rollout/branches.py); one that drew the same
+action as an earlier sibling shadows that sibling while its decisions replay (``BranchJob.shadow``). What they write
+must be exactly what playing them writes, in every env, including the batches and seeds of every other branch's
+later ticks."""
 
 from __future__ import annotations
 
