@@ -12,10 +12,11 @@ METHODS = ["broadcast", "none", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccp
 
 
 def fake_scored(suite, means: dict[str, dict[str, float]], spread: float = 0.02, seeds: int = 3,
-                exploitability: bool = False) -> dict:
+                exploitability: bool = False, tokens: dict[str, tuple[int, int]] | None = None) -> dict:
     """``leaderboard.suite.score()``'s output: every setting of ``means[method][family]`` scores that mean give or
     take ``spread`` across seeds (seed i gets mean + spread * (i - 1)); with ``exploitability``, each zero-sum
-    setting reports one beside its score."""
+    setting reports one beside its score. ``tokens``: ``{method: (main, branches)}``, (1000, 0) for a method it
+    leaves out; without it the k-th method spends (1000 (k + 1), 500 k), so a cost figure has points apart."""
     methods = {}
     for k, (m, fam_means) in enumerate(means.items()):
         settings, families, side = {}, {}, {}
@@ -31,9 +32,10 @@ def fake_scored(suite, means: dict[str, dict[str, float]], spread: float = 0.02,
             per_seed = [float(np.mean([settings[s.name]["seeds"][i] for s in f.settings])) for i in range(seeds)]
             families[f.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in f.settings]}
         agg = [float(np.mean([x["seeds"][i] for x in families.values()])) for i in range(seeds)]
+        spent = tokens.get(m, (1000, 0)) if tokens is not None else (1000 * (k + 1), 500 * k)
         methods[m] = {"seeds": list(range(seeds)), "settings": settings, "families": families,
                       "aggregate": {"seeds": agg, "ci": mean_ci(agg)},
-                      "tokens": {"main": 1000 * (k + 1), "branches": 500 * k}, "side": side}
+                      "tokens": dict(zip(("main", "branches"), spent)), "side": side}
     return {"suite": suite.key, "anchors": {s.name: {"zero": 0.1, "one": 0.9} for s in suite.settings},
             "methods": methods}
 

@@ -12,41 +12,17 @@ import html
 import json
 import re
 
-import numpy as np
 import pytest
 
 from leaderboard.__main__ import main
 from leaderboard.render import Palette
 from tests.leaderboard.helpers import _check_sentence_against_its_numbers
 from tests.leaderboard.browser import _PROBE, CHROMIUM, _dom, _probe
+from tests.leaderboard.fake_pages import fake_scored
 from leaderboard.suite import add_suite_entry, board_columns, comparison_text, entry, family_verdicts, load_suite, \
-    mean_ci, page_context, suite_figures, suite_page
+    page_context, suite_figures, suite_page
 
 SUITE = "credit-micro-quick@2"       # team_size (n2, n8), message_credit (one setting), zero_sum (Kuhn)
-
-
-def fake_scored(suite, means: dict[str, dict[str, float]], spread: float = 0.02, seeds: int = 3,
-                tokens: dict[str, tuple[int, int]] | None = None) -> dict:
-    """``score()``'s output for methods whose every setting scores ``means[method][family]`` give or take
-    ``spread`` across seeds (seed i gets mean + spread * (i - 1))."""
-    methods = {}
-    for m, fam_means in means.items():
-        settings, families = {}, {}
-        for f in suite.families:
-            if f.name not in fam_means:
-                continue
-            for s in f.settings:
-                vals = [fam_means[f.name] + spread * (i - 1) for i in range(seeds)]
-                settings[s.name] = {"family": f.name, "knob": s.knob, "seeds": vals, "ci": mean_ci(vals)}
-            per_seed = [float(np.mean([settings[s.name]["seeds"][i] for s in f.settings])) for i in range(seeds)]
-            families[f.name] = {"seeds": per_seed, "ci": mean_ci(per_seed), "settings": [s.name for s in f.settings]}
-        agg = [float(np.mean([x["seeds"][i] for x in families.values()])) for i in range(seeds)]
-        main_t, branches = (tokens or {}).get(m, (1000, 0))
-        methods[m] = {"seeds": list(range(seeds)), "settings": settings, "families": families,
-                      "aggregate": {"seeds": agg, "ci": mean_ci(agg)}, "tokens": {"main": main_t,
-                                                                               "branches": branches}}
-    return {"suite": suite.key, "anchors": {s.name: {"zero": 0.1, "one": 0.9} for s in suite.settings},
-            "methods": methods}
 
 
 @pytest.fixture(scope="module")
