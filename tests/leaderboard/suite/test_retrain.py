@@ -19,6 +19,7 @@ from leaderboard.evaluate import file_sha256
 from leaderboard.store import load_entries
 from leaderboard.submission_json import SubmissionError
 from leaderboard.suite import MANIFEST, latest_suite, reproduce_suite, submit_suite, validate_suite
+from tests.leaderboard.suite.helpers import tiny
 
 HALF_BROADCAST = '''"""A credit method of one's own for the tests: broadcast's advantages, halved."""
 from baselines.credit.broadcast import Broadcast
@@ -29,14 +30,8 @@ class HalfBroadcast(Broadcast):
         return [[a / 2 for a in row] for row in super().advantages(episodes)]
 '''
 METHOD = "half_broadcast:HalfBroadcast"
-SUITE = {"schema": "marl_llm_suite", "id": "outside-suite", "version": 1, "track": "credit", "tier": "micro",
-         "description": "a suite small enough for a test", "action_mode": "discrete",
-         "train": {"model": "mlp", "mode": "generate", "steps": 2, "tasks_per_step": 2, "group_size": 2,
-                   "seeds": [0, 1], "max_tokens": None},
-         "score": {"last_fraction": 0.5, "eval_seeds": {"start": 2**40, "count": 4}, "anchor_episodes": 40},
-         "families": [{"name": "team_size", "title": "Team size", "knob": "n_voters", "settings": [
-             {"name": "voting/plurality/n2", "env_id": "voting-v0", "env_version": 0, "env_kwargs": {"n_voters": 2},
-              "knob": 2, "play": "self", "normalize": {"zero": "random", "one": "clue_follower"}}]}]}
+SUITE = {**tiny(steps=2), "id": "outside-suite", "description": "a suite small enough for a test"}
+SUITE["families"] = SUITE["families"][:1]        # team size only: voting with 2 voters
 
 
 @pytest.fixture

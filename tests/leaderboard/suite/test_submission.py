@@ -15,20 +15,9 @@ from leaderboard.benchmark import benchmark_credit
 from leaderboard.store import load_entries
 from leaderboard.submission_json import SubmissionError
 from leaderboard.suite import MANIFEST, reproduce_suite, submit_suite, suite_entry, validate_suite
+from tests.leaderboard.suite.helpers import tiny
 
-SUITE = {"schema": "marl_llm_suite", "id": "trust-suite", "version": 1, "track": "credit", "tier": "micro",
-         "description": "a suite small enough for a test", "action_mode": "discrete",
-         "train": {"model": "mlp", "mode": "generate", "steps": 2, "tasks_per_step": 2, "group_size": 2,
-                   "seeds": [0, 1], "max_tokens": None},
-         "score": {"last_fraction": 0.5, "eval_seeds": {"start": 2**40, "count": 4}, "anchor_episodes": 40},
-         "families": [
-             {"name": "team_size", "title": "Team size", "knob": "n_voters", "settings": [
-                 {"name": "voting/plurality/n2", "env_id": "voting-v0", "env_version": 0,
-                  "env_kwargs": {"n_voters": 2}, "knob": 2, "play": "self",
-                  "normalize": {"zero": "random", "one": "clue_follower"}}]},
-             {"name": "zero_sum", "title": "Zero-sum", "knob": None, "settings": [
-                 {"name": "kuhn", "env_id": "kuhn_poker-v0", "env_version": 0, "env_kwargs": {}, "play": "versus",
-                  "opponent": "kuhn_nash", "normalize": {"zero": "random", "one": "kuhn_nash"}, "eval_count": 6}]}]}
+SUITE = {**tiny(steps=2), "id": "trust-suite", "description": "a suite small enough for a test"}
 VOTING_RUN = Path("runs") / "voting_plurality_n2" / "seed0"
 
 
