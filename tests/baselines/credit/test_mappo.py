@@ -7,9 +7,6 @@ from __future__ import annotations
 import importlib
 import json
 import warnings
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,9 +17,7 @@ from baselines.credit.mappo import gae
 from baselines.episode import Episode, Turn
 from baselines.rollout import RolloutEngine
 from marl_llm_envs import make
-from tests.baselines.train.helpers import _comparable, _kill_after_step, _metrics, _run
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.baselines.train.helpers import _comparable, _kill_after_step, _metrics, _run, _run_two_processes
 
 
 def episode(turns, rewards, *, group=0, sample=0, env_id="voting-v0", states=None):
@@ -243,10 +238,7 @@ def test_two_process_data_parallel_with_a_critic_matches_one_process(tmp_path):
     args = [*CRITIC_ARGS, "--steps", "2"]
     one = _run(tmp_path, *args, name="one")
     assert one.returncode == 0, one.stderr
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu", "--num_machines", "1",
-           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "baselines.train",
-           "--out", str(tmp_path / "two"), "--no-progress", *args]
-    two = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    two = _run_two_processes(tmp_path, *args)
     assert two.returncode == 0, two.stderr[-3000:]
     a, b = _metrics(tmp_path / "one" / "metrics.jsonl"), _metrics(tmp_path / "two" / "metrics.jsonl")
     for x, y in zip(a, b):

@@ -23,6 +23,14 @@ def _run(tmp_path: Path, *args: str, name="run") -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
+def _run_two_processes(tmp_path: Path, *args: str, name="two") -> subprocess.CompletedProcess:
+    """The trainer under ``accelerate launch`` with two CPU processes (data parallel), writing ``tmp_path / name``."""
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "baselines.train",
+           "--out", str(tmp_path / name), "--no-progress", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
 def _metrics(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 

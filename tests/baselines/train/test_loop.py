@@ -5,8 +5,6 @@ a run folder another process writes into."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,7 @@ from baselines.train.learners import build_team
 from baselines.train.dist import Dist as _Dist
 from baselines.train.update import trained_samples as _samples, update as _update
 from marl_llm_envs import make
-from tests.baselines.train.helpers import MLP_ARGS, ROOT, _comparable, _kill_after_step, _metrics, _run
+from tests.baselines.train.helpers import MLP_ARGS, _comparable, _kill_after_step, _metrics, _run, _run_two_processes
 
 
 # ---------------------------------------------------------------------- one update, the right direction
@@ -167,10 +165,7 @@ def test_two_process_data_parallel_matches_one_process(tmp_path):
     args = [*MLP_ARGS, "--steps", "2", "--ppo-epochs", "2"]
     one = _run(tmp_path, *args, name="one")
     assert one.returncode == 0, one.stderr
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu", "--num_machines", "1",
-           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "baselines.train",
-           "--out", str(tmp_path / "two"), "--no-progress", *args]
-    two = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    two = _run_two_processes(tmp_path, *args)
     assert two.returncode == 0, two.stderr[-3000:]
     a, b = _metrics(tmp_path / "one" / "metrics.jsonl"), _metrics(tmp_path / "two" / "metrics.jsonl")
     for x, y in zip(a, b):
