@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +63,12 @@ def build_tiny_tokenizer():
 
 
 def quiet_loading() -> None:
-    """No loading bars: the hub's (``HF_HUB_DISABLE_PROGRESS_BARS``, set before transformers is imported) and
-    transformers' own (where transformers is installed)."""
+    """No loading bars: the hub's and transformers' own. ``HF_HUB_DISABLE_PROGRESS_BARS`` covers both when it is set
+    before transformers is imported (transformers reads it then); a transformers already imported is told directly.
+    Nothing is imported for it, so a run with random moves loads neither torch nor transformers."""
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    try:
-        hf = _hf()
-    except ImportError:
-        return
-    hf.quiet()
+    if "transformers" in sys.modules:
+        _hf().quiet()
 
 
 def _load_tiny(device: str, dtype: Any, heads: int | None = None):
