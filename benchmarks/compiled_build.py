@@ -43,9 +43,9 @@ COMPILED = [
     "marl_llm_envs/envs/poker.py", "marl_llm_envs/envs/kuhn_poker/env.py", "marl_llm_envs/envs/voting.py",
     "marl_llm_envs/envs/hanabi.py", "marl_llm_envs/tasks/__init__.py", "marl_llm_envs/tasks/arithmetic.py",
     "baselines/episode.py", "baselines/rollout/engine.py", "baselines/rollout/job.py", "baselines/rollout/branches.py",
-    "baselines/policies/mlp.py", "baselines/policies/base.py", "baselines/credit/base.py", "baselines/credit/broadcast.py",
-    "baselines/train/loop.py", "baselines/train/update.py", "baselines/train/logging.py", "baselines/train/learners.py",
-    "baselines/train/loss.py",
+    "baselines/policies/mlp.py", "baselines/policies/base.py", "baselines/credit/base.py",
+    "baselines/credit/broadcast.py", "baselines/train/loop.py", "baselines/train/update.py",
+    "baselines/train/logging.py", "baselines/train/learners.py", "baselines/train/loss.py",
 ]   # the issue-45 splits moved code out of engine.py (job.py, branches.py) and loop.py (logging.py): compiled with it
 SETUP = """
 import sys
