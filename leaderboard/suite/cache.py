@@ -76,8 +76,8 @@ def _file_sha256(path: Path) -> str | None:
 
 
 def run_content_sha256(run: Path) -> str | None:
-    """SHA-256 of what a run's result is read from: ``config.json``, ``metrics.jsonl`` and the latest checkpoint's
-    files; ``None`` when one is missing, a link, or over :data:`MAX_HASHED_BYTES`."""
+    """SHA-256 of what a run's result is read from: ``config.json``, ``metrics.jsonl`` and every kept checkpoint's
+    files (the suite scores each one: the final policy and the best checkpoint); ``None`` when one is missing, a link, or over :data:`MAX_HASHED_BYTES`."""
     try:
         latest = checkpoint.latest(run / "checkpoints")
     except ValueError:          # a damaged pointer: nothing to verify
@@ -85,7 +85,8 @@ def run_content_sha256(run: Path) -> str | None:
     if latest is None:
         return None
     parts = {}
-    for path in (run / "config.json", run / "metrics.jsonl", *sorted(latest.iterdir())):
+    kept = sorted(p for p in (run / "checkpoints").iterdir() if p.is_dir() and not p.is_symlink())
+    for path in (run / "config.json", run / "metrics.jsonl", *(f for c in kept for f in sorted(c.iterdir()))):
         digest = _file_sha256(path)
         if digest is None:
             return None
@@ -97,8 +98,15 @@ def _receipt(run: Path) -> Path:
     return cache_root() / "runs" / f"{hashlib.sha256(str(run.resolve()).encode()).hexdigest()}.json"
 
 
+# What a run is trained from (:func:`leaderboard.suite.runs.train_run`): a receipt is keyed by these alone, so a
+# change to how a finished run is scored (its tail, its held-out seeds, its opponent) re-scores the run it has, and
+# only a change to its training trains it again.
+TRAINING_KEYS = ("method", "env_id", "env_kwargs", "action_mode", "model", "mode", "steps", "tasks_per_step",
+                 "group_size", "seed", "partners", "checkpoints", "device", "dtype", "backend", "out")
+
+
 def _spec_key(spec: dict[str, Any]) -> str:
-    return canonical_sha256({k: v for k, v in spec.items() if k != "progress"})
+    return canonical_sha256({k: spec[k] for k in TRAINING_KEYS if k in spec})
 
 
 def write_receipt(run: Path, spec: dict[str, Any]) -> None:

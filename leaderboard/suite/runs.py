@@ -79,7 +79,8 @@ def run_spec(suite: Suite, s: Setting, seed: int, method: str, out: Path,
             "tasks_per_step": b["tasks_per_step"], "group_size": b["group_size"], "partners": s.partners,
             "play": s.play, "opponent": s.opponent, "last_fraction": suite.score["last_fraction"],
             "eval_start": suite.score["eval_start"], "eval_count": s.eval_count or suite.score["eval_count"],
-            "evaluate": s.evaluate, "score": s.score, "out": str(out), **(placement or {})}
+            "evaluate": s.evaluate, "score": s.score, "out": str(out), **(placement or {}),
+            **({"checkpoints": suite.score["checkpoints"]} if suite.score["checkpoints"] > 1 else {})}
 
 
 PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}      # the trainer's
@@ -131,11 +132,12 @@ def train_run(spec: dict[str, Any]) -> str:
         for old in run.iterdir():       # an unfinished run: emptied (the folder itself is what is held)
             shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
         progress = bool(spec.get("progress"))
+        kept = min(spec.get("checkpoints", 1), spec["steps"])       # evenly spaced, the last one the final policy
         cfg = TrainConfig(env=spec["env_id"], env_kwargs=dict(spec.get("env_kwargs") or {}),
                           action_mode=spec["action_mode"], model=spec["model"], mode=spec["mode"],
                           credit=spec["method"], steps=spec["steps"], tasks_per_step=spec["tasks_per_step"],
                           group_size=spec["group_size"], seed=spec["seed"], partners=spec.get("partners", ""),
-                          out=str(run), save_every=spec["steps"], keep_checkpoints=1, tensorboard=False,
+                          out=str(run), save_every=spec["steps"] // kept, keep_checkpoints=kept, tensorboard=False,
                           progress=progress, **{k: spec[k] for k in PLACEMENT if k in spec})
         if progress:
             print(f"train {spec['method']} on {spec['env_id']}, seed {spec['seed']}: {spec['steps']} steps",

@@ -95,7 +95,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
 
 
 _TOP = {"schema", "id", "version", "track", "tier", "description", "action_mode", "train", "score", "families"}
-_SCORE = {"last_fraction", "eval_seeds", "anchor_episodes"}
+_SCORE = {"last_fraction", "eval_seeds", "anchor_episodes", "checkpoints"}
 _FAMILY = {"name", "title", "knob", "settings"}
 _SETTING = {"name", "env_id", "env_version", "env_kwargs", "knob", "play", "opponent", "normalize", "partners",
             "train", "eval_count", "evaluate", "score"}
@@ -121,6 +121,12 @@ def parse_suite(raw: Any, where: str = "suite") -> Suite:
     if len(counts) > 1:
         raise ProtocolError(f"{where}.families: every setting trains on as many seeds (its train.seeds or the "
                             f"suite's train.seeds): methods are paired seed by seed, got {sorted(counts)} seeds")
+    for f in families:
+        for s in f.settings:
+            steps = s.train.get("steps", train["steps"])
+            if steps % score["checkpoints"]:
+                raise ProtocolError(f"{where}.score.checkpoints: {score['checkpoints']} evenly spaced checkpoints "
+                                    f"must divide setting {s.name}'s {steps} steps")
     return Suite(**vars(head), train=train, score=score, families=tuple(families), sha256=canonical_sha256(raw))
 
 
@@ -133,7 +139,12 @@ def _parse_score(sc: dict, where: str) -> dict[str, Any]:
     anchor_episodes = get_field(sc, "anchor_episodes", int, where)
     if anchor_episodes < 1:
         raise ProtocolError(f"{where}.anchor_episodes: >= 1, got {anchor_episodes}")
-    return {"last_fraction": float(frac), "eval_start": start, "eval_count": count, "anchor_episodes": anchor_episodes}
+    checkpoints = get_field(sc, "checkpoints", int, where, optional=True) or 1
+    if checkpoints < 1:
+        raise ProtocolError(f"{where}.checkpoints: >= 1 (how many evenly spaced checkpoints a run keeps), got "
+                            f"{checkpoints}")
+    return {"last_fraction": float(frac), "eval_start": start, "eval_count": count, "anchor_episodes": anchor_episodes,
+            "checkpoints": checkpoints}
 
 
 def _parse_family(f: Any, where: str, seen: set[str]) -> Family:

@@ -104,3 +104,32 @@ def test_scores_pair_seeds_by_position_within_each_setting_not_by_value():
     assert scored["methods"]["b"]["seeds"] == a["seeds"]
     with pytest.raises(ValueError, match="seed 11 is not one of the setting's seeds"):
         score(suite, results + [{"method": "a", "setting": first, "seed": 11, "raw": 0.0, "tokens": {}}])
+
+
+def test_a_run_keeps_evenly_spaced_checkpoints_and_a_scoring_change_does_not_retrain_it(tmp_path):
+    """credit-micro@4 keeps ``score.checkpoints`` (5) evenly spaced checkpoints of every run, the last one the final
+    policy, so the final policy and the best checkpoint can both be scored; a run is reused when only how it is
+    scored changes (its receipt is keyed by what it was trained from), and trained again when its training changes."""
+    from leaderboard.suite import load_suite, plan
+    from leaderboard.suite.runs import train_run
+
+    suite = load_suite("credit-micro@4")
+    assert suite.score["checkpoints"] == 5
+    spec = next(s for s in plan(suite, ["broadcast"], tmp_path)[0] if s["setting"] == "voting/fraction/n2")
+    spec = {**spec, "steps": 10, "tasks_per_step": 2, "group_size": 2}
+    run = tmp_path / "broadcast" / "voting_fraction_n2" / f"seed{spec['seed']}"
+    assert train_run(spec) == str(run)
+    assert sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir()) == \
+        [f"step-{k:07d}" for k in (2, 4, 6, 8, 10)]
+    stamp = (run / "metrics.jsonl").stat().st_mtime_ns
+    train_run({**spec, "eval_count": 7, "last_fraction": 0.5})            # scoring only: reused as it is
+    assert (run / "metrics.jsonl").stat().st_mtime_ns == stamp
+    train_run({**spec, "group_size": 4})                                   # its training: trained again
+    assert (run / "metrics.jsonl").stat().st_mtime_ns != stamp
+
+
+def test_checkpoints_must_divide_every_settings_steps():
+    raw = copy.deepcopy(V4)
+    raw["score"]["checkpoints"] = 3
+    with pytest.raises(ProtocolError, match="checkpoints.*must divide setting voting/fraction/n2's 100 steps"):
+        parse_suite(raw)
