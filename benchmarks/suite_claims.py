@@ -1,64 +1,51 @@
-"""The credit suite's five claims (issue 16, item 5), each with CIs and a verdict, from stored suite results.
+"""The credit suite's claims, each one paired comparison with a verdict, Holm-corrected over every claim printed, and
+re-checked on a second, fresh seed set (issue 40).
 
-    python benchmarks/suite_claims.py OUT/credit-micro@3/results.json [MORE results.json ...] [--out claims.md]
+    python benchmarks/suite_claims.py OUT/credit-micro@4/results.json [MORE ...] [--recheck R/results.json ...]
+    python benchmarks/suite_claims.py --recheck-protocol benchmarks/credit_micro_recheck_4.json
 
 ``benchmark-credit`` writes one ``results.json`` per command (the methods of that command); pass several to combine
 methods run by different commands on the same suite (a method found twice must carry the same scores). Every number
-comes from those files: the per-seed normalized scores (random = 0, optimum/reference = 1), the exact exploitability
-of the zero-sum settings and the token counts. Nothing is re-run.
+comes from those files (per-seed normalised scores: random = 0, optimum/reference = 1; the exact exploitability of
+the zero-sum settings; token counts). Nothing is re-run.
 
-Verdict rules (stated once, used by every claim):
+The claims are fixed here, before the certified run is looked at (the list below is the pre-registration; it is the
+list the README and RESULTS.md state, from credit-micro@3's findings): a claim is a direction ("A above B on F"),
+and the table prints every one of them whatever its outcome.
 
-* **Comparison of A against B at a setting** (the board's rule): "holds" when A's 95% Student-t interval over the
-  training seeds lies wholly above B's, "does not hold here" when B's lies wholly above A's, "inconclusive" when they
-  overlap. Each table also gives the paired difference A - B over the same training seeds (both methods train on the
-  same seeded task stream) with its 95% t interval: a more powerful secondary test, reported beside the verdict and
-  never used to overturn "inconclusive".
-* **A trend in a knob** ("A's gain over B grows with the team"): per training seed, the least-squares slope of the
-  paired difference A - B against log2(knob) over the family's settings (``numpy.polyfit``); then the mean of those
-  per-seed slopes with its 95% t interval (the seeds are the independent units, as everywhere in the suite). "holds"
-  when the interval lies above 0, "does not hold here" when it lies below 0, "inconclusive" otherwise.
-* **Stability** (RAE against none in self-play): the exact exploitability of the final policies (chips per hand,
-  0 = an equilibrium; lower is better, compared by the interval rule above with the sign flipped), and the spread of
-  the exact score across seeds (Brown-Forsythe test, ``scipy.stats.levene(center="median")``; "holds" at p < 0.05
-  with the smaller spread on RAE's side).
+Verdict rules (one family of comparisons, corrected together):
+
+* **A against B on a family or setting**: the paired difference ``A - B`` over the training seeds both share (seed
+  i of A with seed i of B: the same task stream and, in credit-micro@4, the same seed list per setting), its 95%
+  Student-t interval and the exact two-sided sign-flip p-value (:func:`leaderboard.stats.paired`).
+* **A trend in a knob** ("A's gain over B grows with the team"): per training seed, the least-squares slope of
+  ``A - B`` against ``log2(knob)`` over the family's settings; those per-seed slopes are tested against 0 the same
+  way (t interval, sign-flip p).
+* **Lower is better** (exploitability): the difference is taken ``B - A`` so that "above" still means A is better.
+* **Holm** over every comparison the command prints (:func:`leaderboard.verdicts.holm_family`). A direction is
+  stated only when the Holm-adjusted p is below 5% and the interval excludes 0 on that side; otherwise "not
+  separated" (never "no difference").
+* **Re-check** (``--recheck``, results of the same methods on a protocol with fresh seeds, written by
+  ``--recheck-protocol``): every claim separated on the first set is tested again on the second, Holm over those
+  re-tested. A claim **holds** only when it is separated in its stated direction on both; **did not replicate** when
+  the second set does not separate it; **reversed** when the second set separates it the other way. Without
+  ``--recheck`` a separated claim is "separated (not yet re-checked)", never "holds".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Sequence
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import numpy as np
-from scipy import stats
 
-from leaderboard.stats import mean_ci as t_ci  # the suite's 95% Student-t interval over seeds
+from leaderboard.verdicts import Comparison, comparison, holm_family, sentence, verdict
 
-HOLDS, NOT_HERE, INCONCLUSIVE = "holds", "does not hold here", "inconclusive"
-
-
-def fmt(ci: tuple[float, float, float]) -> str:
-    return f"{ci[0]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]"
-
-
-def interval_verdict(a: Sequence[float], b: Sequence[float], lower_is_better: bool = False) -> str:
-    """The board's rule: A's interval wholly above B's (or below, when lower is better); a single seed has no
-    interval, so it compares as inconclusive."""
-    if min(len(a), len(b)) < 2:
-        return INCONCLUSIVE
-    (_, alo, ahi), (_, blo, bhi) = t_ci(a), t_ci(b)
-    if lower_is_better:
-        alo, ahi, blo, bhi = -ahi, -alo, -bhi, -blo
-    if alo > bhi:
-        return HOLDS
-    if ahi < blo:
-        return NOT_HERE
-    return INCONCLUSIVE
-
-
-def sign_verdict(lo: float, hi: float) -> str:
-    return HOLDS if lo > 0 else NOT_HERE if hi < 0 else INCONCLUSIVE
+RECHECK_SEED_BASE = 40_000        # the re-check protocol's seeds: 40000 + 16 k .. for the k-th setting (< 2**16)
 
 
 def log_axis(knobs: Sequence[float]) -> tuple[np.ndarray, str]:
@@ -72,12 +59,11 @@ def log_axis(knobs: Sequence[float]) -> tuple[np.ndarray, str]:
     return np.log2(1.0 + k), "log2(1 + {})"
 
 
-def slope_ci(knobs: Sequence[float], diffs: Sequence[Sequence[float]]) -> tuple[float, float, float]:
-    """``diffs[i][k]``: seed k's difference at ``knobs[i]``. Each seed's least-squares slope on :func:`log_axis`
-    (``log2(knobs)``), then the mean slope with its 95% t interval over the seeds."""
+def seed_slopes(knobs: Sequence[float], diffs: Sequence[Sequence[float]]) -> list[float]:
+    """``diffs[i][k]``: seed k's difference at ``knobs[i]``; each seed's least-squares slope on :func:`log_axis`."""
     x = log_axis(knobs)[0]
     y = np.asarray(diffs, dtype=float)
-    return t_ci([float(np.polyfit(x, y[:, k], 1)[0]) for k in range(y.shape[1])])
+    return [float(np.polyfit(x, y[:, k], 1)[0]) for k in range(y.shape[1])]
 
 
 def load(paths: Sequence[str]) -> dict[str, Any]:
@@ -87,176 +73,208 @@ def load(paths: Sequence[str]) -> dict[str, Any]:
         try:
             with open(path) as f:
                 scored = json.load(f)["scored"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            found = scored["methods"].items()
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise SystemExit(f"{path}: not a benchmark-credit results.json ({exc})") from None
         if suite is not None and scored.get("suite") != suite:
             raise SystemExit(f"{path}: suite {scored.get('suite')!r}, the others are {suite!r}")
         suite = scored.get("suite")
-        for name, m in scored["methods"].items():
+        for name, m in found:
             if name in methods and methods[name]["settings"] != m["settings"]:
                 raise SystemExit(f"{path}: method {name!r} appears with different scores in two files")
             methods[name] = m
     return {"suite": suite, "methods": methods}
 
 
-class Claims:
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.suite, self.methods = data["suite"], data["methods"]
-        self.lines: list[str] = [f"# Credit-suite claims on {self.suite}", ""]
+@dataclass(frozen=True)
+class Claim:
+    """One stated direction: ``a`` above ``b`` on ``where``; ``measure(methods)`` gives the two per-seed lists
+    (or ``None`` when the results lack a method or a family)."""
 
-    def have(self, *names: str) -> bool:
-        missing = [n for n in names if n not in self.methods]
-        if missing:
-            self.lines += [f"_not measured: no results for {', '.join(missing)} in the files given_", ""]
-        return not missing
+    a: str
+    b: str
+    where: str
+    measure: Callable[[dict[str, Any]], tuple[list[float], list[float]] | None]
 
-    def seeds(self, method: str, setting: str) -> list[float]:
-        return list(self.methods[method]["settings"][setting]["seeds"])
 
-    def settings(self, method: str, prefix: str) -> list[str]:
-        return [s for s in self.methods[method]["settings"] if s.startswith(prefix)]
+def _family(family: str) -> Callable[[str], Callable]:
+    def of(method: str) -> Callable[[dict[str, Any]], list[float] | None]:
+        def get(methods: dict[str, Any]) -> list[float] | None:
+            fam = methods.get(method, {}).get("families", {}).get(family)
+            return None if fam is None else list(fam["seeds"])
+        return get
+    return of
 
-    def knob(self, method: str, setting: str) -> float:
-        return float(self.methods[method]["settings"][setting]["knob"])
 
-    def family(self, method: str, family: str) -> list[float]:
-        return list(self.methods[method]["families"][family]["seeds"])
+def _pair(a: Callable, b: Callable) -> Callable[[dict[str, Any]], tuple[list[float], list[float]] | None]:
+    def get(methods: dict[str, Any]) -> tuple[list[float], list[float]] | None:
+        xa, xb = a(methods), b(methods)
+        return None if xa is None or xb is None else (xa, xb)
+    return get
 
-    def family_row(self, a: str, bs: Sequence[str], family: str) -> list[tuple[str, list[float], dict]]:
-        """The family's row, or none when the suite has no such family (e.g. a quick suite)."""
-        if any(family not in self.methods[m]["families"] for m in (a, *bs)):
-            return []
-        return [(f"family: {family}", self.family(a, family), {b: self.family(b, family) for b in bs})]
 
-    def compare(self, title: str, a: str, bs: Sequence[str], rows: Sequence[tuple[str, list[float], dict]]) -> None:
-        """A table of A against each B: rows are (label, A's seeds, {B: B's seeds})."""
-        if not rows:
-            self.lines += [f"### {title}", "", "_not measured: the suite has no such setting_", ""]
-            return
-        head = f"| setting | {a} | " + " | ".join(f"{b} | {a} - {b} (paired) | verdict vs {b}" for b in bs) + " |"
-        self.lines += [f"### {title}", "", head, "|" + "---|" * (2 + 3 * len(bs))]
-        for label, xa, others in rows:
-            cells = [label, fmt(t_ci(xa))]
-            for b in bs:
-                xb = others[b]
-                cells += [fmt(t_ci(xb)), fmt(t_ci(np.subtract(xa, xb))), interval_verdict(xa, xb)]
-            self.lines.append("| " + " | ".join(cells) + " |")
-        self.lines.append("")
+def family_claim(a: str, b: str, family: str) -> Claim:
+    of = _family(family)
+    return Claim(a, b, family, _pair(of(a), of(b)))
 
-    def trend(self, a: str, b: str, prefix: str, what: str) -> str:
-        settings = self.settings(a, prefix)
-        if len(settings) < 2:
-            self.lines.append(f"- {a} - {b} against log2({what}) on `{prefix}*`: not measured (fewer than two settings)")
-            return INCONCLUSIVE
-        knobs = [self.knob(a, s) for s in settings]
-        diffs = [np.subtract(self.seeds(a, s), self.seeds(b, s)) for s in settings]
-        m, lo, hi = slope_ci(knobs, diffs)
-        verdict = sign_verdict(lo, hi)
-        axis = log_axis(knobs)[1].format(what)      # the axis slope_ci fitted on
-        self.lines.append(f"- {a} - {b} against {axis} on `{prefix}*`: slope {m:+.3f} [{lo:+.3f}, {hi:+.3f}] per "
-                          f"doubling (mean of {len(diffs[0])} per-seed slopes over {len(knobs)} settings): "
-                          f"**{verdict}**")
-        return verdict
 
-    # ------------------------------------------------------------------ the five claims
-    def team_size(self) -> None:
-        self.lines += ["## 1. loo against broadcast as the team grows", ""]
-        if not self.have("loo", "broadcast"):
-            return
-        for scheme in ("fraction", "plurality"):
-            prefix = f"voting/{scheme}/"
-            rows = [(s, self.seeds("loo", s), {"broadcast": self.seeds("broadcast", s)})
-                    for s in sorted(self.settings("loo", prefix), key=lambda s: self.knob("loo", s))]
-            self.compare(f"voting-v0, reward_scheme={scheme}", "loo", ["broadcast"], rows)
-        self.compare("the team-size family (both schemes)", "loo", ["broadcast"],
-                     self.family_row("loo", ["broadcast"], "team_size"))
-        self.lines.append("Claim: loo's gain over broadcast grows with the number of voters.")
-        for scheme in ("fraction", "plurality"):
-            self.trend("loo", "broadcast", f"voting/{scheme}/", "n_voters")
-        self.lines.append("")
+def trend_claim(a: str, b: str, prefix: str, knob: str) -> Claim:
+    """``a``'s gain over ``b`` grows along the knob of the settings named ``prefix*``: the per-seed slopes against 0."""
+    def get(methods: dict[str, Any]) -> tuple[list[float], list[float]] | None:
+        if a not in methods or b not in methods:
+            return None
+        names = sorted((s for s in methods[a]["settings"] if s.startswith(prefix) and s in methods[b]["settings"]),
+                       key=lambda s: float(methods[a]["settings"][s]["knob"]))
+        if len(names) < 2:
+            return None
+        knobs = [float(methods[a]["settings"][s]["knob"]) for s in names]
+        diffs = [np.subtract(methods[a]["settings"][s]["seeds"], methods[b]["settings"][s]["seeds"]) for s in names]
+        slopes = seed_slopes(knobs, diffs)
+        return slopes, [0.0] * len(slopes)
+    return Claim(f"{a} - {b} slope", "0", f"{prefix}* per doubling of {knob}", get)
 
-    def message_credit(self) -> None:
-        self.lines += ["## 2. CCPO v1/v2 against broadcast on the thinker's credit (clue task)", ""]
-        if not self.have("ccpo_v1", "ccpo_v2", "broadcast"):
-            return
-        for a in ("ccpo_v1", "ccpo_v2"):
-            rows = [(s, self.seeds(a, s), {"broadcast": self.seeds("broadcast", s)})
-                    for s in sorted(self.settings(a, "think_solve/"), key=lambda s: self.knob(a, s))]
-            rows += self.family_row(a, ["broadcast"], "message_credit")
-            self.compare(f"{a}, thinker_clue_accuracy sweep", a, ["broadcast"], rows)
 
-    def temporal(self) -> None:
-        self.lines += ["## 3. marshal against rae and broadcast on delay", ""]
-        if not self.have("marshal", "rae", "broadcast"):
-            return
-        settings = sorted(self.settings("marshal", "team_umbrella/"), key=lambda s: self.knob("marshal", s))
-        rows = [(s, self.seeds("marshal", s), {b: self.seeds(b, s) for b in ("rae", "broadcast")}) for s in settings]
-        rows += self.family_row("marshal", ["rae", "broadcast"], "temporal")
-        self.compare("team_umbrella-v0 delay sweep (+ Mini Hanabi in the family)", "marshal", ["rae", "broadcast"],
-                     rows)
-        self.lines.append("Claim: marshal's gain grows with the delay.")
-        for b in ("rae", "broadcast"):
-            self.trend("marshal", b, "team_umbrella/", "delay")
-        self.lines.append("")
+def exploitability_claim(a: str, b: str, setting: str) -> Claim:
+    """``a`` less exploitable than ``b`` (lower is better: compared as ``b``'s exploitability against ``a``'s)."""
+    def get(methods: dict[str, Any]) -> tuple[list[float], list[float]] | None:
+        side = [methods.get(m, {}).get("side", {}).get("exploitability", {}).get(setting) for m in (a, b)]
+        if None in side:
+            return None
+        return [-x for x in side[0]["seeds"]], [-x for x in side[1]["seeds"]]
+    return Claim(f"{a} (exploitability, negated)", f"{b} (exploitability, negated)", setting, get)
 
-    def self_play(self) -> None:
-        self.lines += ["## 4. RAE against none on self-play stability", ""]
-        if not self.have("rae", "none"):
-            return
-        head = ("| setting | exact score rae | exact score none | verdict | exploitability rae | exploitability none | "
-                "verdict (lower is better) | score SD rae / none | Brown-Forsythe p |")
-        self.lines += [head, "|---|---|---|---|---|---|---|---|---|"]
-        for s in self.settings("rae", ""):
-            side = self.methods["rae"].get("side", {}).get("exploitability", {})
-            if s not in side:
-                continue
-            xr, xn = self.seeds("rae", s), self.seeds("none", s)
-            er = side[s]["seeds"]
-            en = self.methods["none"]["side"]["exploitability"][s]["seeds"]
-            sd_r, sd_n = float(np.std(xr, ddof=1)), float(np.std(xn, ddof=1))
-            p = float(stats.levene(xr, xn, center="median").pvalue)
-            self.lines.append(f"| {s} | {fmt(t_ci(xr))} | {fmt(t_ci(xn))} | {interval_verdict(xr, xn)} | "
-                              f"{fmt(t_ci(er))} | {fmt(t_ci(en))} | {interval_verdict(er, en, lower_is_better=True)} | "
-                              f"{sd_r:.3f} / {sd_n:.3f} | {p:.3f}"
-                              f"{' (' + HOLDS + ')' if p < 0.05 and sd_r < sd_n else ''} |")
-        self.lines.append("")
 
-    def coma_cost(self) -> None:
-        self.lines += ["## 5. coma's counterfactual-token cost against its gain", ""]
-        if not self.have("coma", "broadcast"):
-            return
-        tok = self.methods["coma"]["tokens"]
-        base = self.methods["broadcast"]["tokens"]
+FAMILIES = ("team_size", "message_credit", "temporal", "free_riding", "dynamic_teams", "zero_sum")
+
+# The pre-registered claims (see the module docstring). Each line is one direction; Holm runs over all of them.
+CLAIMS: tuple[Claim, ...] = (
+    # 1. The control: every family can be learned at this budget (broadcast above shuffled).
+    *(family_claim("broadcast", "shuffled", f) for f in FAMILIES),
+    # 2. Group baselining matters most: broadcast above the raw return (none) on team size and zero-sum.
+    family_claim("broadcast", "none", "team_size"),
+    family_claim("broadcast", "none", "zero_sum"),
+    # 3. Counterfactual credit on team size: loo and coma above broadcast, and their gain grows with the team.
+    family_claim("loo", "broadcast", "team_size"),
+    family_claim("coma", "broadcast", "team_size"),
+    trend_claim("loo", "broadcast", "voting/fraction/", "n_voters"),
+    trend_claim("coma", "broadcast", "voting/fraction/", "n_voters"),
+    # 4. coma costs in self-play: coma below broadcast on zero-sum (stated as broadcast above coma).
+    family_claim("broadcast", "coma", "zero_sum"),
+    # 5. The thinker's credit (CCPO's claim): ccpo_v1 / ccpo_v2 above broadcast on message credit.
+    family_claim("ccpo_v1", "broadcast", "message_credit"),
+    family_claim("ccpo_v2", "broadcast", "message_credit"),
+    # 6. Temporal credit (MARSHAL's claim): marshal above rae and broadcast, and its gain grows with the delay.
+    family_claim("marshal", "rae", "temporal"),
+    family_claim("marshal", "broadcast", "temporal"),
+    trend_claim("marshal", "broadcast", "team_umbrella/", "delay"),
+    # 7. Self-play stability (SPIRAL's RAE): rae less exploitable than none.
+    exploitability_claim("rae", "none", "kuhn_poker/self-play"),
+    exploitability_claim("rae", "none", "leduc_holdem/self-play"),
+)
+
+
+def measured(claims: Sequence[Claim], methods: dict[str, Any]) -> tuple[list[Comparison], list[Claim]]:
+    """The claims' uncorrected comparisons on ``methods``, and the claims the results cannot measure."""
+    out, missing = [], []
+    for c in claims:
+        got = c.measure(methods)
+        if got is None:
+            missing.append(c)
+        else:
+            out.append(comparison(c.a, c.b, c.where, *got))
+    return out, missing
+
+
+def outcome(first: Comparison, second: Comparison | None) -> str:
+    """A claim's status from its corrected first-set record and (when re-checked) its corrected second-set one."""
+    word = verdict(first)
+    if word != "above":
+        return "against the claim (separated the other way)" if word == "below" else "not separated"
+    if second is None:
+        return "separated (not yet re-checked)"
+    again = verdict(second)
+    return "holds" if again == "above" else "reversed on the re-check" if again == "below" else \
+        "did not replicate (not separated on the re-check)"
+
+
+def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bool = True) -> str:
+    """The claims table (markdown) of ``data`` (and its re-check) with every sentence behind it."""
+    first, missing = measured(CLAIMS, data["methods"])
+    first = holm_family(first)
+    by_claim = dict(zip([c for c in CLAIMS if c not in missing], first))
+    retested: dict[Claim, Comparison] = {}
+    lines = [f"# Credit-suite claims on {data['suite']}", ""]
+    if recheck is not None:
+        lines[0] += f", re-checked on {recheck['suite']}"
+        todo = [c for c, r in by_claim.items() if verdict(r) == "above"]
+        got, gone = measured(todo, recheck["methods"])
+        retested = dict(zip([c for c in todo if c not in gone], holm_family(got)))
+        missing += [c for c in gone if c not in missing]
+    lines += [f"Holm over the {len(first)} claims measured (family-wise 5%)"
+              + (f"; the re-check: Holm over the {len(retested)} claims it re-tested." if recheck else "."), "",
+              "| claim | paired difference [95% t] | Holm p | re-check difference | re-check Holm p | status |",
+              "|---|---|---|---|---|---|"]
+    for c, r in by_claim.items():
+        s = retested.get(c)
+        again = f"{s.diff:+.3f} [{s.low:+.3f}, {s.high:+.3f}] (n={s.n})" if s else "-"
+        lines.append(f"| {c.a} above {c.b} on {c.where} | {r.diff:+.3f} [{r.low:+.3f}, {r.high:+.3f}] (n={r.n}) | "
+                     f"{r.p_holm:.4f} | {again} | {s.p_holm if s else float('nan'):.4f} | {outcome(r, s)} |")
+    for c in missing:
+        lines.append(f"| {c.a} above {c.b} on {c.where} | not measured (a method or family missing) | | | | |")
+    lines += ["", "Every comparison, as the verdict sentence of its numbers:", ""]
+    lines += [f"- {sentence(r)}" for r in first]
+    if retested:
+        lines += ["", "The re-check:", ""] + [f"- {sentence(r)}" for r in retested.values()]
+    m = data["methods"]
+    if cost and "coma" in m and "broadcast" in m:
+        tok, base = m["coma"]["tokens"], m["broadcast"]["tokens"]
         ratio = (tok["main"] + tok["branches"]) / max(1, base["main"])
-        self.lines.append(f"- tokens: coma {tok['main']:,} main + {tok['branches']:,} counterfactual = {ratio:.2f}x "
-                          f"broadcast's {base['main']:,}")
-        self.lines.append("")
-        rows = [(f"family: {f}", self.family("coma", f), {"broadcast": self.family("broadcast", f)})
-                for f in self.methods["coma"]["families"] if f in self.methods["broadcast"]["families"]]
-        rows.append(("aggregate", list(self.methods["coma"]["aggregate"]["seeds"]),
-                     {"broadcast": list(self.methods["broadcast"]["aggregate"]["seeds"])}))
-        self.compare("coma against broadcast per family", "coma", ["broadcast"], rows)
+        lines += ["", f"Cost (descriptive, no test): coma plays {tok['main']:,} main + {tok['branches']:,} "
+                      f"counterfactual decisions = {ratio:.2f}x broadcast's {base['main']:,}."]
+    return "\n".join(lines)
 
-    def render(self) -> str:
-        self.team_size()
-        self.message_credit()
-        self.temporal()
-        self.self_play()
-        self.coma_cost()
-        return "\n".join(self.lines)
+
+def recheck_protocol(suite_file: Path, out: Path) -> None:
+    """Write the re-check protocol: ``suite_file`` (credit-micro@4) with id ``<id>-recheck`` and fresh seeds, the
+    k-th setting's ``RECHECK_SEED_BASE + 16 k ..``: the same settings, budgets and scoring, no seed shared with the
+    certified run (each setting's list as long as the certified one)."""
+    raw = json.loads(suite_file.read_text())
+    raw["id"] = f"{raw['id']}-recheck"
+    raw["description"] = (f"The re-check of {suite_file.stem}'s claims on fresh seeds (benchmarks/suite_claims.py "
+                          f"--recheck-protocol): the same settings, budgets and scoring, setting k trained on seeds "
+                          f"{RECHECK_SEED_BASE} + n k .. (n seeds per setting), none shared with the certified run.")
+    settings = [s for f in raw["families"] for s in f["settings"]]
+    n = len(raw["train"]["seeds"])
+    for k, s in enumerate(settings):
+        s.setdefault("train", {})["seeds"] = [RECHECK_SEED_BASE + n * k + i for i in range(n)]
+    raw["train"]["seeds"] = settings[0]["train"]["seeds"]
+    if RECHECK_SEED_BASE + n * len(settings) > 2 ** 16:
+        raise SystemExit(f"{len(settings)} settings x {n} seeds from {RECHECK_SEED_BASE} pass the trainer's 2**16 "
+                         "seed bound")
+    out.write_text(json.dumps(raw, indent=1) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("results", nargs="+", help="results.json files of benchmark-credit runs on one suite")
+    p.add_argument("results", nargs="*", help="results.json files of benchmark-credit runs on one suite")
+    p.add_argument("--recheck", nargs="+", default=None, help="results.json files of the same methods on the "
+                   "re-check protocol (fresh seeds)")
+    p.add_argument("--recheck-protocol", type=Path, help="write the re-check protocol (fresh seeds) here and exit")
+    p.add_argument("--suite", type=Path, default=Path("leaderboard/protocols/suite/credit-micro@4.json"),
+                   help="with --recheck-protocol: the certified suite file")
     p.add_argument("--out", help="also write the markdown here")
     args = p.parse_args(argv)
-    text = Claims(load(args.results)).render()
+    if args.recheck_protocol:
+        recheck_protocol(args.suite, args.recheck_protocol)
+        print(f"wrote {args.recheck_protocol}")
+        return
+    if not args.results:
+        p.error("give the results.json files (or --recheck-protocol)")
+    text = report(load(args.results), load(args.recheck) if args.recheck else None)
     print(text)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+        Path(args.out).write_text(text + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -275,36 +275,6 @@ def _bench_module(name):
     return module
 
 
-def test_claims_verdicts_follow_the_interval_rule_and_the_per_seed_slope(tmp_path):
-    claims = _bench_module("suite_claims")
-    # [1, 2, 3]: mean 2, sd 1, half-width t(0.975, 2) / sqrt(3) = 4.303 / 1.732 = 2.484
-    m, lo, hi = claims.t_ci([1.0, 2.0, 3.0])
-    assert m == 2.0 and abs(lo - (2 - 2.4841)) < 1e-3 and abs(hi - (2 + 2.4841)) < 1e-3
-    assert claims.interval_verdict([0.9, 1.0, 1.1], [0.0, 0.1, 0.2]) == claims.HOLDS
-    assert claims.interval_verdict([0.0, 0.1, 0.2], [0.9, 1.0, 1.1]) == claims.NOT_HERE
-    assert claims.interval_verdict([0.0, 0.5, 1.0], [0.2, 0.4, 0.6]) == claims.INCONCLUSIVE
-    # lower exploitability is better: A at 0.1 beats B at 1.0
-    assert claims.interval_verdict([0.1, 0.1, 0.12], [1.0, 1.1, 1.0], lower_is_better=True) == claims.HOLDS
-    # seed k's difference is (0.2 + 0.05 k) log2(knob): slopes 0.2, 0.25, 0.3 -> mean 0.25, sd 0.05, half-width
-    # 4.303 * 0.05 / sqrt(3) = 0.124, so [0.126, 0.374]: above 0. Slopes 0.1, 0.2, 0.3 (sd 0.1) reach below 0.
-    knobs = [2, 4, 8, 16]
-    m, lo, hi = claims.slope_ci(knobs, [[(0.2 + 0.05 * k) * math.log2(n) for k in range(3)] for n in knobs])
-    assert abs(m - 0.25) < 1e-9 and abs(lo - 0.1258) < 1e-3 and claims.sign_verdict(lo, hi) == claims.HOLDS
-    m, lo, hi = claims.slope_ci(knobs, [[0.1 * (k + 1) * math.log2(n) for k in range(3)] for n in knobs])
-    assert lo < 0 < hi and claims.sign_verdict(lo, hi) == claims.INCONCLUSIVE
-    # a sweep that starts at 0 (free riding's idle seats 0, 1, 3, 7) is fitted on log2(1 + knob) = 0, 1, 2, 3
-    idle = [0, 1, 3, 7]
-    m, lo, hi = claims.slope_ci(idle, [[(0.2 + 0.05 * k) * math.log2(1 + n) for k in range(3)] for n in idle])
-    assert abs(m - 0.25) < 1e-9 and claims.log_axis(idle)[1] == "log2(1 + {})"
-    with pytest.raises(ValueError, match="knobs >= 0"):
-        claims.slope_ci([-1, 1], [[0.0], [0.0]])
-    # two result files of different suites are refused with the file named
-    for name, suite in (("a.json", "s@1"), ("b.json", "s@2")):
-        (tmp_path / name).write_text(json.dumps({"scored": {"suite": suite, "methods": {}}}))
-    with pytest.raises(SystemExit, match="b.json"):
-        claims.load([str(tmp_path / "a.json"), str(tmp_path / "b.json")])
-
-
 @pytest.mark.parametrize("edit, field", [
     (lambda r: r.update(id="Test Suite"), r"suite\.id"),
     (lambda r: r.update(version=0), r"suite\.version"),

@@ -1,0 +1,125 @@
+"""benchmarks/suite_claims.py: the suite's pre-registered claims as paired comparisons, Holm-corrected over every
+claim printed, and "holds" only after a re-check on fresh seeds (issue 40, item 4)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+
+import pytest
+
+from leaderboard.suite import SUITE_DIR, parse_suite
+
+
+def _claims():
+    spec = importlib.util.spec_from_file_location("suite_claims", SUITE_DIR.parents[2] / "benchmarks" /
+                                                  "suite_claims.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["suite_claims"] = module            # a dataclass looks its module up while it is being built
+    spec.loader.exec_module(module)
+    return module
+
+
+claims = _claims()
+N = 16
+
+
+def _method(families: dict[str, list[float]]) -> dict:
+    return {"families": {f: {"seeds": v} for f, v in families.items()}, "settings": {}, "tokens": {"main": 100,
+                                                                                                  "branches": 0}}
+
+
+def _data(shift_loo: float, noise: float = 0.01) -> dict:
+    """broadcast 0.8, shuffled 0.0, none 0.5 on every family; loo = broadcast + shift_loo on team size (a seed-wise
+    alternating wobble of +-noise keeps the differences from being constant)."""
+    fams = claims.FAMILIES
+    wobble = [noise * (-1) ** k for k in range(N)]
+    base = {f: [0.8 + w for w in wobble] for f in fams}
+    return {"suite": "test@1", "methods": {
+        "broadcast": _method(base),
+        "shuffled": _method({f: [0.0] * N for f in fams}),
+        "none": _method({f: [0.5 - w for w in wobble] for f in fams}),
+        "loo": _method({"team_size": [x + shift_loo + 0.5 * w for x, w in zip(base["team_size"], wobble)]}),
+    }}
+
+
+def _row(text: str, claim: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"| {claim} |"))
+
+
+def test_a_separated_claim_is_not_said_to_hold_before_its_recheck_and_holm_counts_every_claim_printed():
+    text = claims.report(_data(shift_loo=0.1))
+    # measured: 6 control families + broadcast vs none on 2 families + loo vs broadcast on team size = 9
+    assert "Holm over the 9 claims measured" in text
+    assert _row(text, "broadcast above shuffled on temporal").endswith("| separated (not yet re-checked) |")
+    assert _row(text, "loo above broadcast on team_size").endswith("| separated (not yet re-checked) |")
+    # every claim whose methods are missing is still printed, as not measured
+    assert "| coma above broadcast on team_size | not measured" in text
+    assert " holds |" not in text
+    # all 16 differences positive: exact sign-flip p = 2 / 2^16; Holm's smallest multiplier is m = 9
+    line = _row(text, "broadcast above shuffled on team_size")
+    assert f"| {min(1.0, 9 * 2 / 2 ** 16):.4f} |" in line
+
+
+def test_the_recheck_decides_holds_did_not_replicate_and_reversed():
+    first = _data(shift_loo=0.1)
+    text = claims.report(first, recheck=_data(shift_loo=0.0, noise=0.05))
+    assert _row(text, "broadcast above shuffled on team_size").endswith("| holds |")
+    assert _row(text, "loo above broadcast on team_size").endswith(
+        "| did not replicate (not separated on the re-check) |")
+    assert "the re-check: Holm over the 9 claims it re-tested" in text
+    text = claims.report(first, recheck=_data(shift_loo=-0.1))
+    assert _row(text, "loo above broadcast on team_size").endswith("| reversed on the re-check |")
+    # a claim against its direction on the first set is never re-tested
+    text = claims.report(_data(shift_loo=-0.1), recheck=_data(shift_loo=0.1))
+    assert _row(text, "loo above broadcast on team_size").endswith("| against the claim (separated the other way) |")
+    assert "the re-check: Holm over the 8 claims it re-tested" in text
+
+
+def test_the_per_seed_slope_is_worked_by_hand():
+    # seed k's difference is (0.2 + 0.05 k) log2(knob): each seed's least-squares slope is exactly 0.2 + 0.05 k
+    knobs = [2, 4, 8, 16]
+    slopes = claims.seed_slopes(knobs, [[(0.2 + 0.05 * k) * math.log2(n) for k in range(3)] for n in knobs])
+    assert slopes == pytest.approx([0.2, 0.25, 0.3])
+    # a sweep that starts at 0 (free riding's idle seats 0, 1, 3, 7) is fitted on log2(1 + knob) = 0, 1, 2, 3
+    idle = [0, 1, 3, 7]
+    assert claims.seed_slopes(idle, [[0.5 * math.log2(1 + n)] for n in idle]) == pytest.approx([0.5])
+    assert claims.log_axis(idle)[1] == "log2(1 + {})"
+    with pytest.raises(ValueError, match="knobs >= 0"):
+        claims.seed_slopes([-1, 1], [[0.0], [0.0]])
+
+
+def test_a_trend_claim_tests_the_per_seed_slopes_against_zero():
+    knobs = [2, 4, 8, 16]
+    a = {f"voting/fraction/n{n}": {"knob": n, "seeds": [0.1 * math.log2(n) + 0.01 * k for k in range(N)]}
+         for n in knobs}
+    b = {f"voting/fraction/n{n}": {"knob": n, "seeds": [0.01 * k for k in range(N)]} for n in knobs}
+    methods = {"loo": {"settings": a}, "broadcast": {"settings": b}}
+    xa, xb = claims.trend_claim("loo", "broadcast", "voting/fraction/", "n_voters").measure(methods)
+    assert xa == pytest.approx([0.1] * N) and xb == [0.0] * N
+
+
+def test_two_result_files_of_different_suites_are_refused_with_the_file_named(tmp_path):
+    for name, suite in (("a.json", "s@1"), ("b.json", "s@2")):
+        (tmp_path / name).write_text(json.dumps({"scored": {"suite": suite, "methods": {}}}))
+    with pytest.raises(SystemExit, match="b.json"):
+        claims.load([str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    (tmp_path / "c.json").write_text("[1, 2]")
+    with pytest.raises(SystemExit, match="c.json: not a benchmark-credit results.json"):
+        claims.load([str(tmp_path / "c.json")])
+
+
+def test_the_recheck_protocol_has_the_same_settings_and_fresh_seeds(tmp_path):
+    out = tmp_path / "recheck.json"
+    claims.main(["--recheck-protocol", str(out)])
+    certified = parse_suite(json.loads((SUITE_DIR / "credit-micro@4.json").read_text()))
+    fresh = parse_suite(json.loads(out.read_text()))
+    assert fresh.key == "credit-micro-recheck@4"
+    assert [(s.name, s.env_kwargs, s.partners) for s in fresh.settings] == \
+        [(s.name, s.env_kwargs, s.partners) for s in certified.settings]
+    old = {x for s in certified.settings for x in certified.budget(s)["seeds"]}
+    new = [x for s in fresh.settings for x in fresh.budget(s)["seeds"]]
+    assert len(new) == len(set(new)) == len(old) and not old & set(new)
+    assert all(len(fresh.budget(s)["seeds"]) == len(certified.budget(s)["seeds"]) for s in fresh.settings)
