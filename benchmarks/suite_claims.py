@@ -37,9 +37,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -229,8 +230,8 @@ def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bo
     if cost and "coma" in m and "broadcast" in m:
         tok, base = m["coma"]["tokens"], m["broadcast"]["tokens"]
         ratio = (tok["main"] + tok["branches"]) / max(1, base["main"])
-        lines += ["", f"Cost (descriptive, no test): coma plays {tok['main']:,} main + {tok['branches']:,} "
-                      f"counterfactual decisions = {ratio:.2f}x broadcast's {base['main']:,}."]
+        lines += ["", (f"Cost (descriptive, no test): coma plays {tok['main']:,} main + {tok['branches']:,} "
+                       f"counterfactual decisions = {ratio:.2f}x broadcast's {base['main']:,}.")]
     return "\n".join(lines)
 
 
