@@ -6,6 +6,7 @@ another step; ``--reproduce`` catches a kept checkpoint whose weights are not th
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -100,3 +101,18 @@ def test_edited_weights_in_a_kept_checkpoint_are_re_scored_and_caught_by_reprodu
         reproduce_suite(v)
     honest_v = validate_suite(honest["folder"], suite=honest["suite"])
     assert reproduce_suite(honest_v)["retrained"] == len(honest_v.runs)
+
+
+def test_validate_prints_failed_and_collapsed_runs_beside_each_score(honest, cache, capsys):
+    from leaderboard.__main__ import main
+
+    assert main(["validate", str(honest["folder"]), "--protocol", str(honest["suite"])]) == 0
+    out = capsys.readouterr().out
+    e = honest["result"]["entries"][0]["results"]
+    for fam, f in e["families"].items():        # one setting per family, two seeds
+        (s,) = f["settings"]
+        assert re.search(rf"\n  {fam}: [-0-9.]+ \[[-0-9.]+, [-0-9.]+\], {e['failures'][s]}/2 failed, "
+                         rf"{e['collapses'][s]}/2 collapsed\n", out)
+    total = sum(e["collapses"].values())
+    assert re.search(rf"aggregate [-0-9.]+ \[[-0-9.]+, [-0-9.]+\], \d/4 failed, {total}/4 collapsed\n", out)
+    assert "the final policy's on the held-out seeds" in out and "more than 0.2" in out
