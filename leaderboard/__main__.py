@@ -29,8 +29,8 @@ from leaderboard.protocol import ProtocolError, list_protocols, load_protocol
 from leaderboard.render import render, show
 from leaderboard.reproduce import reproduce
 from leaderboard.store import DEFAULT_STORE, submit
-from leaderboard.suite import MANIFEST, list_suites, load_suite, reproduce_suite, submit_suite, suite_entry, \
-    validate_suite
+from leaderboard.suite import COLLAPSE_THRESHOLD, MANIFEST, list_suites, load_suite, reproduce_suite, submit_suite, \
+    suite_entry, validate_suite
 from leaderboard.validate import Limits, SubmissionError, validate
 
 BOARD_DIR = DEFAULT_STORE.parent          # render writes LEADERBOARD.md and index.html here
@@ -334,13 +334,27 @@ def _suite_folder(args: argparse.Namespace) -> bool:
 
 def _print_suite(e: dict, reproduced: dict | None) -> None:
     r = e["results"]
+    counts = {s: [(key, r[field][s]) for key, field in (("failed", "failures"), ("collapsed", "collapses"))
+                  if field in r] for s in r["settings"]}
+
+    def runs(settings: list[str]) -> str:
+        """ "k/n failed, k/n collapsed" over the runs (seed x setting) of ``settings``, as the suite's tables."""
+        n = sum(len(r["settings"][s]["seeds"]) for s in settings)
+        return "".join(f", {sum(dict(counts[s])[key] for s in settings)}/{n} {key}" for key, _ in counts[settings[0]])
+
+    agg = r["aggregate"]
     print(f"valid suite submission: {e['method']} on {e['protocol']}, {len(e['manifest']['runs'])} runs, scored by "
-          f"the validator against anchors it measured; aggregate {r['aggregate'][0]:.3f}")
+          f"the validator against anchors it measured; aggregate {agg[0]:.3f} [{agg[1]:.3f}, {agg[2]:.3f}]"
+          f"{runs(list(r['settings']))}")
     for fam, f in r["families"].items():
-        print(f"  {fam}: {f['ci'][0]:.3f} [{f['ci'][1]:.3f}, {f['ci'][2]:.3f}]")
+        print(f"  {fam}: {f['ci'][0]:.3f} [{f['ci'][1]:.3f}, {f['ci'][2]:.3f}]{runs(f['settings'])}")
+    if "best" in r:
+        print(f"  every score is the final policy's on the held-out seeds; a run collapsed when its best checkpoint "
+              f"(chosen on half the seeds, scored on the other half) beats it by more than {COLLAPSE_THRESHOLD:g}")
     if reproduced is None:
-        print("  self-reported: the learning curves of self-play settings are the submitter's until --reproduce "
-              "re-trains the runs")
+        print("  self-reported: " + ("the shipped weights" if "best" in r else
+                                     "the learning curves of self-play settings") +
+              " are the submitter's until --reproduce re-trains the runs")
     else:
         print(f"  reproduced by the maintainer: {reproduced['retrained']} of {reproduced['of']} runs re-trained with "
               f"the same weights and metrics (audit seed {reproduced['audit_seed']})")

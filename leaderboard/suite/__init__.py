@@ -10,7 +10,8 @@ A suite file (``leaderboard/protocols/suite/<id>@<version>.json``, schema ``marl
      "description": "...", "action_mode": "discrete",
      "train": {"model": "mlp", "mode": "generate", "steps": 100, "tasks_per_step": 8, "group_size": 4,
                "seeds": [0, 1, 2, 3, 4], "max_tokens": null},
-     "score": {"last_fraction": 0.2, "eval_seeds": {"start": 1099511627776, "count": 200}, "anchor_episodes": 1000},
+     "score": {"last_fraction": 0.2, "eval_seeds": {"start": 1099511627776, "count": 200}, "anchor_episodes": 1000,
+               "checkpoints": 5},
      "families": [{"name": "team_size", "title": "Team size", "knob": "n_voters",
                    "settings": [{"name": "voting/plurality/n2", "env_id": "voting-v0", "env_version": 0,
                                  "env_kwargs": {"n_voters": 2}, "knob": 2, "play": "self",
@@ -23,7 +24,8 @@ the default, ``"exact"`` or ``"exploitability"``; below) and ``"train"`` (a few 
 suite's, e.g. ``{"steps": 200}``, or ``"seeds"``: the setting's own run seeds, distinct ints below 2**16, as many in
 every setting, so settings need not share model inits and task streams; methods pair by a seed's position in the
 setting's list) and ``"score"`` (``play: "self"``: ``"team_reward"``, the default, or ``"decisive_reward"``, the
-tail of the trainer's noise-free ``decisive_reward`` metric, the team reward less the episode's ``noise_total``).
+noise-free reward, the team reward less the episode's ``noise_total``: on the held-out seeds, or the tail of the
+trainer's ``decisive_reward`` metric in a suite that keeps one checkpoint; see Scores).
 
 A suite file is checked field by field as a protocol is, with the protocol's own parsers (:mod:`leaderboard.protocol`:
 the header, the training budget, the evaluation seed range, each setting's env and its play and opponent); every
@@ -37,23 +39,47 @@ given its spec (one torch thread per run), so :func:`execute` may play them in t
 processes (:class:`concurrent.futures.ProcessPoolExecutor`), or on a Ray cluster (``ray="auto"`` or an address;
 ``"local"`` starts a private local instance): the results are identical (a test checks both).
 
-Scores. A run's raw score is
+Scores. What a run's raw score is depends on how many checkpoints the suite keeps (``score.checkpoints``).
+
+A suite that keeps several (credit-micro@4: 5, evenly spaced, steps 20, 40, ..., 100, the last the final policy)
+scores every run from its weights, on the held-out evaluation seeds (``eval_seeds``: 200 seeds from 2**40, a range
+training never reaches), the same seeds and sampling seeds for every method and checkpoint (paired, deterministic):
+
+* the score (``raw``) is the final policy's: ``play: "self"``, the team playing itself in every seat it trains (a
+  scripted partner plays its role, as in training), the mean team reward over the seeds (for ``score:
+  "decisive_reward"``, the noise-free decisive reward the env reports, the team reward less its ``noise_total``);
+  ``play: "versus"``, the payoff against the opponent in each seat, or its exact value (below). The policy samples
+  as it did in training; all seeds play in one batched rollout.
+* the best checkpoint (``best``): every kept checkpoint is scored on both halves of the held-out seeds; the best is
+  the one with the highest score on the first half (ties: the later one), and its score on the second half is
+  reported (:func:`~leaderboard.suite.runs.best_checkpoint`). Choosing and reporting on the same seeds would report
+  the largest of five noisy means, biased upward by the choice; reporting on seeds the choice never saw is
+  unbiased. An exact setting (Kuhn, Leduc) has no noise: each checkpoint's exact score is the truth, so the best is
+  chosen and reported on it.
+* a run collapsed when it peaked, then fell: its best checkpoint's normalized score beats its final policy's (both on
+  the second half of the seeds) by more than ``COLLAPSE_THRESHOLD`` (0.2; why that value: its comment in
+  :mod:`~leaderboard.suite.score`). The tables print "k/n collapsed" beside "k/n failed".
+
+The training tail is no score there: the curve (``metrics.jsonl``) is the submitter's file until ``--reproduce``
+re-trains the run, while the weights are played here; and the tail averages the policies of the last 20 steps, not
+the one a run ends with.
+
+A suite that keeps one checkpoint (credit-micro@3 and older, the quick protocols) scores as it always did, so its
+stored entries re-score identically:
 
 * ``play: "self"`` (a team plays every seat): the mean team reward over the last ``last_fraction`` (20%) of its
-  training steps, as the trainer logged it (``metrics.jsonl``, ``reward/team/*``; the batch of every step is
-  ``tasks_per_step x group_size`` fresh episodes, so that is 20 steps x 32 episodes = 640 episodes at the micro
-  budget). Why not the final policy on held-out seeds: these are cooperative tasks with no opponent, the training
-  seeds are fresh every step (``training_seeds``), and averaging 20 steps of the sampled policy halves the variance
-  of a single final snapshot at no extra rollout; the suite measures how fast and how far credit lets a team learn,
-  which the tail of the curve is.
+  training steps, as the trainer logged it (``metrics.jsonl``, ``reward/team/*``, or ``reward/decisive/*`` for a
+  ``score: "decisive_reward"`` setting; the batch of every step is ``tasks_per_step x group_size`` fresh episodes,
+  so that is 20 steps x 32 episodes = 640 episodes at the micro budget).
 * ``play: "versus"`` (zero-sum self-play, both seats learning): the final policy against ``opponent`` on the held-out
-  evaluation seeds (``eval_seeds``, from 2**40 up, as the protocols), in each seat, the payoff averaged over seats and
-  seeds: the curve of a zero-sum self-play run is 0 by construction, so only an outside reference can score it.
-  A setting with ``"evaluate": "exact"`` (Kuhn and Leduc, one hand) scores the same quantity with no sampling:
-  the final policy's strategy is read from the env and its expected payoff against the equilibrium is computed over
-  the whole game tree (:mod:`leaderboard.exact`); ``"exploitability"`` scores minus its exploitability instead. Both
-  exact figures (``versus`` and ``exploitability``, chips per hand) are kept in every such run's result. Anchors of
-  an exact setting are exact too: ``"random"`` is uniform legal play, the reference bot is the equilibrium.
+  evaluation seeds, in each seat, the payoff averaged over seats and seeds: the curve of a zero-sum self-play run is
+  0 by construction, so only an outside reference can score it.
+
+A setting with ``"evaluate": "exact"`` (Kuhn and Leduc, one hand) scores the same quantity with no sampling: the
+policy's strategy is read from the env and its expected payoff against the equilibrium is computed over the whole
+game tree (:mod:`leaderboard.exact`); ``"exploitability"`` scores minus its exploitability instead. Both exact figures
+(``versus`` and ``exploitability``, chips per hand) are kept in every such run's result (of the final policy).
+Anchors of an exact setting are exact too: ``"random"`` is uniform legal play, the reference bot is the equilibrium.
 
 Normalization: ``(raw - value(zero)) / (value(one) - value(zero))``. For ``self`` settings ``value(P)`` is the mean
 team reward of policy ``P`` (``"random"`` or a reference policy of the env, in every seat) measured on
@@ -67,11 +93,15 @@ with a 95% Student-t confidence interval (``scipy.stats.t``; seeds are the indep
 compared by paired differences over the seeds they share (:mod:`leaderboard.verdicts`: a t interval of the mean
 difference and an exact sign-flip test, Holm-corrected over every comparison the verdict prints). A failed run is
 one that ends at random's score: a normalized score at or below ``FAILURE_THRESHOLD`` (0.1; :func:`failures`, the one
-definition); every score is printed with "k/n failed", k of the n runs (seed x setting) it averages. The leaderboard
-entry (:func:`entry`) keeps the per-seed, per-setting
-scores as its ``scores`` (``{family: [[setting scores of seed 0], ...]}``), so the ranked table gets a column per
-family and the mean-of-families aggregate like every other board, and its failed runs per setting as ``failures``
-(``{setting: count}``; older entries lack it).
+definition); every score is printed with "k/n failed", k of the n runs (seed x setting) it averages. Where the
+suite keeps several checkpoints, each score block (setting, family, aggregate) also has ``best`` (the best
+checkpoint's normalized score per seed with its interval, averaged over settings and families as the main score is)
+and ``collapsed`` (how many of its runs collapsed, :func:`collapses`, the one definition). The leaderboard entry
+(:func:`entry`) keeps the per-seed, per-setting scores as its ``scores`` (``{family: [[setting scores of seed 0],
+...]}``), so the ranked table gets a column per family and the mean-of-families aggregate like every other board,
+its failed runs per setting as ``failures`` (``{setting: count}``; older entries lack it), and, where the suite
+keeps several checkpoints, its collapsed runs per setting as ``collapses`` (``{setting: count}``) and the best
+checkpoint's per-seed scores as ``best`` (``{setting: [...]}``); older entries lack both.
 
 Output (in the leaderboard page's style: :mod:`leaderboard.render`):
 
@@ -124,19 +154,21 @@ from leaderboard.suite.cache import anchor_cache
 from leaderboard.suite.retrain import reproduce_suite, submit_suite
 from leaderboard.suite.runs import applicable, complete_run, execute, plan, reusable_run, run_one, safe_name, \
     score_run, train_run
-from leaderboard.suite.score import FAILURE_THRESHOLD, SIDE_FIGURES, add_suite_entry, entry, failures, score
+from leaderboard.suite.score import COLLAPSE_THRESHOLD, FAILURE_THRESHOLD, SIDE_FIGURES, add_suite_entry, \
+    collapses, entry, failures, score
 from leaderboard.suite.submission import MANIFEST, SuiteValidated, suite_entry, validate_suite, \
     write_submission
 from leaderboard.suite.spec import EVALUATE, SUITE_DIR, SUITE_SCHEMA, Family, Setting, Suite, anchor_value, \
     latest_suite, list_suites, load_suite, parse_suite
 
-__all__ = ["EVALUATE", "FAILURE_THRESHOLD", "Family", "MANIFEST", "SIDE_FIGURES", "SUITE_DIR", "SUITE_SCHEMA",
-           "Setting", "Suite", "SuiteValidated", "TEXT_WIDTH", "add_suite_entry", "anchor_cache", "anchor_value",
-           "applicable", "benchmark_suite", "board_columns", "board_radar", "comparison_text", "complete_run", "entry",
-           "execute", "failures", "family_verdicts", "fidelity_columns", "fidelity_text", "latest_suite", "list_suites",
-           "load_suite", "mean_ci", "page_context", "parse_suite", "plan", "reproduce_suite", "reusable_run", "run_one",
-           "safe_name", "score", "score_run", "score_tables", "suite_coverage", "suite_entry", "suite_figures",
-           "suite_page", "submit_suite", "train_run", "validate_suite", "write_figures", "write_submission"]
+__all__ = ["COLLAPSE_THRESHOLD", "EVALUATE", "FAILURE_THRESHOLD", "MANIFEST", "SIDE_FIGURES", "SUITE_DIR",
+           "SUITE_SCHEMA", "TEXT_WIDTH", "Family", "Setting", "Suite", "SuiteValidated", "add_suite_entry",
+           "anchor_cache", "anchor_value", "applicable", "benchmark_suite", "board_columns", "board_radar",
+           "collapses", "comparison_text", "complete_run", "entry", "execute", "failures", "family_verdicts",
+           "fidelity_columns", "fidelity_text", "latest_suite", "list_suites", "load_suite", "mean_ci", "page_context",
+           "parse_suite", "plan", "reproduce_suite", "reusable_run", "run_one", "safe_name", "score", "score_run",
+           "score_tables", "submit_suite", "suite_coverage", "suite_entry", "suite_figures", "suite_page", "train_run",
+           "validate_suite", "write_figures", "write_submission"]
 
 
 def benchmark_suite(method: str, suite: Suite | str, baselines: Sequence[str], out: str | Path,

@@ -8,7 +8,8 @@ of one's own only from the source that travelled with the submission, in one san
 (:func:`leaderboard.reproduce.train_sandboxed`: CPU, memory and file-size limits, no network where the OS allows,
 imports limited to the method's file, this package and the installed packages), which also reports the settings the
 method cannot train on (they must be the ones the submission skipped). Each re-trained run must have the shipped
-final weights (their SHA-256) and the shipped ``metrics.jsonl`` row for row (timings aside): a raised learning curve,
+final weights (their SHA-256), the weights of every other checkpoint it ships (a suite that keeps several:
+each is scored) and the shipped ``metrics.jsonl`` row for row (timings aside): a raised learning curve,
 a run trained longer or by another method, or weights from elsewhere are caught by name. A run that is not re-trained
 stays self-reported, and so does the entry: it is labelled reproduced only when every run was."""
 
@@ -33,8 +34,8 @@ from leaderboard.validate import draw_audit_seed
 __all__ = ["reproduce_suite", "submit_suite"]
 
 
-def _weights(run: Path) -> str:
-    _, tensors = checkpoint.load(checkpoint.latest(run / "checkpoints"))
+def _weights(step_dir: Path) -> str:
+    _, tensors = checkpoint.load(step_dir)
     return weights_sha256(*(state["model"] for state in tensors["learners"]))
 
 
@@ -56,9 +57,15 @@ def _same(shipped: Path, again: Path, where: str) -> None:
             key = next((k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)), "?")
             raise SubmissionError(f"{where}/metrics.jsonl: step {step} records {key}={b.get(key)!r}, the run trained "
                                   f"again here from its config gives {a.get(key)!r} (the metrics are not the run's)")
-    if _weights(again) != _weights(shipped):
+    if _weights(checkpoint.latest(again / "checkpoints")) != _weights(checkpoint.latest(shipped / "checkpoints")):
         raise SubmissionError(f"{where}/checkpoints: the final weights are not the ones the run's config trains "
                               f"(trained again here: another SHA-256)")
+    for step_dir in sorted(p for p in (shipped / "checkpoints").iterdir() if p.is_dir()):     # every kept one
+        mine = again / "checkpoints" / step_dir.name
+        if not mine.is_dir() or _weights(mine) != _weights(step_dir):
+            raise SubmissionError(f"{where}/checkpoints/{step_dir.name}: not the weights the run's config trains "
+                                  f"at that step (trained again here: "
+                                  f"{'another SHA-256' if mine.is_dir() else 'no such checkpoint'})")
 
 
 def reproduce_suite(v: SuiteValidated, retrain: int | None = None, audit_seed: int | None = None,

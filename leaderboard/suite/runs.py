@@ -17,18 +17,21 @@ import torch
 import marl_llm_envs
 from baselines.credit import make_credit
 from baselines.outputs import read_json_object, safe_name, writing
+from baselines.policies.base import Policy, Request
 from baselines.rollout import RolloutEngine
 import baselines.train as trainer
 from baselines.train import TrainConfig, checkpoint
 from baselines.train.config import read_run_config
+from baselines.train.logging import decisive_rewards
 from leaderboard import exact
 from leaderboard.players import load_player, opponent_policy
 from leaderboard.suite.cache import verified_run, write_receipt
 from leaderboard.suite.spec import Setting, Suite
 from leaderboard.workers import Workers
 
-__all__ = ["PLACEMENT", "applicable", "complete_run", "execute", "plan", "reusable_run", "run_one", "run_spec",
-           "safe_name", "score_run", "train_run"]
+__all__ = ["PLACEMENT", "applicable", "best_checkpoint", "complete_run", "execute", "held_out_values",
+           "kept_checkpoints", "kept_steps", "plan", "reusable_run", "run_one", "run_spec", "safe_name", "score_run",
+           "train_run"]
 
 
 def applicable(method: str, env_id: str) -> str | None:
@@ -160,9 +163,16 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
 def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
     """The raw score of the finished run in ``run`` as ``spec`` says to score it (``play``, ``evaluate``, ``score``,
-    ``last_fraction``, the evaluation seeds): the tail of its ``metrics.jsonl`` for a ``self`` setting, its final
-    policy played (or solved exactly) against the opponent for a ``versus`` one; with its learning curve, tokens and
-    side figures. The validator of a suite submission calls it with a spec it builds from the suite."""
+    ``last_fraction``, the evaluation seeds, ``checkpoints``), with its learning curve, tokens and side figures. The
+    validator of a suite submission calls it with a spec it builds from the suite.
+
+    * A suite that keeps one checkpoint (``checkpoints`` absent or 1: credit-micro@3 and older): a ``self`` setting
+      scores the tail of its ``metrics.jsonl`` (``last_fraction``), a ``versus`` one its final policy played (or
+      solved exactly) against the opponent on the evaluation seeds.
+    * A suite that keeps several (credit-micro@4): every setting scores its final policy on the held-out evaluation
+      seeds (:func:`held_out_values`; ``self``: the team playing itself, ``versus``: against the opponent, or exactly),
+      and the result also holds ``"checkpoints"`` (each kept checkpoint's score on the two halves of those seeds)
+      and ``"best"`` (:func:`best_checkpoint`: chosen on the first half, reported on the second)."""
     metrics = run / "metrics.jsonl"
     rows = [_json_object(metrics, run, i, line) for i, line in enumerate(metrics.read_text().splitlines(), 1)
             if line.strip()]
@@ -173,7 +183,9 @@ def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
     free = {k: [float(r[k]) for r in rows if k in r] for k in sorted({k for r in rows for k in r
                                                                         if k.startswith("free_riding/")})}
     extra: dict[str, Any] = {}
-    if spec["play"] == "self":
+    if spec.get("checkpoints", 1) > 1:
+        raw, extra = _held_out_score(spec, run)
+    elif spec["play"] == "self":
         scored = curve if spec.get("score", "team_reward") == "team_reward" else _decisive_curve(rows, run)
         tail = scored[-max(1, math.ceil(len(scored) * spec["last_fraction"])):]
         raw = sum(tail) / len(tail)
@@ -186,6 +198,159 @@ def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
     return {"method": spec["method"], "setting": spec["setting"], "seed": spec["seed"], "raw": float(raw), **extra,
             "curve": curve, "tokens": tokens, "free_riding": {k: sum(v) / len(v) for k, v in free.items() if v},
             "config_hash": read_run_config(run).resolved.config_hash or ""}
+
+
+def kept_steps(steps: int, checkpoints: int) -> list[int]:
+    """The steps of the checkpoints a run of ``steps`` steps keeps (``score.checkpoints`` evenly spaced, the last
+    one the final policy): ``[steps / k, 2 steps / k, ..., steps]``."""
+    kept = min(checkpoints, steps)
+    return [steps // kept * i for i in range(1, kept + 1)]
+
+
+def kept_checkpoints(spec: dict[str, Any], run: Path) -> list[Path]:
+    """The folders of the run's kept checkpoints (:func:`kept_steps`), in step order, or a ``ValueError`` naming the
+    first one missing: a run is scored on all of them (its final policy and its best checkpoint)."""
+    out = []
+    for step in kept_steps(spec["steps"], spec.get("checkpoints", 1)):
+        path = run / checkpoint.CHECKPOINTS / f"step-{step:07d}"
+        if not all((path / n).is_file() and not (path / n).is_symlink()
+                   for n in ("meta.json", checkpoint.STATE_JSON, checkpoint.STATE_TENSORS)):
+            raise ValueError(f"{run}: checkpoint {path.name} is missing or incomplete; a run of {spec['steps']} steps "
+                             f"keeps checkpoints {kept_steps(spec['steps'], spec.get('checkpoints', 1))} and each "
+                             f"is scored")
+        out.append(path)
+    return out
+
+
+def _checkpoint_player(spec: dict[str, Any], path: Path, step: int | None = None):
+    """The policy of one checkpoint folder (``path``: a trainer run, its latest checkpoint, or ``run/checkpoints/
+    step-N``), checked to be from ``step`` when one is given (a renamed checkpoint is not the step it claims)."""
+    env = marl_llm_envs.make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
+    player = load_player(f"checkpoint:{path}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
+    if step is not None and player.provenance["step"] != step:
+        raise ValueError(f"{path}: its meta.json says step {player.provenance['step']}, the folder is step {step}")
+    return env, player
+
+
+def held_out_values(spec: dict[str, Any], paths: Sequence[Path], steps: Sequence[int] | None = None
+                    ) -> list[list[float]]:
+    """A sampled setting's score of each checkpoint (``paths``: checkpoint folders, or a run for its latest; each
+    checked to be from its ``steps`` entry when given) per held-out evaluation seed (``eval_count`` seeds from
+    ``eval_start``, in order): for ``self`` the team reward of the team playing itself (the mean over teams; for a
+    ``score: "decisive_reward"`` setting the noise-free decisive reward, the team reward less the ``noise_total`` the
+    env reports), for ``versus`` the payoff against the opponent averaged over the seats. Every checkpoint of every
+    method plays the same seeds with the same sampling seeds (paired, deterministic), and its policy samples as it did
+    in training. One batched rollout plays them all (:func:`_rollouts`): a checkpoint's values are the ones it gets
+    played alone."""
+    players = [_checkpoint_player(spec, p, None if steps is None else steps[i]) for i, p in enumerate(paths)]
+    env = players[0][0]
+    if spec["play"] == "versus":
+        payoffs = _versus_payoffs(spec, [pl for _, pl in players], env)
+        return [[sum(p[seat][i] for seat in p) / len(p) for i in range(spec["eval_count"])] for p in payoffs]
+    out = []
+    for eps in _rollouts(spec, [pl.policies for _, pl in players], {}, "held-out"):
+        if spec.get("score", "team_reward") == "team_reward":
+            out.append([sum(float(r) for r in e.team_rewards.values()) / len(e.team_rewards) for e in eps])
+            continue
+        decisive = decisive_rewards(eps)
+        if not decisive or any(len(v) != len(eps) for v in decisive.values()):
+            raise ValueError(f"{spec['env_id']}: the setting scores decisive_reward, but the env does not report "
+                             "noise_total in the final infos of every episode")
+        out.append([sum(v[i] for v in decisive.values()) / len(decisive) for i in range(len(eps))])
+    return out
+
+
+class _PerSample(Policy):
+    """One role's policies of several teams as one policy: a request of sample ``k`` of its group (``Request.key[1]``)
+    is decided by the ``k``-th, in a call of its own with the call's seed, as sample 0 (its key's sample index set to
+    0): each team decides exactly what it would decide played alone (the same requests, in the same order, with the
+    same seeds), and all teams share their random numbers (common random numbers: the difference between two
+    checkpoints on the same seeds is the policies', not the draws')."""
+
+    def __init__(self, policies: Sequence[Policy]) -> None:
+        self.policies = list(policies)
+        self.name, self.version, self.observes = policies[0].name, policies[0].version, policies[0].observes
+
+    def settings(self) -> dict[str, Any]:
+        return self.policies[0].settings()
+
+    def generate(self, requests, seed: int | None = None) -> list:
+        out: list = [None] * len(requests)
+        for k, policy in enumerate(self.policies):
+            idx = [i for i, r in enumerate(requests) if r.key[1] == k]
+            if idx:
+                alone = [Request(r.env_id, r.agent, r.role, r.text, r.legal_actions, r.env, (r.key[0], 0, *r.key[2:]),
+                                 r.observation, r.action_mask) for r in (requests[i] for i in idx)]
+                for i, g in zip(idx, policy.generate(alone, seed=seed)):
+                    out[i] = g
+        return out
+
+
+def _rollouts(spec: dict[str, Any], teams: Sequence[dict[str, Policy]], envs: dict, run_id: str
+              ) -> list[list[Any]]:
+    """Each team (role -> policy) on every held-out seed; per team, its episodes in seed order. One rollout plays
+    all teams, as the samples of one group per seed: one env reset per seed (its clones start the other teams'
+    episodes), one call per tick of each team's policies (:class:`_PerSample`). ``envs``: the engine's env pool."""
+    kwargs = {**spec["env_kwargs"], "action_mode": spec["action_mode"]}
+    seeds = list(range(spec["eval_start"], spec["eval_start"] + spec["eval_count"]))
+    k = len(teams)
+    if k == 1:
+        policies = dict(teams[0])
+    else:
+        merged: list[tuple[Policy, _PerSample]] = []        # a policy shared by roles stays shared
+        policies = {}
+        for role, p in teams[0].items():
+            same = next((m for q, m in merged if q is p), None)
+            if same is None:
+                same = _PerSample([t[role] for t in teams])
+                merged.append((p, same))
+            policies[role] = same
+    engine = RolloutEngine(policies, show_progress=False, env_pool=envs)
+    eps = engine.run(spec["env_id"], num_tasks=len(seeds), group_size=k, seed=spec["eval_start"], seeds=seeds,
+                     env_kwargs=kwargs, run_id=run_id)
+    return [[eps[g * k + i] for g in range(len(seeds))] for i in range(k)]
+
+
+def best_checkpoint(steps: Sequence[int], halves: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """The best kept checkpoint without selection bias: chosen on the first half of the held-out seeds, reported on
+    the second. ``halves``: per checkpoint (in step order, the last one the final policy), its mean score on half A
+    and on half B. The best is the checkpoint with the highest half-A score (ties: the later one); returns its
+    ``step``, its half-B score as ``raw`` and the final policy's half-B score as ``final`` (the same seeds: the
+    collapse flag compares the two, :func:`leaderboard.suite.score.collapsed`). Selecting and reporting on one set
+    of seeds would report the maximum of noisy means, biased upward by the selection; on independent seeds the
+    reported score is unbiased for the chosen checkpoint."""
+    if not steps or len(steps) != len(halves):
+        raise ValueError(f"best_checkpoint: one (half A, half B) pair per step, got {len(halves)} for {len(steps)}")
+    i = max(range(len(steps)), key=lambda j: (halves[j][0], j))
+    return {"step": int(steps[i]), "raw": float(halves[i][1]), "final": float(halves[-1][1])}
+
+
+def _held_out_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, Any]]:
+    """A run of a suite that keeps several checkpoints: its final policy's score on all the held-out seeds (or its
+    exact score), every kept checkpoint's score on the two halves of those seeds (``checkpoints``) and the best one
+    (``best``, :func:`best_checkpoint`). An exact setting has no seeds to split: each checkpoint's score is exact, so
+    the best is chosen and reported on that one exact number (no noise to select on, so no bias), and both halves are
+    that number."""
+    paths = kept_checkpoints(spec, run)
+    steps = kept_steps(spec["steps"], spec["checkpoints"])
+    extra: dict[str, Any] = {}
+    halves = []
+    if spec.get("evaluate", "sampled") == "sampled":
+        half = spec["eval_count"] // 2
+        if half < 1:
+            raise ValueError(f"{spec['setting']}: the best checkpoint is chosen on half the held-out seeds and "
+                             f"reported on the other half; {spec['eval_count']} seed(s) cannot be split")
+        for values in held_out_values(spec, paths, steps):
+            halves.append((sum(values[:half]) / half, sum(values[half:]) / (len(values) - half)))
+        final = sum(values) / len(values)
+    else:
+        for step, path in zip(steps, paths):
+            final, extra = _exact_score(spec, path, step)
+            halves.append((final, final))
+    best = best_checkpoint(steps, halves)
+    extra = {**extra, "checkpoints": [{"step": st, "a": a, "b": b} for st, (a, b) in zip(steps, halves)],
+             "best": best}
+    return final, extra
 
 
 def _decisive_curve(rows: list[dict[str, Any]], run: Path) -> list[float]:
@@ -202,8 +367,7 @@ def _idle_drift(spec: dict[str, Any], run: Path) -> float:
     """free_riding-v0: how far the final policy of the idle seats has drifted, ``KL(p || uniform) = log 3 - H(p)``
     in nats, averaged over the idle seats; ``p`` is the seat's exact move distribution on its observation (the same
     in every episode, see the env's manual). 0 = no drift; log 3 = 1.0986 = a deterministic idle seat."""
-    env = marl_llm_envs.make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
-    player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
+    env, player = _checkpoint_player(spec, run)
     decide = exact.policy_decider(player.policies)
     env.reset(seed=0)
     drifts = []
@@ -220,29 +384,33 @@ def _idle_drift(spec: dict[str, Any], run: Path) -> float:
 
 def _versus_score(spec: dict[str, Any], run: Path) -> float:
     """The final policy against the opponent in each seat on the evaluation seeds: the mean payoff."""
-    kwargs = {**spec["env_kwargs"], "action_mode": spec["action_mode"]}
-    env = marl_llm_envs.make(spec["env_id"], **kwargs)
-    roles = sorted(set(env.roles.values()))
-    player = load_player(f"checkpoint:{run}", spec["env_id"], roles, spec["action_mode"])
-    seeds = list(range(spec["eval_start"], spec["eval_start"] + spec["eval_count"]))
+    env, player = _checkpoint_player(spec, run)
+    (payoffs,) = _versus_payoffs(spec, [player], env)
     total = 0.0
-    envs: dict = {}         # the seats' engines share their envs
     for seat in env.possible_agents:
-        opponent = opponent_policy(spec["env_id"], spec["opponent"], seed=0)
-        policies = {env.roles[a]: (player.policies[env.roles[a]] if a == seat else opponent)
-                    for a in env.possible_agents}
-        engine = RolloutEngine(policies, show_progress=False, env_pool=envs)
-        eps = engine.run(spec["env_id"], num_tasks=len(seeds), seed=spec["eval_start"], seeds=seeds,
-                         env_kwargs=kwargs, run_id=f"versus|{seat}")
-        total += sum(float(e.rewards[seat]) for e in eps) / len(eps)
+        total += sum(payoffs[seat]) / len(payoffs[seat])
     return total / len(env.possible_agents)
 
 
-def _exact_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, float]]:
-    """The final policy's exact score (:mod:`leaderboard.exact`), with both exact figures: its payoff against the
-    reference averaged over the seats (``versus``) and its ``exploitability`` (chips per hand)."""
-    env = marl_llm_envs.make(spec["env_id"], **spec["env_kwargs"], action_mode=spec["action_mode"])
-    player = load_player(f"checkpoint:{run}", spec["env_id"], sorted(set(env.roles.values())), spec["action_mode"])
+def _versus_payoffs(spec: dict[str, Any], players: Sequence[Any], env) -> list[dict[str, list[float]]]:
+    """Per player (a checkpoint's), seat -> its payoff in that seat against the opponent on each evaluation seed (in
+    order)."""
+    out: list[dict[str, list[float]]] = [{} for _ in players]
+    envs: dict = {}         # the seats' engines share their envs
+    for seat in env.possible_agents:
+        teams = [{env.roles[a]: pl.policies[env.roles[a]] if a == seat else
+                  opponent_policy(spec["env_id"], spec["opponent"], seed=0) for a in env.possible_agents}
+                 for pl in players]
+        for i, eps in enumerate(_rollouts(spec, teams, envs, f"versus|{seat}")):
+            out[i][seat] = [float(e.rewards[seat]) for e in eps]
+    return out
+
+
+def _exact_score(spec: dict[str, Any], path: Path, step: int | None = None) -> tuple[float, dict[str, float]]:
+    """The exact score (:mod:`leaderboard.exact`) of a run's final policy (``path``: the run) or of one checkpoint
+    (``path``: its folder, from ``step``), with both exact figures: its payoff against the reference averaged over
+    the seats (``versus``) and its ``exploitability`` (chips per hand)."""
+    _, player = _checkpoint_player(spec, path, step)
     table = exact.strategy_of(spec["env_id"], exact.policy_decider(player.policies), spec["env_kwargs"])
     both = {"versus": exact.versus(spec["env_id"], table),
             "exploitability": exact.exploitability(spec["env_id"], table)}

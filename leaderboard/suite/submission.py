@@ -10,7 +10,9 @@ into ``OUT/<suite>/submissions/<method>/``)::
                                               by the validator; re-trained in a sandbox by --reproduce)
     runs/<setting>/seed<s>/config.json        each run: the trainer's config,
     runs/<setting>/seed<s>/metrics.jsonl      its per-step metrics (the learning curve),
-    runs/<setting>/seed<s>/checkpoints/...    its final checkpoint (safetensors and JSON: nothing that runs code)
+    runs/<setting>/seed<s>/checkpoints/...    its final checkpoint (safetensors and JSON: nothing that runs code),
+                                              or, for a suite that keeps several (``score.checkpoints``:
+                                              credit-micro@4), every kept checkpoint, step-<steps/k> .. step-<steps>
 
 :func:`validate_suite` checks, in order (the first failure is a :class:`~leaderboard.validate.SubmissionError`
 naming the file or field; nothing is scored from a folder that fails):
@@ -30,7 +32,16 @@ naming the file or field; nothing is scored from a folder that fails):
    normalized against anchors it measures itself (:func:`leaderboard.suite.cache.anchor_cache`):
    ``versus`` settings by playing (or solving exactly) the shipped final policy against the suite's opponent;
    ``self`` settings from the tail of the run's ``metrics.jsonl``, which is self-reported until ``--reproduce``
-   re-trains the run (:func:`leaderboard.suite.reproduce.reproduce_suite`) and finds the same weights and curve.
+   re-trains the run (:func:`leaderboard.suite.retrain.reproduce_suite`) and finds the same weights and curve. A
+   suite that keeps several checkpoints (credit-micro@4) scores every setting from the shipped weights alone: each
+   kept checkpoint is played here on the held-out seeds (or solved exactly), the final policy is the score and the
+   best checkpoint is chosen and reported on the two halves of those seeds (:func:`~leaderboard.suite.runs.
+   score_run`); the weights themselves are the submitter's until ``--reproduce`` re-trains the run and finds the same
+   weights in every kept checkpoint.
+
+Sizes: every file within its :class:`SuiteLimits` cap. An MLP checkpoint of the micro tier is about 150 KB (its
+weights, the optimizer's moments and the RNG states), so a credit-micro@4 run with its 5 kept checkpoints is under
+1 MB and a whole submission (about 400 runs) under 400 MB.
 
 An entry (:func:`suite_entry`) is ``self_reported`` unless the runs were re-trained here."""
 
@@ -53,7 +64,7 @@ from leaderboard.players import credit_sha256
 from leaderboard.protocol import ProtocolError
 from leaderboard.submission_json import METHOD_NAME, SubmissionError, loads_strict, safe_text
 from leaderboard.suite.cache import anchor_cache
-from leaderboard.suite.runs import applicable, run_spec, score_run
+from leaderboard.suite.runs import applicable, kept_steps, run_spec, score_run
 from leaderboard.suite.score import entry, score
 from leaderboard.suite.spec import Setting, Suite, list_suites, load_suite
 
@@ -113,17 +124,21 @@ def _run_folder(folder: Path, setting: str, seed: int) -> Path:
 def write_submission(suite: Suite, method: str, runs: dict[tuple[str, int], Path], skipped: dict[str, str],
                      folder: Path, note: str = "") -> Path:
     """Write ``method``'s suite submission into ``folder`` (emptied first): its runs (``(setting, seed) -> run
-    folder``) with their config, metrics and final checkpoint, the manifest and, for a method of one's own in a
-    top-level module file, that file."""
+    folder``) with their config, metrics and final checkpoint (every kept checkpoint, for a suite that keeps
+    several), the manifest and, for a method of one's own in a top-level module file, that file."""
     if folder.exists():
         shutil.rmtree(folder)
+    settings = {s.name: s for s in suite.settings}
     for (setting, seed), run in sorted(runs.items()):
         dest = _run_folder(folder, setting, seed)
         (dest / "checkpoints").mkdir(parents=True)
         for name in _RUN_FILES:
             shutil.copyfile(run / name, dest / name)
         latest = checkpoint.latest(run / "checkpoints")
-        shutil.copytree(latest, dest / "checkpoints" / latest.name)
+        kept = [latest.name] if suite.score["checkpoints"] == 1 else [
+            f"step-{k:07d}" for k in kept_steps(suite.budget(settings[setting])["steps"], suite.score["checkpoints"])]
+        for name in kept:
+            shutil.copytree(run / "checkpoints" / name, dest / "checkpoints" / name)
         shutil.copyfile(run / "checkpoints" / "latest", dest / "checkpoints" / "latest")
     module, _, name = method.partition(":")
     source = sys.modules.get(module)
@@ -260,13 +275,32 @@ def _check_run(suite: Suite, s: Setting, seed: int, run: Path, folder: Path) -> 
         raise SubmissionError(str(e)) from None
     if latest is None:
         raise SubmissionError(f"{where}/checkpoints: no complete final checkpoint")
-    step = read_capped(latest / "meta.json", checkpoint.MAX_META_BYTES, "meta.json")     # the trainer's own limit
-    meta = loads_strict(step.decode("utf-8", "replace"), f"{where}/{latest.name}/meta.json")
-    if not isinstance(meta, dict) or meta.get("step") != suite.budget(s)["steps"]:
-        raise SubmissionError(f"{where}/checkpoints: the final checkpoint is from step "
-                              f"{meta.get('step') if isinstance(meta, dict) else None!r}, the suite trains "
-                              f"{suite.budget(s)['steps']} steps")
+    steps = suite.budget(s)["steps"]
+    if _step_of(latest, where) != steps:
+        raise SubmissionError(f"{where}/checkpoints: the final checkpoint is from step {_step_of(latest, where)!r}, "
+                              f"the suite trains {steps} steps")
+    if suite.score["checkpoints"] > 1:
+        kept = kept_steps(steps, suite.score["checkpoints"])
+        have = sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir())
+        want = [f"step-{k:07d}" for k in kept]
+        for name, k in zip(want, kept):
+            if not all((run / "checkpoints" / name / f).is_file() for f in _STEP_FILES):
+                raise SubmissionError(f"{where}/checkpoints/{name}: missing or incomplete; {suite.key} keeps "
+                                      f"{len(kept)} checkpoints of every run (steps {kept}) and scores each, so a "
+                                      f"submission carries them all (benchmark-credit writes them)")
+            if _step_of(run / "checkpoints" / name, where) != k:
+                raise SubmissionError(f"{where}/checkpoints/{name}/meta.json: from step "
+                                      f"{_step_of(run / 'checkpoints' / name, where)!r}, not {k}")
+        if have != want:
+            raise SubmissionError(f"{where}/checkpoints: holds {have[:8]}, {suite.key} keeps exactly {want}")
     return fields
+
+
+def _step_of(step_dir: Path, where: str) -> Any:
+    """The step a checkpoint folder's ``meta.json`` records (``None`` when it records none)."""
+    raw = read_capped(step_dir / "meta.json", checkpoint.MAX_META_BYTES, "meta.json")     # the trainer's own limit
+    meta = loads_strict(raw.decode("utf-8", "replace"), f"{where}/{step_dir.name}/meta.json")
+    return meta.get("step") if isinstance(meta, dict) else None
 
 
 def validate_suite(folder: str | Path, suite: Suite | str | Path | None = None,

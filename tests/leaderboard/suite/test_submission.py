@@ -6,6 +6,7 @@ naming the problem; nothing reaches the store as verified."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -167,6 +168,11 @@ def test_validate_and_submit_take_a_suite_folder_and_refuse_the_episode_flags(ho
     assert main(["validate", folder, "--protocol", suite]) == 0
     out = capsys.readouterr().out
     assert "valid suite submission: broadcast on trust-suite@1, 4 runs" in out and "self-reported" in out
+    e = honest["result"]["entries"][0]["results"]
+    for fam, f in e["families"].items():        # one setting per family, two seeds: "k/2 failed", as the tables
+        assert re.search(rf"\n  {fam}: [-0-9.]+ \[[-0-9.]+, [-0-9.]+\], {e['failures'][f['settings'][0]]}/2 failed\n",
+                         out)
+    assert re.search(r"aggregate [-0-9.]+ \[[-0-9.]+, [-0-9.]+\], \d/4 failed\n", out) and "collapsed" not in out
     assert main(["validate", folder, "--protocol", suite, "--sample", "5"]) == 2
     assert "--sample: " in capsys.readouterr().err
     forged = _copy(honest["folder"], tmp_path)
