@@ -14,22 +14,32 @@ lives in it:
   receipt matches both (:func:`verified_run`); a run made elsewhere, or edited after it was trained (a raised
   ``metrics.jsonl``), is trained again.
 
+* Run scores: the score of a finished run (:func:`leaderboard.suite.runs.score_run`: its held-out evaluation plays
+  every kept checkpoint) in ``<cache>/scores/<key>.json``, where the key is the SHA-256 of the run's content (the
+  files the score is read from, hashed from the folder being scored: :func:`run_content_sha256`), of the scoring
+  spec and of the code the score depends on (:data:`_SCORE_CODE`). A suite scores its runs, then validates its own
+  submission folders, which copy the same files: the validator re-derives the content hash from the copies and
+  finds the score this machine computed from those very bytes (:func:`cached_score`). A submitted folder this machine
+  never scored misses the cache and is scored; an edited file changes the key.
+
 ``<cache>`` is ``$MARL_LLM_CACHE``, else ``$XDG_CACHE_HOME/marl_llm_envs``, else ``~/.cache/marl_llm_envs``: the
 maintainer's machine, never a folder a submission travels in."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from baselines.outputs import read_json_object, replace_text
 from baselines.train import checkpoint
 from leaderboard.protocol import canonical_sha256
 
-__all__ = ["anchor_cache", "cache_root", "code_sha256", "run_content_sha256", "verified_run", "write_receipt"]
+__all__ = ["anchor_cache", "cache_root", "cached_score", "code_sha256", "run_content_sha256", "verified_run",
+           "write_receipt"]
 
 MAX_HASHED_BYTES = 1 << 30          # a run file larger than this is not hashed (nor reused): trained again
 _ROOT = Path(__file__).resolve().parent.parent.parent
@@ -37,6 +47,11 @@ _ROOT = Path(__file__).resolve().parent.parent.parent
 # the suite's anchor code and the exact solver
 _ANCHOR_CODE = ("marl_llm_envs", "baselines/rollout", "baselines/policies", "leaderboard/suite/spec.py",
                 "leaderboard/exact.py", "leaderboard/players.py", "leaderboard/protocol.py")
+
+
+# the code a run's score depends on: the anchor code, the suite's scoring, and how a checkpoint is loaded and played
+_SCORE_CODE = (*_ANCHOR_CODE, "leaderboard/suite/runs.py", "baselines/train", "baselines/models.py",
+               "baselines/hf_models.py")
 
 
 def cache_root() -> Path:
@@ -47,10 +62,12 @@ def cache_root() -> Path:
     return Path(base) / "marl_llm_envs"
 
 
-def code_sha256() -> str:
-    """SHA-256 over the source files that compute the anchors (:data:`_ANCHOR_CODE`, each with its path)."""
+@functools.lru_cache(maxsize=4)
+def code_sha256(parts: tuple[str, ...] = _ANCHOR_CODE) -> str:
+    """SHA-256 over the source files ``parts`` (default: those that compute the anchors, :data:`_ANCHOR_CODE`), each
+    with its path; computed once per process (the sources do not change under a running suite)."""
     h = hashlib.sha256()
-    for part in _ANCHOR_CODE:
+    for part in parts:
         path = _ROOT / part
         files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
         for f in files:
@@ -130,3 +147,24 @@ def verified_run(run: Path, spec: dict[str, Any]) -> str | None:
     if content is None or receipt.get("content") != content:
         return f"{run}: its files changed after it was trained here (config, metrics.jsonl or checkpoint)"
     return None
+
+
+def cached_score(spec: dict[str, Any], run: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``compute()`` (the score of the finished run in ``run`` under ``spec``), or the score this machine computed
+    before from a run of the same content under the same scoring spec and code (see the module docstring). A run
+    whose content cannot be hashed is scored without the cache."""
+    content = run_content_sha256(run)
+    if content is None:
+        return compute()
+    key = canonical_sha256({"content": content, "code": code_sha256(_SCORE_CODE),
+                            "spec": {k: v for k, v in spec.items() if k not in ("out", "progress")}})
+    path = cache_root() / "scores" / f"{key}.json"
+    if path.is_file():
+        try:
+            return read_json_object(path, "it is scored again")
+        except ValueError:
+            pass
+    text = json.dumps(compute())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_text(path, text)
+    return json.loads(text)             # the same types (lists, not tuples) whether it was cached or not

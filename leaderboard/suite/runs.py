@@ -25,7 +25,7 @@ from baselines.train.config import read_run_config
 from baselines.train.logging import decisive_rewards
 from leaderboard import exact
 from leaderboard.players import load_player, opponent_policy
-from leaderboard.suite.cache import verified_run, write_receipt
+from leaderboard.suite.cache import cached_score, verified_run, write_receipt
 from leaderboard.suite.spec import Setting, Suite
 from leaderboard.workers import Workers
 
@@ -162,6 +162,13 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
+    """:func:`_score_run`, once per run content, scoring spec and scoring code on this machine
+    (:func:`leaderboard.suite.cache.cached_score`): the suite scores its runs, then validates its own submission folders
+    (copies of the same files) without playing every checkpoint again."""
+    return cached_score(spec, run, lambda: _score_run(spec, run))
+
+
+def _score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
     """The raw score of the finished run in ``run`` as ``spec`` says to score it (``play``, ``evaluate``, ``score``,
     ``last_fraction``, the evaluation seeds, ``checkpoints``), with its learning curve, tokens and side figures. The
     validator of a suite submission calls it with a spec it builds from the suite.

@@ -36,3 +36,33 @@ def test_a_run_is_verified_only_from_its_receipt_and_unchanged_files(tmp_path, m
     assert "its files changed after it was trained here" in verified_run(run, spec)
     monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "elsewhere"))
     assert "no receipt of this machine's training" in verified_run(run, spec)
+
+
+def test_a_run_is_scored_once_per_content_and_an_edited_file_is_scored_again(tmp_path, monkeypatch):
+    """A suite scores its runs and then validates its own submission folders (copies of the same files): the second
+    scoring of the same bytes under the same spec reads the cache; an edit of a scored file, or another spec, scores
+    again, and the cache holds the result of the scoring code, not a value a folder brings."""
+    from leaderboard.suite import runs
+
+    monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "cache"))
+    suite = load_suite("credit-micro-quick@3")
+    spec = next(s for s in plan(suite, ["broadcast"], tmp_path / "out")[0] if s["setting"] == "voting/plurality/n2")
+    spec = {**spec, "steps": 2}
+    run = tmp_path / "out" / "run"
+    spec["out"] = str(run)
+    train_run(spec)
+    calls = []
+    real = runs._score_run
+    monkeypatch.setattr(runs, "_score_run", lambda sp, r: calls.append(r) or real(sp, r))
+    first = runs.score_run(spec, run)
+    assert runs.score_run(spec, run) == first and len(calls) == 1
+    copy = tmp_path / "submitted" / "run"                         # the submission folder's copy of the same files
+    import shutil
+    shutil.copytree(run, copy)
+    assert runs.score_run({**spec, "out": str(copy)}, copy) == first and len(calls) == 1
+    assert runs.score_run({**spec, "last_fraction": 1.0}, run) is not None and len(calls) == 2    # another spec
+    rows = (copy / "metrics.jsonl").read_text().splitlines()
+    (copy / "metrics.jsonl").write_text("\n".join(json.dumps({**json.loads(r), "reward/team/team": 1.0})
+                                                  for r in rows) + "\n")
+    edited = runs.score_run({**spec, "out": str(copy)}, copy)
+    assert len(calls) == 3 and edited["raw"] == 1.0 != first["raw"]
