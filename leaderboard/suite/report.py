@@ -95,24 +95,26 @@ def family_verdicts(suite: Suite, scored: dict[str, Any], under_test: str | None
     return suite_verdicts(scored["methods"], under_test, [f.name for f in suite.families])
 
 
-def suite_sensitivity(suite: Suite, scored: dict[str, Any]) -> list[FamilySensitivity]:
+def suite_sensitivity(suite: Suite, scored: dict[str, Any], fidelity: dict[str, Any] | None = None
+                      ) -> list[FamilySensitivity]:
     """Which of the suite's families measure credit (:func:`leaderboard.sensitivity.credit_sensitivity`) from the
-    scored methods' per-seed family scores (training only: ``benchmark-credit`` measures fidelity after this is
-    written; the board shows the fidelity rows from the stored entries)."""
+    scored methods' per-seed family scores and, where ``benchmark-credit`` measured it (``fidelity``: its
+    measurement, whose ``"families"`` hold each method's per-family fidelity), oracle against shuffled in fidelity."""
     methods = scored["methods"]
     seeds = {tuple(v["seeds"]) for v in methods.values()}
     if len(seeds) > 1:
         raise ValueError(f"the scored methods have different seed lists ({sorted(seeds)}): credit sensitivity pairs "
                          "them seed by seed (score the runs of one plan)")
     per_seed = {m: {f: x["seeds"] for f, x in v["families"].items()} for m, v in methods.items()}
-    return credit_sensitivity(per_seed, [f.name for f in suite.families])
+    return credit_sensitivity(per_seed, [f.name for f in suite.families], (fidelity or {}).get("families"))
 
 
-def suite_headline(suite: Suite, scored: dict[str, Any], under_test: str | None = None) -> str:
+def suite_headline(suite: Suite, scored: dict[str, Any], under_test: str | None = None,
+                   fidelity: dict[str, Any] | None = None) -> str:
     """:func:`family_verdicts` in one sentence (:func:`leaderboard.verdicts.headline` over the same corrected
     comparisons), then how many families measure credit (:func:`suite_sensitivity`), where any could be tested."""
     text = headline(suite_family(scored["methods"], under_test, [f.name for f in suite.families]))
-    extra = sensitivity_headline(suite_sensitivity(suite, scored))
+    extra = sensitivity_headline(suite_sensitivity(suite, scored, fidelity))
     return f"{text} {extra}" if extra else text
 
 
@@ -421,17 +423,20 @@ def write_figures(suite: Suite, scored: dict[str, Any], out: str | Path | None =
 
 
 def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[str, str]] | None = None,
-               figs: list | None = None) -> str:
+               figs: list | None = None, fidelity: dict[str, Any] | None = None) -> str:
     """The suite's HTML page in the leaderboard page's style (:func:`leaderboard.render.page_head`): the title and
     the method under test, the facts (budget, seeds, runs, wall time) and notes (applicability), the verdict, what the
     numbers cover, a table per family (mean [95% CI] per method, the aggregate, training and counterfactual tokens),
-    the figures (one colour per method in all of them) and a table per setting. ``context`` is a
-    :class:`leaderboard.render.PageContext`; ``figs`` (default: :func:`suite_figures`) must use the same palette."""
+    which families measure credit, the figures (one colour per method in all of them), a table per setting and, with
+    ``fidelity`` (``benchmark-credit``'s measurement, :func:`leaderboard.benchmark._suite_fidelity`), the credit
+    fidelity tables and verdicts it printed. ``context`` is a :class:`leaderboard.render.PageContext`; ``figs``
+    (default: :func:`suite_figures`) must use the same palette."""
     palette = Palette(scored["methods"])
     figs = suite_figures(suite, scored, palette) if figs is None else figs
     key = html_text(suite.key)
     table = functools.partial(_html_table, key=key, palette=palette, under_test=context.under_test)
-    parts = page_head(context.title) + [headline_html(suite.key, suite_headline(suite, scored, context.under_test))]
+    parts = page_head(context.title) + [headline_html(suite.key, suite_headline(suite, scored, context.under_test,
+                                                                                fidelity))]
     parts += context_html(context) + _page_summary(suite, scored, context, skipped, key)
     cols, rows = _family_rows(suite, scored)
     tips = {"aggregate": "mean over families",
@@ -444,7 +449,7 @@ def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str,
     parts.append("<h2>Per family: mean [95% CI] over training seeds</h2>")
     parts.append(table("families", [c if c in ("method", "runs", "train tokens", "counterfactual tokens")
                                     or c.endswith("]") else f"{c} [95% CI]" for c in cols], rows, 0, titles))
-    parts.append(sensitivity_html(key, suite_sensitivity(suite, scored), "h2"))
+    parts.append(sensitivity_html(key, suite_sensitivity(suite, scored, fidelity), "h2"))
     parts.append("<div class='figs'>" + "".join(figure_html(f) for f in figs) + "</div>")
     cols, rows = _setting_rows(suite, scored)
     if rows:
@@ -458,10 +463,57 @@ def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str,
             parts.append(f"<h2>Per setting: the {html_text(what, 300)}</h2><p class='covers'>mean [95% CI] over "
                          f"training seeds.</p>")
             parts.append(table(f"side-{fig}", cols, rows, None))
+    if fidelity is not None:
+        parts.append(fidelity_html(fidelity, key))
     parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
                  "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def fidelity_html(fidelity: dict[str, Any], key: str) -> str:
+    """The credit fidelity ``benchmark-credit`` printed after the comparison, as a section of the suite's page: each
+    method's fidelity per family (r [95% CI]), the per-setting tables (``"columns"`` and ``"rows"``:
+    :func:`leaderboard.fidelity.table_rows`), the verdict lines and the trends (behind a fold); a field the
+    measurement lacks is left out."""
+    where = f"{fidelity.get('suite', '')}{', quick subset' if fidelity.get('quick') else ''}"
+    parts = [f"<h2 id='fidelity'>Credit fidelity (at the initial policy; {html_text(where)})</h2>",
+             "<p class='covers'>Pearson r of each method's advantages with the true advantage A* over the turns, "
+             "measured at the untrained team on the suite's settings (no training), with a 95% cluster-bootstrap "
+             "interval; a family's fidelity is the mean over its settings. fidelity/ beside this page holds "
+             "fidelity.md, results.json and fidelity.png.</p>"]
+    fams = fidelity.get("families") or {}
+    names = list(dict.fromkeys(f for per in fams.values() for f in per))
+    if names:
+        cells = [[m] + [format_ci((v["r"], v["low"], v["high"]), 2) if (v := per.get(f)) and
+                        all(isinstance(v.get(k), (int, float)) for k in ("r", "low", "high")) else "-"
+                        for f in names] for m, per in fams.items()]
+        parts.append(_plain_table(f"fidelity-{key}", ["method"] + [f"{f} r [95% CI]" for f in names], cells))
+    folded = []
+    cols = fidelity.get("columns") or []
+    for caption, rows in fidelity.get("rows") or []:
+        folded.append(f"<p class='covers'>{html_text(caption, 400)}</p>" +
+                      _plain_table("", cols, [r + [""] * (len(cols) - len(r)) for r in rows]))
+    for title, lines in (("Verdicts (paired over the same turns; Holm's correction over the comparisons printed)",
+                          fidelity.get("verdicts") or []),
+                         ("Trends (fidelity against the swept knob; 95% cluster bootstrap)",
+                          fidelity.get("trends") or [])):
+        if lines:
+            folded.append(f"<p>{html_text(title)}:</p><ul class='notes'>" +
+                          "".join(f"<li>{html_text(v, 600)}</li>" for v in lines) + "</ul>")
+    if folded:
+        parts.append("<details class='about'><summary>fidelity per setting, its verdicts and trends</summary>" +
+                     "".join(folded) + "</details>")
+    return "\n".join(parts)
+
+
+def _plain_table(tid: str, cols: list[str], rows: list[list[str]]) -> str:
+    """A sortable table without method colours, in a scrollable wrapper (``id`` only where ``tid`` is given)."""
+    ident = f" id='{tid}'" if tid else ""
+    return (f"<div class='scroll'><table class='board fidelity'{ident}><thead><tr>" +
+            "".join(f"<th onclick='sortTable(this)'>{html_text(c)}</th>" for c in cols) + "</tr></thead><tbody>" +
+            "".join("<tr>" + "".join(f"<td>{html_text(c, 400)}</td>" for c in r) + "</tr>" for r in rows) +
+            "</tbody></table></div>")
 
 
 def _page_summary(suite: Suite, scored: dict[str, Any], context, skipped, key: str) -> list[str]:
