@@ -58,16 +58,22 @@ def suite_coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
         out.append(f"\"{BEST}\": each run scored at its best kept checkpoint instead of its final policy, a "
                    "secondary column: the score that ranks is the final policy's.")
     frac = suite.score["last_fraction"]
-    if "self" in played:
+    if "self" in played and suite.score.get("checkpoints", 1) > 1:
+        count = suite.score["eval_count"]
+        out.append(f"Cooperative settings (the team plays every seat): the final policy's mean team reward on "
+                   f"{count} held-out evaluation seeds (from 2**40, never trained on), not the training tail. Each "
+                   f"run keeps {suite.score['checkpoints']} evenly spaced checkpoints; the best of them is chosen on "
+                   f"half of those seeds and reported on the other half (the secondary best-checkpoint column).")
+    elif "self" in played:
         b = suite.train
         tail = max(1, math.ceil(b["steps"] * frac))
         out.append(f"Cooperative settings (the team plays every seat): the mean team reward over the last "
                    f"{frac:.0%} of training ({tail} of {b['steps']} steps x {b['tasks_per_step'] * b['group_size']} "
                    f"fresh episodes at the suite's budget), not a held-out evaluation.")
-        decisive = [s.name for s in suite.settings if s.score == "decisive_reward" and s.name in scored["anchors"]]
-        if decisive:
-            out.append(f"On {', '.join(decisive)} that reward is the noise-free decisive reward (the team reward less "
-                       f"the noise the env added, as the trainer logs reward/decisive/<team>), not the noisy return.")
+    decisive = [s.name for s in suite.settings if s.score == "decisive_reward" and s.name in scored["anchors"]]
+    if "self" in played and decisive:
+        out.append(f"On {', '.join(decisive)} that reward is the noise-free decisive reward (the team reward less "
+                   f"the noise the env added, which the env reports), not the noisy return.")
     vs = [s for s in suite.settings if s.play == "versus" and s.name in scored["anchors"]]
     sampled = [s for s in vs if s.evaluate == "sampled"]
     if sampled:

@@ -118,3 +118,13 @@ def test_a_board_of_older_entries_has_neither_column(suite, plain, tmp_path):
     cols, rows, site = _store(suite, plain, tmp_path)
     assert not any("collapsed" in c or "best checkpoint" in c for c in cols)
     assert "collapsed" not in site
+
+
+def test_the_coverage_says_a_several_checkpoint_suite_scores_the_final_policy_on_held_out_seeds():
+    from leaderboard.suite import suite_coverage
+
+    for key, held_out in (("credit-micro@4", True), ("credit-micro@3", False)):
+        su = load_suite(key)
+        text = " ".join(suite_coverage(su, {"anchors": {s.name: None for s in su.settings}, "methods": {}}))
+        assert ("the final policy's mean team reward on 200 held-out evaluation seeds" in text) is held_out, key
+        assert ("the mean team reward over the last 20% of training" in text) is not held_out, key
