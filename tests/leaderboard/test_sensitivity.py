@@ -94,6 +94,15 @@ def test_every_control_must_be_below_and_the_informed_method_is_fixed_by_the_rul
     assert sensitivity_headline([alone]) == ""
 
 
+def test_a_control_on_other_seeds_is_not_compared_and_the_family_cannot_pass(hand_built):
+    scores = {**hand_built, "shuffled": {"separates": [0.0] * 5}}      # five seeds against the others' ten
+    fs = credit_sensitivity(scores, ["separates"])[0]
+    assert [c.blind for c in fs.checks] == ["none"] and fs.checks[0].word() == "separated"
+    assert fs.training is False
+    assert fs.notes == ["oracle vs shuffled not compared (10 and 5 seeds: a paired comparison needs the same seeds), "
+                        "so the family cannot pass in training"]
+
+
 def test_the_fidelity_rows_compare_oracle_with_shuffled_and_never_decide_the_family(hand_built):
     # oracle r 0.9 [0.8, 1.0] against shuffled 0.0 [-0.1, 0.1]: each standard error 0.1 / 1.96, their difference's
     # sqrt(2) x 0.1 / 1.96 = 0.0721, so +0.900 [+0.759, +1.041]; on "level" 0.05 [-0.05, 0.15] against 0.0: not
