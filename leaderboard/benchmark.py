@@ -52,12 +52,12 @@ from baselines.models import require_device
 from baselines.train.config import BACKENDS, DTYPES
 from leaderboard.board import build_board
 from leaderboard.evaluate import evaluate
-from leaderboard.fidelity import for_suite
+from leaderboard.fidelity import TABLE_COLUMNS, for_suite, table_rows
 from leaderboard.protocol import Protocol, load_protocol
 from leaderboard.render import PageContext, comparison_markdown, page
 from leaderboard.store import add_entry, entry_from
 from leaderboard.suite import add_suite_entry, applicable, benchmark_suite, latest_suite, list_suites, \
-    load_suite, reusable_run, safe_name, train_run
+    load_suite, page_context, reusable_run, safe_name, suite_page, train_run
 from leaderboard.validate import validate
 from leaderboard.workers import Workers
 
@@ -144,6 +144,7 @@ def benchmark_credit(method: str, tier: str | None = None, quick: bool = False, 
                                  submit_to=None if fidelity else submit_to, placement=placement)
         if fidelity:
             result["fidelity"] = _suite_fidelity(suite, method, baselines, result, jobs, progress)
+            _page_with_fidelity(suite, method, result, jobs, ray)
             if submit_to is not None:       # the entries are stored with their fidelity
                 for e in result["entries"]:
                     add_suite_entry(e, submit_to)
@@ -222,7 +223,19 @@ def _suite_fidelity(suite: str, method: str, baselines: Sequence[str], result: d
                          "settings": measured["settings"], "seeds": measured["seeds"],
                          "families": measured["families"].get(e["method"], {})}
     return {k: measured[k] for k in ("text", "verdicts", "families", "suite", "quick", "wall_s")} | \
-        {"out": result["out"] / "fidelity"}
+        {"out": result["out"] / "fidelity", "trends": measured.get("trends") or [], "columns": TABLE_COLUMNS,
+         "rows": table_rows(measured["summary"]) if "summary" in measured else []}
+
+
+def _page_with_fidelity(suite: str, method: str, result: dict[str, Any], jobs: int, ray: str | None) -> None:
+    """The suite's page written again once the fidelity is measured, so that it shows every table the command
+    prints (the fidelity ones, and oracle against shuffled in the credit-sensitivity table), with the context and
+    figures it was first written with."""
+    su = load_suite(suite)
+    context = page_context(su, result["scored"], method, runs=len(result["results"]), wall_s=result["wall_s"],
+                           execution=f"ray {ray}" if ray else f"{jobs} process(es)")
+    (result["out"] / "index.html").write_text(suite_page(su, result["scored"], context, result["skipped"],
+                                                         fidelity=result["fidelity"]), encoding="utf-8")
 
 
 def _tier_of(tier: str | None, protocol: str | Path | None, suite: str | None) -> str:

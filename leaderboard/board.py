@@ -22,7 +22,12 @@ give the same numbers in the stored board, a fresh ``benchmark-credit`` and the 
 
 :func:`verdicts` and :func:`compare` state paired comparisons (:mod:`leaderboard.verdicts`): entries share their
 seeds, so each sentence is one paired comparison with its difference, interval, sign-flip p and Holm-adjusted p over
-the comparisons the call prints, generated from that comparison alone, never from the ranks.
+the comparisons the call prints, generated from that comparison alone, never from the ranks. :func:`board_sensitivity`
+says which families of a suite's board measure credit (:mod:`leaderboard.sensitivity`).
+
+A suite entry may keep, beside its scores, each setting's collapsed runs (``results["collapses"]``: setting -> count)
+and the best checkpoint's per-seed scores (``results["best"]``: setting -> list); a row carries them as
+:attr:`Row.collapses` and :attr:`Row.best` (in the shape of its scores), empty for entries without them.
 """
 
 from __future__ import annotations
@@ -32,11 +37,12 @@ from typing import Any
 
 from leaderboard.stats import aggregate_seed_scores, bradley_terry_bootstrap, family_mean_bootstrap, format_ci, \
     mean_ci, probability_of_improvement_ci, ranks, seed_scores, separated
+from leaderboard.sensitivity import FamilySensitivity, credit_sensitivity
 from leaderboard.verdicts import Comparison, comparison, holm_family, sentence
 
 ANCHOR_ELO = 1000.0
 
-__all__ = ["Board", "Row", "build_board", "compare", "comparisons", "verdicts"]
+__all__ = ["Board", "Row", "board_sensitivity", "build_board", "compare", "comparisons", "verdicts"]
 
 
 @dataclass
@@ -59,6 +65,8 @@ class Row:
     short: str = ""                                           # the method name, or the label where it repeats
     covers: list[str] = field(default_factory=list)           # the tasks the entry has scores for
     fidelity: dict = field(default_factory=dict, repr=False)  # a suite entry's credit fidelity (its "fidelity" field)
+    collapses: dict = field(default_factory=dict, repr=False)  # setting -> runs that peaked then fell (optional)
+    best: dict = field(default_factory=dict, repr=False)      # the best checkpoint's scores, shaped like ``scores``
 
 
 @dataclass
@@ -140,7 +148,8 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
                   tasks=dict(e["results"]["task_means"]), runs=len(next(iter(scores.values()))),
                   tokens=dict(e["manifest"]["tokens"]), submitted=e["submitted"], entry_id=e["id"],
                   self_reported=bool(e.get("self_reported", True)), scores=scores, covers=covers,
-                  fidelity=dict(e.get("fidelity") or {}))
+                  fidelity=dict(e.get("fidelity") or {}), collapses=dict(e["results"].get("collapses") or {}),
+                  best=_best_scores(e["results"]))
         (rows if full else partial).append(row)
     methods = [r.method for r in rows + partial]
     for row in rows + partial:
@@ -158,6 +167,22 @@ def build_board(entries: list[dict[str, Any]], reps: int = 2000, seed: int = 0) 
     board.rows.sort(key=lambda r: (r.rank, -r.aggregate[0], r.submitted))
     board.partial.sort(key=lambda r: (r.short, r.submitted))
     return board
+
+
+def _best_scores(results: dict[str, Any]) -> dict[str, list[list[float]]]:
+    """A suite entry's best-checkpoint scores in the shape of its ``scores`` (family -> seed -> one score per setting,
+    the settings in ``results["families"][f]["settings"]`` order), from ``results["best"]`` (setting -> per-seed
+    list); ``{}`` where the entry has none or lacks a setting of a family it covers."""
+    best, families = results.get("best"), results.get("families") or {}
+    if not isinstance(best, dict) or not best:
+        return {}
+    out = {}
+    for fam, runs in results["scores"].items():
+        settings = (families.get(fam) or {}).get("settings")
+        if not settings or any(not isinstance(best.get(s), list) or len(best[s]) != len(runs) for s in settings):
+            return {}
+        out[fam] = [[float(best[s][i]) for s in settings] for i in range(len(runs))]
+    return out
 
 
 def _elo(board: Board, entries: list[dict[str, Any]], seed: int) -> None:
@@ -251,6 +276,21 @@ def comparisons(board: Board, under_test: str | None = None) -> list[Comparison]
     return holm_family([paired_comparison(board, a.label, b.label) for a, b in pairs])
 
 
+def board_sensitivity(board: Board) -> list[FamilySensitivity]:
+    """Which families of a suite's board measure credit (:func:`leaderboard.sensitivity.credit_sensitivity`), from
+    every entry's per-seed family scores (ranked and partial-coverage entries alike: the check is per family) and its
+    ``fidelity`` field where it has one. Where a method has several entries, the latest submitted one speaks for it.
+    ``[]`` on a board that is not a suite's."""
+    if not board.suite:
+        return []
+    latest: dict[str, Row] = {}
+    for r in sorted(board.rows + board.partial, key=lambda r: (r.submitted, r.entry_id)):
+        latest[r.method] = r
+    per_seed = {m: {f: seed_scores(runs).tolist() for f, runs in r.scores.items()} for m, r in latest.items()}
+    fidelity = {m: r.fidelity.get("families") or {} for m, r in latest.items() if r.fidelity}
+    return credit_sensitivity(per_seed, board.tasks, fidelity, seed=board.seed)
+
+
 def compare(board: Board, a: str, b: str) -> str:
     """One sentence: entries ``a`` and ``b`` compared seed by seed (one comparison, so Holm over 1), and, where the
     board has one, whether their Elo CIs are separated."""
@@ -278,7 +318,8 @@ def verdicts(board: Board, under_test: str | None = None) -> list[str]:
         out.insert(0, f"{board.rows[0].short} is the only entry ranked on the aggregate: nothing to compare")
     if board.partial:
         out.append("partial coverage, not in the aggregate ranking (mean [95% t CI] over seeds per family): " +
-                   "; ".join(f"{r.short} (" + ", ".join(f"{t} {format_ci(_task_ci(board, r, t))}" for t in r.covers) + ")"
+                   "; ".join(f"{r.short} (" + ", ".join(f"{t} {format_ci(_task_ci(board, r, t))}" for t in r.covers)
+                             + ")"
                              for r in board.partial))
     rated = [r for r in board.rows if r.elo is not None]
     if len(rated) > 1:

@@ -66,7 +66,8 @@ from leaderboard.suite import latest_suite, load_suite
 from leaderboard.workers import Workers
 from marl_llm_envs import make
 
-__all__ = ["QUICK", "BASELINES", "plan", "measure", "summarize", "verdicts", "trends", "table", "figure", "run",
+__all__ = ["QUICK", "BASELINES", "TABLE_COLUMNS", "plan", "measure", "summarize", "verdicts", "trends", "table",
+           "table_rows", "figure", "run",
            "family_fidelity", "for_suite", "add_flags", "command"]
 
 QUICK = ("voting/fraction/n8", "think_solve/clue/a0.8", "free_riding/idle3", "kuhn_poker/self-play")
@@ -377,23 +378,42 @@ def _fmt(v: float, digits: int = 2) -> str:
     return "-" if v is None or not np.isfinite(v) else f"{v:.{digits}f}"
 
 
-def table(summary: dict[str, Any]) -> str:
-    """The per-setting table (text, at most 120 columns a line)."""
-    lines = []
+TABLE_COLUMNS = ["method", "fidelity [95% CI]", "disatt.", "sign", "false cr.", "grad cos (sd)", "branches/ep",
+                 "decisions/ep"]
+_WIDTHS = (-12, -22, 7, 5, 9, 14, 11, 12)          # the text table's column widths (negative: left-aligned)
+
+
+def table_rows(summary: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
+    """The per-setting table as cells: per setting, its caption (turns, task groups, seeds, ``A*``'s reliability)
+    and one row per method in :data:`TABLE_COLUMNS` (a method that cannot run there: its name and ``not applicable:
+    why`` alone). :func:`table` prints it; the suite's page shows it."""
+    out = []
     for s, row in summary.items():
-        lines.append(f"{s}: {row['turns']} turns in {row['clusters']} task groups, seeds {row['seeds']}; A* "
-                     f"reliability {_fmt(row['reliability'], 3)}, {row['exact_fraction']:.0%} exact")
-        lines.append(f"  {'method':<12} {'fidelity [95% CI]':<22} {'disatt.':>7} {'sign':>5} {'false cr.':>9} "
-                     f"{'grad cos (sd)':>14} {'branches/ep':>11} {'decisions/ep':>12}")
+        caption = (f"{s}: {row['turns']} turns in {row['clusters']} task groups, seeds {row['seeds']}; A* "
+                   f"reliability {_fmt(row['reliability'], 3)}, {row['exact_fraction']:.0%} exact")
+        rows = []
         for m, v in row["methods"].items():
             if "skip" in v:
-                lines.append(f"  {m:<12} not applicable: {v['skip'][:90]}")
+                rows.append([m, f"not applicable: {v['skip'][:90]}"])
                 continue
-            ci = f"{v['r']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}]"
-            cos = f"{_fmt(v['grad_cos'])} ({_fmt(v['grad_cos_sd'])})"
-            lines.append(f"  {m:<12} {ci:<22} {_fmt(v['disattenuated']):>7} {_fmt(v['sign_agreement']):>5} "
-                         f"{_fmt(v['false_credit']):>9} {cos:>14} {v['branches']:>11.1f} "
-                         f"{v['branch_decisions']:>12.1f}")
+            rows.append([m, f"{v['r']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}]", _fmt(v["disattenuated"]),
+                         _fmt(v["sign_agreement"]), _fmt(v["false_credit"]),
+                         f"{_fmt(v['grad_cos'])} ({_fmt(v['grad_cos_sd'])})", f"{v['branches']:.1f}",
+                         f"{v['branch_decisions']:.1f}"])
+        out.append((caption, rows))
+    return out
+
+
+def table(summary: dict[str, Any]) -> str:
+    """The per-setting table (text, at most 120 columns a line): :func:`table_rows` in fixed-width columns."""
+    def line(cells: list[str]) -> str:
+        if len(cells) == 2 and cells[1].startswith("not applicable"):
+            return f"  {cells[0]:<12} {cells[1]}"
+        return "  " + " ".join(c.ljust(-w) if w < 0 else c.rjust(w) for c, w in zip(cells, _WIDTHS))
+
+    lines = []
+    for caption, rows in table_rows(summary):
+        lines += [caption, line(TABLE_COLUMNS)] + [line(r) for r in rows]
     return "\n".join(lines)
 
 

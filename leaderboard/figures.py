@@ -38,7 +38,8 @@ from leaderboard.style import Figure, Palette
 matplotlib.use("Agg")                       # files only, no display (before the first figure)
 
 __all__ = ["DPI", "FONT_PT", "MIN_FONT_PT", "WIDTH_IN", "Figure", "Palette", "board_figures", "cost_figure",
-           "indexed_png", "legend_below", "new_figure", "radar", "radar_scale", "render_figure", "scaling_figure", "scaling_panels"]
+           "indexed_png", "legend_below", "new_figure", "radar", "radar_scale", "render_figure", "scaling_figure",
+           "scaling_panels"]
 
 WIDTH_IN = 4.6        # every page figure's width: at most 440 CSS px on the page, about 370 on a 390 px phone
 DPI = 120

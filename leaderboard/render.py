@@ -11,7 +11,9 @@ Markdown, page):
 * what each statistic covers, next to the number: the aggregate's tasks and runs, the Elo's envs and opponents;
 * the table: rank, entry, runs, aggregate [95% CI], Elo [95% CI], ``P(entry > leader)`` [95% CI], per-task means, the
   training tokens and, of those, the counterfactual ones (the cost of COMA/LOO-style branches); the partial-coverage
-  table; the opponents' Elo. Every table ``show`` prints is on the page.
+  table; on a suite's board, which families measure credit (:func:`sensitivity_html`, :mod:`leaderboard.sensitivity`:
+  a table of the paired checks, credit-blind controls against an informed method, Holm over the table, whose count
+  also ends the headline); the opponents' Elo. Every table ``show`` prints is on the page.
 
 The page adds figures in the style of rliable and marl-eval (:mod:`leaderboard.figures`, loaded by :func:`plots`
 on the first figure: it imports matplotlib): the aggregate with 95% CIs, performance profiles with bootstrap bands,
@@ -41,8 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from leaderboard.board import Board, Row, build_board, comparisons, verdicts
+from leaderboard.board import Board, Row, board_sensitivity, build_board, comparisons, verdicts
 from leaderboard.escape import clean, html_text, md_cell, mpl_text
+from leaderboard.sensitivity import COLUMNS as SENSITIVITY_COLUMNS, FamilySensitivity, sensitivity_headline, \
+    sensitivity_rows, sensitivity_rule
 from leaderboard.stats import format_ci
 from leaderboard.store import load_entries, read_index
 from leaderboard.style import Figure, Palette
@@ -52,8 +56,8 @@ from leaderboard.verdicts import headline
 # importable from here as well, as the pages' callers always have
 __all__ = ["EXTRA_COLUMNS", "EXTRA_FIGURES", "Figure", "PageContext", "Palette", "board_headline", "boards", "clean",
            "comparison_markdown", "context_html", "figure_html", "figures", "headline_html", "html_text", "markdown",
-           "md_cell", "mpl_text", "order", "page", "page_head", "plots", "register", "render", "show", "show_text",
-           "superseded", "verdict_html"]
+           "md_cell", "mpl_text", "order", "page", "page_head", "plots", "register", "render", "sensitivity_html",
+           "sensitivity_notes", "show", "show_text", "superseded", "verdict_html"]
 
 SHOW_WIDTH = 120
 
@@ -120,8 +124,33 @@ def superseded(protocol: str, keys) -> str | None:
 
 def board_headline(board: Board, under_test: str | None = None) -> str:
     """The board's verdict in one sentence (:func:`leaderboard.verdicts.headline` over the paired comparisons its
-    verdict states)."""
-    return headline(comparisons(board, under_test))
+    verdict states), and on a suite's board how many families measure credit
+    (:func:`leaderboard.sensitivity.sensitivity_headline`)."""
+    text = headline(comparisons(board, under_test))
+    extra = sensitivity_headline(board_sensitivity(board))
+    return f"{text} {extra}" if extra else text
+
+
+def sensitivity_notes(result: list[FamilySensitivity]) -> list[str]:
+    """The lines under a credit-sensitivity table: each family's reasons for what it could not test."""
+    return [f"{fs.family}: {note}" for fs in result for note in fs.notes]
+
+
+def sensitivity_html(key: str, result: list[FamilySensitivity], heading: str = "h3") -> str:
+    """The credit-sensitivity table of a page (:mod:`leaderboard.sensitivity`): a heading, the rule in words, the
+    table (``sensitivity-<key>``) and the notes; ``""`` where no family was tested."""
+    if not any(fs.checks for fs in result):
+        return ""
+    rows = sensitivity_rows(result)
+    notes = sensitivity_notes(result)
+    return (f"<{heading}>Which families measure credit</{heading}><p class='covers'>"
+            f"{html_text(sensitivity_rule(), 1000)}</p><div class='scroll'><table class='board sensitivity' "
+            f"id='sensitivity-{key}'><thead><tr>" +
+            "".join(f"<th onclick='sortTable(this)'>{html_text(c)}</th>" for c in SENSITIVITY_COLUMNS) +
+            "</tr></thead><tbody>" + "".join("<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in r) + "</tr>"
+                                             for r in rows) + "</tbody></table></div>" +
+            ("<ul class='notes'>" + "".join(f"<li>{html_text(n, 400)}</li>" for n in notes) + "</ul>"
+             if notes else ""))
 
 
 def boards(store, reps: int = 2000) -> list[tuple[Board, list[dict]]]:
@@ -235,6 +264,13 @@ def show_text(found: list[tuple[Board, list[dict]]], wide: bool = False) -> str:
         parts += _text_table(cols, rows)
         if board.partial:
             parts += [""] + _text_table(*_partial_table(board, wide=wide))
+        sensitivity = board_sensitivity(board)
+        if any(fs.checks for fs in sensitivity):
+            parts += [""] + textwrap.wrap("credit sensitivity: " + sensitivity_rule(), SHOW_WIDTH,
+                                          subsequent_indent="  ")
+            parts += _text_table(SENSITIVITY_COLUMNS, sensitivity_rows(sensitivity))
+            for n in sensitivity_notes(sensitivity):
+                parts += textwrap.wrap(n, SHOW_WIDTH, initial_indent="  ", subsequent_indent="    ")
         mine = [r.label for r in board.rows if r.self_reported]
         if mine:
             parts += textwrap.wrap("self-reported (the player was not re-run by the maintainer): "
@@ -271,6 +307,11 @@ def _md_board(board: Board, under_test: str | None = None) -> list[str]:
     out += _md_table(cols, rows, bold)
     if board.partial:
         out += [""] + _md_table(*_partial_table(board))
+    sensitivity = board_sensitivity(board)
+    if any(fs.checks for fs in sensitivity):
+        out += ["", f"**Which families measure credit.** {md_cell(sensitivity_rule(), 1000)}", ""]
+        out += _md_table(SENSITIVITY_COLUMNS, sensitivity_rows(sensitivity))
+        out += [f"- {md_cell(n, 400)}" for n in sensitivity_notes(sensitivity)]
     if board.opponents:
         out += ["", f"Opponents' Elo ({md_cell(board.elo_anchor)} fixed at 1000): " + md_cell(_opponents(board), 400)]
     return out
@@ -400,6 +441,9 @@ def _html_board(board: Board, entries: list[dict], palette: Palette, under_test:
                    "</tr></thead><tbody>" +
                    "".join(f"<tr data-method='{html_text(r.short)}'>" + "".join(f"<td>{html_text(c)}</td>" for c in row)
                            + "</tr>" for r, row in zip(board.partial, prows)) + "</tbody></table></div>")
+    sensitivity = sensitivity_html(pid, board_sensitivity(board))
+    if sensitivity:
+        out.append(sensitivity)
     if board.opponents:
         out.append(f"<p>Opponents' Elo ({html_text(board.elo_anchor)} fixed at 1000): "
                    f"{html_text(_opponents(board), 400)}</p>")

@@ -16,15 +16,18 @@ from typing import Any, Callable
 
 from leaderboard.escape import html_text
 from leaderboard.render import PageContext, context_html, figure_html, headline_html, page_head, plots, register, \
-    verdict_html
-from leaderboard.stats import format_ci, mean_ci
+    sensitivity_html, sensitivity_notes, verdict_html
+from leaderboard.sensitivity import COLUMNS as SENSITIVITY_COLUMNS, FamilySensitivity, credit_sensitivity, \
+    sensitivity_headline, sensitivity_rows, sensitivity_rule
+from leaderboard.stats import aggregate_seed_scores, format_ci, mean_ci
 from leaderboard.style import Palette
 from leaderboard.suite.score import FAILURE_THRESHOLD, SIDE_FIGURES, failures
 from leaderboard.suite.spec import Family, Setting, Suite, list_suites, load_suite
 from leaderboard.verdicts import headline, suite_family, suite_verdicts
 
 __all__ = ["TEXT_WIDTH", "board_columns", "board_radar", "comparison_text", "family_verdicts", "page_context",
-           "score_tables", "suite_coverage", "suite_figures", "suite_headline", "suite_page", "write_figures"]
+           "score_tables", "suite_coverage", "suite_figures", "suite_headline", "suite_page", "suite_sensitivity",
+           "write_figures"]
 
 # ---------------------------------------------------------------------- what a reader sees: words and tables
 TEXT_WIDTH = 120          # the printed comparison (comparison.md is the same text) fits a 120-column terminal
@@ -47,17 +50,30 @@ def suite_coverage(suite: Suite, scored: dict[str, Any]) -> list[str]:
            f"\"k/n failed\" beside a score: k of the n runs it averages (training seed x setting) ended at random's "
            f"score, a normalized score at or below {FAILURE_THRESHOLD:g}; a mean with failed runs averages learnt and "
            f"unlearnt runs."]
+    blocks = [x for v in scored["methods"].values() for x in (v["aggregate"], *v["settings"].values())]
+    if any(x.get("collapsed") is not None for x in blocks):
+        out.append("\"k/n collapsed\": k of those n runs peaked then fell (a kept checkpoint scored well above the "
+                   "final policy; the rule and its threshold are leaderboard.suite.score's).")
+    if any(isinstance(x.get("best"), dict) for x in blocks):
+        out.append(f"\"{BEST}\": each run scored at its best kept checkpoint instead of its final policy, a "
+                   "secondary column: the score that ranks is the final policy's.")
     frac = suite.score["last_fraction"]
-    if "self" in played:
+    if "self" in played and suite.score.get("checkpoints", 1) > 1:
+        count = suite.score["eval_count"]
+        out.append(f"Cooperative settings (the team plays every seat): the final policy's mean team reward on "
+                   f"{count} held-out evaluation seeds (from 2**40, never trained on), not the training tail. Each "
+                   f"run keeps {suite.score['checkpoints']} evenly spaced checkpoints; the best of them is chosen on "
+                   f"half of those seeds and reported on the other half (the secondary best-checkpoint column).")
+    elif "self" in played:
         b = suite.train
         tail = max(1, math.ceil(b["steps"] * frac))
         out.append(f"Cooperative settings (the team plays every seat): the mean team reward over the last "
                    f"{frac:.0%} of training ({tail} of {b['steps']} steps x {b['tasks_per_step'] * b['group_size']} "
                    f"fresh episodes at the suite's budget), not a held-out evaluation.")
-        decisive = [s.name for s in suite.settings if s.score == "decisive_reward" and s.name in scored["anchors"]]
-        if decisive:
-            out.append(f"On {', '.join(decisive)} that reward is the noise-free decisive reward (the team reward less "
-                       f"the noise the env added, as the trainer logs reward/decisive/<team>), not the noisy return.")
+    decisive = [s.name for s in suite.settings if s.score == "decisive_reward" and s.name in scored["anchors"]]
+    if "self" in played and decisive:
+        out.append(f"On {', '.join(decisive)} that reward is the noise-free decisive reward (the team reward less "
+                   f"the noise the env added, which the env reports), not the noisy return.")
     vs = [s for s in suite.settings if s.play == "versus" and s.name in scored["anchors"]]
     sampled = [s for s in vs if s.evaluate == "sampled"]
     if sampled:
@@ -85,10 +101,27 @@ def family_verdicts(suite: Suite, scored: dict[str, Any], under_test: str | None
     return suite_verdicts(scored["methods"], under_test, [f.name for f in suite.families])
 
 
-def suite_headline(suite: Suite, scored: dict[str, Any], under_test: str | None = None) -> str:
+def suite_sensitivity(suite: Suite, scored: dict[str, Any], fidelity: dict[str, Any] | None = None
+                      ) -> list[FamilySensitivity]:
+    """Which of the suite's families measure credit (:func:`leaderboard.sensitivity.credit_sensitivity`) from the
+    scored methods' per-seed family scores and, where ``benchmark-credit`` measured it (``fidelity``: its
+    measurement, whose ``"families"`` hold each method's per-family fidelity), oracle against shuffled in fidelity."""
+    methods = scored["methods"]
+    seeds = {tuple(v["seeds"]) for v in methods.values()}
+    if len(seeds) > 1:
+        raise ValueError(f"the scored methods have different seed lists ({sorted(seeds)}): credit sensitivity pairs "
+                         "them seed by seed (score the runs of one plan)")
+    per_seed = {m: {f: x["seeds"] for f, x in v["families"].items()} for m, v in methods.items()}
+    return credit_sensitivity(per_seed, [f.name for f in suite.families], (fidelity or {}).get("families"))
+
+
+def suite_headline(suite: Suite, scored: dict[str, Any], under_test: str | None = None,
+                   fidelity: dict[str, Any] | None = None) -> str:
     """:func:`family_verdicts` in one sentence (:func:`leaderboard.verdicts.headline` over the same corrected
-    comparisons)."""
-    return headline(suite_family(scored["methods"], under_test, [f.name for f in suite.families]))
+    comparisons), then how many families measure credit (:func:`suite_sensitivity`), where any could be tested."""
+    text = headline(suite_family(scored["methods"], under_test, [f.name for f in suite.families]))
+    extra = sensitivity_headline(suite_sensitivity(suite, scored, fidelity))
+    return f"{text} {extra}" if extra else text
 
 
 def _fit(cols: list[str], rows: list[list[str]], keep: int = 1, width: int = TEXT_WIDTH) -> list[str]:
@@ -121,19 +154,37 @@ def _tokens(v: dict[str, Any]) -> tuple[int, int]:
 
 def _with_failed(x: dict[str, Any], runs: int, digits: int) -> str:
     """A score's cell: mean [95% CI], then "k/n failed" (:func:`leaderboard.suite.score.failures`) where the score
-    counted its failed runs."""
+    counted its failed runs, and "k/n collapsed" (runs that peaked then fell) where the score counted those (older
+    results lack either count: the cell leaves it out)."""
     text = format_ci(x["ci"], digits)
-    return text if x.get("failed") is None else f"{text} {x['failed']}/{runs} failed"
+    counts = [f"{x[k]}/{runs} {word}" for k, word in (("failed", "failed"), ("collapsed", "collapsed"))
+              if x.get(k) is not None]
+    return " ".join([text, ", ".join(counts)]) if counts else text
+
+
+BEST = "best checkpoint, aggregate [95% CI]"
+
+
+def _best(x: dict[str, Any], digits: int) -> str:
+    """The best checkpoint's score of a block (its ``best`` field: mean [95% CI] over seeds), ``-`` where it has
+    none."""
+    best = x.get("best")
+    return format_ci(best["ci"], digits) if isinstance(best, dict) and best.get("ci") is not None else "-"
 
 
 def _family_rows(suite: Suite, scored: dict[str, Any], digits: int = 3) -> tuple[list[str], list[list[str]]]:
+    """The per-family table: each method's aggregate, with the best checkpoint's aggregate as a secondary column
+    where any method was scored at its best checkpoint, a column per family, runs and tokens."""
     fams = [f.name for f in suite.families]
-    cols = ["method", "aggregate"] + fams + ["runs", "train tokens", "counterfactual tokens"]
+    best = any("best" in v["aggregate"] for v in scored["methods"].values())
+    cols = ["method", "aggregate"] + ([BEST] if best else []) + fams + ["runs", "train tokens",
+                                                                        "counterfactual tokens"]
     rows = []
     for m, v in scored["methods"].items():
         total, branches = _tokens(v)
         n = len(v["seeds"])
         rows.append([m, _with_failed(v["aggregate"], n * len(v["settings"]), digits)] +
+                    ([_best(v["aggregate"], digits)] if best else []) +
                     [_with_failed(v["families"][f], n * len(v["families"][f]["settings"]), digits)
                      if f in v["families"] else "n/a" for f in fams] +
                     [str(n * len(v["settings"])), str(total), str(branches)])
@@ -215,6 +266,12 @@ def comparison_text(suite: Suite, scored: dict[str, Any], context, skipped=None)
     for c in suite_coverage(suite, scored):
         out += _wrap(c, rest="")
     out += [""] + score_tables(suite, scored, skipped).rstrip("\n").splitlines()
+    sensitivity = suite_sensitivity(suite, scored)
+    if any(fs.checks for fs in sensitivity):
+        out += [""] + _wrap("Which families measure credit: " + sensitivity_rule(), rest="") + [""]
+        out += _fit(SENSITIVITY_COLUMNS, sensitivity_rows(sensitivity))
+        for n in sensitivity_notes(sensitivity):
+            out += _wrap(n, "- ")
     return "\n".join(out) + "\n"
 
 
@@ -232,8 +289,27 @@ def board_columns(board) -> list[tuple[str, Callable]]:
         per_seed = [sum(sum(f[i]) / len(f[i]) for f in fams) / len(fams) for i in range(seeds)]
         return format_ci(mean_ci(per_seed))
 
-    return [("suite aggregate [95% t CI]", aggregate),
+    cols = [("suite aggregate [95% t CI]", aggregate),
             (f"failed runs (score at most {FAILURE_THRESHOLD:g})", _failed_runs)]
+    if any(r.collapses for r in board.rows + board.partial):
+        cols.append(("collapsed runs (peaked then fell)", _collapsed_runs))
+    if any(r.best for r in board.rows + board.partial):
+        cols.append(("best checkpoint, suite aggregate [95% t CI]",
+                     lambda row: format_ci(mean_ci(aggregate_seed_scores(row.best, list(row.best))))
+                     if row.best else "-"))
+    return cols
+
+
+def _collapsed_runs(row) -> str:
+    """A board row's "k/n collapsed" over all its runs (training seed x setting), from its entry's per-setting counts
+    (``results["collapses"]``); ``-`` for an entry without them (older ones) or without a count for every setting."""
+    settings = sum(len(seeds[0]) for seeds in row.scores.values() if seeds and isinstance(seeds[0], list))
+    runs = sum(len(seeds[0]) * len(seeds) for seeds in row.scores.values() if seeds and isinstance(seeds[0], list))
+    counts = list(row.collapses.values())
+    if len(counts) != settings or not counts or \
+            not all(isinstance(k, int) and not isinstance(k, bool) for k in counts):
+        return "-"
+    return f"{sum(counts)}/{runs} collapsed"
 
 
 def _failed_runs(row) -> str:
@@ -353,26 +429,33 @@ def write_figures(suite: Suite, scored: dict[str, Any], out: str | Path | None =
 
 
 def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str, dict[str, str]] | None = None,
-               figs: list | None = None) -> str:
+               figs: list | None = None, fidelity: dict[str, Any] | None = None) -> str:
     """The suite's HTML page in the leaderboard page's style (:func:`leaderboard.render.page_head`): the title and
     the method under test, the facts (budget, seeds, runs, wall time) and notes (applicability), the verdict, what the
     numbers cover, a table per family (mean [95% CI] per method, the aggregate, training and counterfactual tokens),
-    the figures (one colour per method in all of them) and a table per setting. ``context`` is a
-    :class:`leaderboard.render.PageContext`; ``figs`` (default: :func:`suite_figures`) must use the same palette."""
+    which families measure credit, the figures (one colour per method in all of them), a table per setting and, with
+    ``fidelity`` (``benchmark-credit``'s measurement, :func:`leaderboard.benchmark._suite_fidelity`), the credit
+    fidelity tables and verdicts it printed. ``context`` is a :class:`leaderboard.render.PageContext`; ``figs``
+    (default: :func:`suite_figures`) must use the same palette."""
     palette = Palette(scored["methods"])
     figs = suite_figures(suite, scored, palette) if figs is None else figs
     key = html_text(suite.key)
     table = functools.partial(_html_table, key=key, palette=palette, under_test=context.under_test)
-    parts = page_head(context.title) + [headline_html(suite.key, suite_headline(suite, scored, context.under_test))]
+    parts = page_head(context.title) + [headline_html(suite.key, suite_headline(suite, scored, context.under_test,
+                                                                                fidelity))]
     parts += context_html(context) + _page_summary(suite, scored, context, skipped, key)
     cols, rows = _family_rows(suite, scored)
-    titles = [None, "mean over families"] + \
-             [f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families] + \
-             ["training seeds x settings", "every token generated in training, all runs",
-              "tokens spent on counterfactual branches"]
+    tips = {"aggregate": "mean over families",
+            BEST: "each run's best kept checkpoint (leaderboard.suite.score), mean over families; secondary: the "
+                  "primary score is the final policy's",
+            "runs": "training seeds x settings", "train tokens": "every token generated in training, all runs",
+            "counterfactual tokens": "tokens spent on counterfactual branches"} | \
+        {f.name: f"{f.title}: {', '.join(s.name for s in f.settings)}" for f in suite.families}
+    titles = [tips.get(c) for c in cols]
     parts.append("<h2>Per family: mean [95% CI] over training seeds</h2>")
     parts.append(table("families", [c if c in ("method", "runs", "train tokens", "counterfactual tokens")
-                                    else f"{c} [95% CI]" for c in cols], rows, 0, titles))
+                                    or c.endswith("]") else f"{c} [95% CI]" for c in cols], rows, 0, titles))
+    parts.append(sensitivity_html(key, suite_sensitivity(suite, scored, fidelity), "h2"))
     parts.append("<div class='figs'>" + "".join(figure_html(f) for f in figs) + "</div>")
     cols, rows = _setting_rows(suite, scored)
     if rows:
@@ -386,10 +469,57 @@ def suite_page(suite: Suite, scored: dict[str, Any], context, skipped: dict[str,
             parts.append(f"<h2>Per setting: the {html_text(what, 300)}</h2><p class='covers'>mean [95% CI] over "
                          f"training seeds.</p>")
             parts.append(table(f"side-{fig}", cols, rows, None))
+    if fidelity is not None:
+        parts.append(fidelity_html(fidelity, key))
     parts.append("<p class='covers'>comparison.md and results.json beside this page hold the same numbers; "
                  "python -m leaderboard submit / render puts the entries on the leaderboard.</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def fidelity_html(fidelity: dict[str, Any], key: str) -> str:
+    """The credit fidelity ``benchmark-credit`` printed after the comparison, as a section of the suite's page: each
+    method's fidelity per family (r [95% CI]), the per-setting tables (``"columns"`` and ``"rows"``:
+    :func:`leaderboard.fidelity.table_rows`), the verdict lines and the trends (behind a fold); a field the
+    measurement lacks is left out."""
+    where = f"{fidelity.get('suite', '')}{', quick subset' if fidelity.get('quick') else ''}"
+    parts = [f"<h2 id='fidelity'>Credit fidelity (at the initial policy; {html_text(where)})</h2>",
+             "<p class='covers'>Pearson r of each method's advantages with the true advantage A* over the turns, "
+             "measured at the untrained team on the suite's settings (no training), with a 95% cluster-bootstrap "
+             "interval; a family's fidelity is the mean over its settings. fidelity/ beside this page holds "
+             "fidelity.md, results.json and fidelity.png.</p>"]
+    fams = fidelity.get("families") or {}
+    names = list(dict.fromkeys(f for per in fams.values() for f in per))
+    if names:
+        cells = [[m] + [format_ci((v["r"], v["low"], v["high"]), 2) if (v := per.get(f)) and
+                        all(isinstance(v.get(k), (int, float)) for k in ("r", "low", "high")) else "-"
+                        for f in names] for m, per in fams.items()]
+        parts.append(_plain_table(f"fidelity-{key}", ["method"] + [f"{f} r [95% CI]" for f in names], cells))
+    folded = []
+    cols = fidelity.get("columns") or []
+    for caption, rows in fidelity.get("rows") or []:
+        folded.append(f"<p class='covers'>{html_text(caption, 400)}</p>" +
+                      _plain_table("", cols, [r + [""] * (len(cols) - len(r)) for r in rows]))
+    for title, lines in (("Verdicts (paired over the same turns; Holm's correction over the comparisons printed)",
+                          fidelity.get("verdicts") or []),
+                         ("Trends (fidelity against the swept knob; 95% cluster bootstrap)",
+                          fidelity.get("trends") or [])):
+        if lines:
+            folded.append(f"<p>{html_text(title)}:</p><ul class='notes'>" +
+                          "".join(f"<li>{html_text(v, 600)}</li>" for v in lines) + "</ul>")
+    if folded:
+        parts.append("<details class='about'><summary>fidelity per setting, its verdicts and trends</summary>" +
+                     "".join(folded) + "</details>")
+    return "\n".join(parts)
+
+
+def _plain_table(tid: str, cols: list[str], rows: list[list[str]]) -> str:
+    """A sortable table without method colours, in a scrollable wrapper (``id`` only where ``tid`` is given)."""
+    ident = f" id='{tid}'" if tid else ""
+    return (f"<div class='scroll'><table class='board fidelity'{ident}><thead><tr>" +
+            "".join(f"<th onclick='sortTable(this)'>{html_text(c)}</th>" for c in cols) + "</tr></thead><tbody>" +
+            "".join("<tr>" + "".join(f"<td>{html_text(c, 400)}</td>" for c in r) + "</tr>" for r in rows) +
+            "</tbody></table></div>")
 
 
 def _page_summary(suite: Suite, scored: dict[str, Any], context, skipped, key: str) -> list[str]:
