@@ -202,9 +202,13 @@ def score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
 
 def kept_steps(steps: int, checkpoints: int) -> list[int]:
     """The steps of the checkpoints a run of ``steps`` steps keeps (``score.checkpoints`` evenly spaced, the last
-    one the final policy): ``[steps / k, 2 steps / k, ..., steps]``."""
+    one the final policy): ``[steps / k, 2 steps / k, ..., steps]`` where ``k`` divides ``steps`` (a suite's
+    checkpoints divide every setting's steps); else the last ``k`` the trainer saves (every ``steps // k`` steps, and
+    the last step), as :func:`train_run` has it save them."""
     kept = min(checkpoints, steps)
-    return [steps // kept * i for i in range(1, kept + 1)]
+    every = steps // kept
+    saved = sorted({*range(every, steps + 1, every), steps})
+    return saved[-kept:]
 
 
 def kept_checkpoints(spec: dict[str, Any], run: Path) -> list[Path]:
@@ -316,7 +320,7 @@ def best_checkpoint(steps: Sequence[int], halves: Sequence[tuple[float, float]])
     the second. ``halves``: per checkpoint (in step order, the last one the final policy), its mean score on half A
     and on half B. The best is the checkpoint with the highest half-A score (ties: the later one); returns its
     ``step``, its half-B score as ``raw`` and the final policy's half-B score as ``final`` (the same seeds: the
-    collapse flag compares the two, :func:`leaderboard.suite.score.collapsed`). Selecting and reporting on one set
+    collapse flag compares the two, :func:`leaderboard.suite.score.collapses`). Selecting and reporting on one set
     of seeds would report the maximum of noisy means, biased upward by the selection; on independent seeds the
     reported score is unbiased for the chosen checkpoint."""
     if not steps or len(steps) != len(halves):
