@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from marl_llm_envs.cfr import ExactGame, Tree, expected_value
 from marl_llm_envs.cfr import exploitability as nash_conv_half
 
 __all__ = ["covered_env_ids", "exploitability", "policy_decider", "random_strategy", "raw_score", "reference_name",
-           "reference_strategy", "strategy_of", "versus"]
+           "reference_strategy", "strategies_of", "strategy_of", "versus"]
 
 # decide(env, agent) -> probabilities over the env's discrete actions (0 where illegal) for the agent to move now
 Decide = Callable[[Any, str], np.ndarray]
@@ -78,10 +78,17 @@ def strategy_of(env_id: str, decide: Decide, env_kwargs: dict[str, Any] | None =
     """The behaviour strategy of ``decide`` over the whole game tree: ``{infoset: probabilities over the tree's
     actions}``, read from the env as the module docstring says. Raises if ``max_seeds`` deals do not reach every
     information set, or if ``decide`` gives no probability to the legal moves somewhere."""
+    return strategies_of(env_id, [decide], env_kwargs, max_seeds)[0]
+
+
+def strategies_of(env_id: str, decides: Sequence[Decide], env_kwargs: dict[str, Any] | None = None,
+                  max_seeds: int = 10_000) -> list[dict[str, list[float]]]:
+    """:func:`strategy_of` of several policies (a run's kept checkpoints) in one walk of the game tree: the walk (env
+    clones and steps) is most of the cost, and it does not depend on the policy."""
     g = _game(env_id, env_kwargs)
     tree = _tree(env_id)
     missing = set(tree.infosets)
-    table: dict[str, list[float]] = {}
+    tables: list[dict[str, list[float]]] = [{} for _ in decides]
     env = make(env_id, action_mode="discrete")
 
     def walk(e) -> None:
@@ -91,11 +98,12 @@ def strategy_of(env_id: str, decide: Decide, env_kwargs: dict[str, Any] | None =
         agent = base.agent_selection
         key = g.infoset(base, agent)
         mask = np.asarray(e.observe(agent, text=False)["action_mask"])
-        if key not in table:
-            p = np.asarray(decide(e, agent), np.float64) * (mask > 0)
-            if not p.sum() > 0:
-                raise ValueError(f"{env_id}: the policy gives no probability to the legal moves at {key!r}")
-            table[key] = g.onto_tree(base, agent, p / p.sum())
+        if key not in tables[0]:
+            for decide, table in zip(decides, tables):
+                p = np.asarray(decide(e, agent), np.float64) * (mask > 0)
+                if not p.sum() > 0:
+                    raise ValueError(f"{env_id}: the policy gives no probability to the legal moves at {key!r}")
+                table[key] = g.onto_tree(base, agent, p / p.sum())
             missing.discard(key)
         for a in np.flatnonzero(mask > 0):
             child = e.clone()
@@ -110,7 +118,7 @@ def strategy_of(env_id: str, decide: Decide, env_kwargs: dict[str, Any] | None =
     if missing:
         raise ValueError(f"{env_id}: {len(missing)} information sets not reached in {max_seeds} deals, e.g. "
                          f"{sorted(missing)[:3]}")
-    return table
+    return tables
 
 
 def reference_strategy(env_id: str) -> dict[str, list[float]]:

@@ -209,9 +209,13 @@ def _score_run(spec: dict[str, Any], run: Path) -> dict[str, Any]:
 
 def kept_steps(steps: int, checkpoints: int) -> list[int]:
     """The steps of the checkpoints a run of ``steps`` steps keeps (``score.checkpoints`` evenly spaced, the last
-    one the final policy): ``[steps / k, 2 steps / k, ..., steps]``."""
+    one the final policy): ``[steps / k, 2 steps / k, ..., steps]`` where ``k`` divides ``steps`` (a suite's
+    checkpoints divide every setting's steps); else the last ``k`` the trainer saves (every ``steps // k`` steps, and
+    the last step), as :func:`train_run` has it save them."""
     kept = min(checkpoints, steps)
-    return [steps // kept * i for i in range(1, kept + 1)]
+    every = steps // kept
+    saved = sorted({*range(every, steps + 1, every), steps})
+    return saved[-kept:]
 
 
 def kept_checkpoints(spec: dict[str, Any], run: Path) -> list[Path]:
@@ -323,7 +327,7 @@ def best_checkpoint(steps: Sequence[int], halves: Sequence[tuple[float, float]])
     the second. ``halves``: per checkpoint (in step order, the last one the final policy), its mean score on half A
     and on half B. The best is the checkpoint with the highest half-A score (ties: the later one); returns its
     ``step``, its half-B score as ``raw`` and the final policy's half-B score as ``final`` (the same seeds: the
-    collapse flag compares the two, :func:`leaderboard.suite.score.collapsed`). Selecting and reporting on one set
+    collapse flag compares the two, :func:`leaderboard.suite.score.collapses`). Selecting and reporting on one set
     of seeds would report the maximum of noisy means, biased upward by the selection; on independent seeds the
     reported score is unbiased for the chosen checkpoint."""
     if not steps or len(steps) != len(halves):
@@ -351,8 +355,7 @@ def _held_out_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, A
             halves.append((sum(values[:half]) / half, sum(values[half:]) / (len(values) - half)))
         final = sum(values) / len(values)
     else:
-        for step, path in zip(steps, paths):
-            final, extra = _exact_score(spec, path, step)
+        for final, extra in _exact_scores(spec, paths, steps):
             halves.append((final, final))
     best = best_checkpoint(steps, halves)
     extra = {**extra, "checkpoints": [{"step": st, "a": a, "b": b} for st, (a, b) in zip(steps, halves)],
@@ -413,15 +416,26 @@ def _versus_payoffs(spec: dict[str, Any], players: Sequence[Any], env) -> list[d
     return out
 
 
-def _exact_score(spec: dict[str, Any], path: Path, step: int | None = None) -> tuple[float, dict[str, float]]:
-    """The exact score (:mod:`leaderboard.exact`) of a run's final policy (``path``: the run) or of one checkpoint
-    (``path``: its folder, from ``step``), with both exact figures: its payoff against the reference averaged over
-    the seats (``versus``) and its ``exploitability`` (chips per hand)."""
-    _, player = _checkpoint_player(spec, path, step)
-    table = exact.strategy_of(spec["env_id"], exact.policy_decider(player.policies), spec["env_kwargs"])
-    both = {"versus": exact.versus(spec["env_id"], table),
-            "exploitability": exact.exploitability(spec["env_id"], table)}
-    return exact.raw_score(spec["env_id"], table, spec["evaluate"]), both
+def _exact_score(spec: dict[str, Any], run: Path) -> tuple[float, dict[str, float]]:
+    """The final policy's exact score (:mod:`leaderboard.exact`), with both exact figures: its payoff against the
+    reference averaged over the seats (``versus``) and its ``exploitability`` (chips per hand)."""
+    return _exact_scores(spec, [run])[0]
+
+
+def _exact_scores(spec: dict[str, Any], paths: Sequence[Path], steps: Sequence[int] | None = None
+                  ) -> list[tuple[float, dict[str, float]]]:
+    """The exact score of each checkpoint (``paths``, the last one the final policy; each checked to be from its
+    ``steps`` entry when given), their strategies read in one walk of the game tree
+    (:func:`leaderboard.exact.strategies_of`); the final policy's with both exact figures (:func:`_exact_score`),
+    the others' alone."""
+    deciders = [exact.policy_decider(_checkpoint_player(spec, p, None if steps is None else steps[i])[1].policies)
+                for i, p in enumerate(paths)]
+    tables = exact.strategies_of(spec["env_id"], deciders, spec["env_kwargs"])
+    out: list[tuple[float, dict[str, float]]] = [(exact.raw_score(spec["env_id"], t, spec["evaluate"]), {})
+                                                 for t in tables]
+    out[-1][1].update(versus=exact.versus(spec["env_id"], tables[-1]),
+                      exploitability=exact.exploitability(spec["env_id"], tables[-1]))
+    return out
 
 
 def execute(specs: Sequence[dict[str, Any]], jobs: int = 1, ray: str | None = None,

@@ -194,7 +194,7 @@ def _parse_setting(s: Any, where: str, family: str) -> Setting:
     if score not in SCORES:
         raise ProtocolError(f"{where}.score: one of {list(SCORES)}, got {score!r}")
     if score != "team_reward" and play != "self":
-        raise ProtocolError(f"{where}.score: {score!r} scores a 'self' setting's training tail, not a {play!r} one")
+        raise ProtocolError(f"{where}.score: {score!r} scores a 'self' setting (its team's reward), not a {play!r} one")
     if evaluate not in EVALUATE:
         raise ProtocolError(f"{where}.evaluate: one of {list(EVALUATE)}, got {evaluate!r}")
     if evaluate != "sampled":

@@ -34,6 +34,18 @@ def test_uniform_play_read_from_the_env_is_the_trees_uniform_strategy(env_id, n_
     assert all(table[k] == pytest.approx(uniform[k]) for k in table)
 
 
+
+@pytest.mark.parametrize("env_id", ["kuhn_poker-v0", "leduc_holdem-v0"])
+def test_several_policies_read_in_one_walk_are_each_ones_own_strategy(env_id):
+    """A run's kept checkpoints are read in one walk of the tree (strategies_of): each table is the one its policy
+    gives read alone, in the order given."""
+    def biased(env, agent):              # the later an action, the likelier (each legal move keeps some weight)
+        return np.arange(1.0, len(env.observe(agent, text=False)["action_mask"]) + 1)
+
+    both = exact.strategies_of(env_id, [_uniform, biased])
+    assert both == [exact.strategy_of(env_id, _uniform), exact.strategy_of(env_id, biased)]
+    assert both[0] != both[1]
+
 def test_kuhn_known_values_uniform_nash_conv_is_eleven_twelfths_and_the_equilibrium_is_unexploitable():
     # OpenSpiel's exploitability tests: NashConv of the uniform policy in Kuhn poker is 0.916666 (= 11/12)
     assert exact.exploitability("kuhn_poker-v0", exact.random_strategy("kuhn_poker-v0")) == pytest.approx(11 / 24)

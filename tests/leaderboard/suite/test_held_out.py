@@ -207,3 +207,11 @@ def test_an_old_protocols_stored_entry_re_scores_identically(tmp_path):
     again = entry(suite, score(suite, results, cache=cache), "broadcast", results)["results"]
     assert again["settings"] == stored["results"]["settings"] and again["families"] == stored["results"]["families"]
     assert again["aggregate"] == stored["results"]["aggregate"] and not {"collapses", "best"} & set(again)
+
+
+def test_the_kept_steps_are_the_checkpoints_the_trainer_keeps(tmp_path):
+    assert kept_steps(100, 5) == [20, 40, 60, 80, 100] and kept_steps(100, 1) == [100]
+    spec = _spec(tmp_path, "voting/fraction/n2", steps=3, checkpoints=2)      # 2 does not divide 3: saved 1, 2, 3
+    run = Path(train_run(spec))
+    assert sorted(p.name for p in (run / "checkpoints").iterdir() if p.is_dir()) == \
+        [f"step-{k:07d}" for k in kept_steps(3, 2)] == ["step-0000002", "step-0000003"]
