@@ -83,7 +83,13 @@ workers (``--partners worker=reference``: they follow their notes) the orchestra
 with ``current_part_view=True`` and about half of it without (every slot at 0.9, 5 seeds; with the default slots,
 seed 0, hardly above random without it); with the scripted delegator as the orchestrator (``--partners
 orchestrator=reference``) the spawned workers learn to follow their notes, the setting proposed for the credit
-suite's dynamic-teams family.
+suite's dynamic-teams family. Longer budgets with every seat learning (2 parts, 2 candidates, ``max_workers=2``,
+``current_part_view=True``, workers of accuracy 0.9; random 0.29, solo 0.37, delegator 0.80; ``benchmarks/RESULTS.md``,
+"Message credit and dynamic teams with both roles learning"): at 8 tasks per step the policy's entropy reaches 0 by
+step 60 (every sample of a group plays alike, so the group-relative advantage is 0 and nothing moves again) and the
+team stays at random's score through 415 steps; at 32 tasks per step the entropy falls more slowly and the team
+reaches the solo orchestrator's score by step 200 and 0.44 at step 300, still far from the delegator's. Both seats'
+observations and action spaces serve a learner as they are: what is missing is a way out of the saddle, not an input.
 
 Final infos (every agent's info at the end). ``answer`` (the final answer; discrete: the formula on the chosen
 results), ``correct``, ``ground_truth``, ``task_id``, ``spawned`` (the workers, in order), ``subtasks`` (worker ->

@@ -261,7 +261,7 @@ def test_power_analysis_reads_a_pilot_that_is_not_the_certified_run(tmp_path):
     with pytest.raises(ValueError, match="reuses the certified run's seeds"):
         power.power_rows({"a": a, "b": b}, "a", "b", certified=[201], max_seeds=8, reps=50)
     assert power.certified_seeds(SUITE_DIR / "credit-micro@3.json") == [0, 1, 2, 3, 4]
-    assert len(power.certified_seeds(SUITE_DIR / "credit-micro@4.json")) == 25 * 16
+    assert len(power.certified_seeds(SUITE_DIR / "credit-micro@4.json")) == 27 * 16     # 25 + 2 both-roles settings
 
 
 def _bench_module(name):
