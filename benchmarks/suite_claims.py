@@ -26,7 +26,7 @@ Verdict rules (one family of comparisons, corrected together):
   stated only when the Holm-adjusted p is below 5% and the interval excludes 0 on that side; otherwise "not
   separated" (never "no difference").
 * **Re-check** (``--recheck``, results of the same methods on a protocol with fresh seeds, written by
-  ``--recheck-protocol``): every claim separated on the first set is tested again on the second, Holm over those
+  ``--recheck-protocol``: each certified seed + 39000): every claim separated on the first set is tested again on the second, Holm over those
   re-tested. A claim **holds** only when it is separated in its stated direction on both; **did not replicate** when
   the second set does not separate it; **reversed** when the second set separates it the other way. Without
   ``--recheck`` a separated claim is "separated (not yet re-checked)", never "holds".
@@ -46,7 +46,7 @@ import numpy as np
 
 from leaderboard.verdicts import Comparison, comparison, holm_family, sentence, verdict
 
-RECHECK_SEED_BASE = 40_000        # the re-check protocol's seeds: 40000 + 16 k .. for the k-th setting (< 2**16)
+RECHECK_OFFSET = 39_000           # the re-check protocol trains seed s + 39000 where the certified run trains s
 
 
 def log_axis(knobs: Sequence[float]) -> tuple[np.ndarray, str]:
@@ -236,22 +236,24 @@ def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bo
 
 
 def recheck_protocol(suite_file: Path, out: Path) -> None:
-    """Write the re-check protocol: ``suite_file`` (credit-micro@4) with id ``<id>-recheck`` and fresh seeds, the
-    k-th setting's ``RECHECK_SEED_BASE + 16 k ..``: the same settings, budgets and scoring, no seed shared with the
-    certified run (each setting's list as long as the certified one)."""
+    """Write the re-check protocol: ``suite_file`` (credit-micro@4) with id ``<id>-recheck`` and fresh seeds, each
+    certified seed ``s`` replaced by ``s + RECHECK_OFFSET``: the same settings, budgets and scoring, no seed shared
+    with the certified run, and a setting appended to the suite later keeps the others' re-check seeds."""
     raw = json.loads(suite_file.read_text())
     raw["id"] = f"{raw['id']}-recheck"
     raw["description"] = (f"The re-check of {suite_file.stem}'s claims on fresh seeds (benchmarks/suite_claims.py "
-                          f"--recheck-protocol): the same settings, budgets and scoring, setting k trained on seeds "
-                          f"{RECHECK_SEED_BASE} + n k .. (n seeds per setting), none shared with the certified run.")
+                          f"--recheck-protocol): the same settings, budgets and scoring, each certified training seed "
+                          f"s replaced by s + {RECHECK_OFFSET}, none shared with the certified run.")
     settings = [s for f in raw["families"] for s in f["settings"]]
-    n = len(raw["train"]["seeds"])
-    for k, s in enumerate(settings):
-        s.setdefault("train", {})["seeds"] = [RECHECK_SEED_BASE + n * k + i for i in range(n)]
-    raw["train"]["seeds"] = settings[0]["train"]["seeds"]
-    if RECHECK_SEED_BASE + n * len(settings) > 2 ** 16:
-        raise SystemExit(f"{len(settings)} settings x {n} seeds from {RECHECK_SEED_BASE} pass the trainer's 2**16 "
-                         "seed bound")
+    certified = [list(s.get("train", {}).get("seeds", raw["train"]["seeds"])) for s in settings]
+    fresh = [[x + RECHECK_OFFSET for x in seeds] for seeds in certified]
+    every = [x for seeds in certified for x in seeds]
+    if max(x for seeds in fresh for x in seeds) >= 2 ** 16 or set(every) & {x for seeds in fresh for x in seeds}:
+        raise SystemExit(f"the certified seeds + {RECHECK_OFFSET} pass the trainer's 2**16 seed bound or meet "
+                         "certified seeds")
+    for s, seeds in zip(settings, fresh):
+        s.setdefault("train", {})["seeds"] = seeds
+    raw["train"]["seeds"] = [x + RECHECK_OFFSET for x in raw["train"]["seeds"]]
     out.write_text(json.dumps(raw, indent=1) + "\n")
 
 
