@@ -4,7 +4,8 @@ evaluation, per role, against a named anchor measured in the same run.
 The setup is issue 43's: ``think_solve-v0``'s shortcut-free clue task (``clue_pool="words"``, clue accuracy 0.9,
 discrete), one LoRA adapter per role, both roles trained, choice mode with ``label`` scoring
 (``--setup choice``); or the free-text hint (``--setup hint``: the same task in text mode, the thinker writes its
-hint in generate mode, at most ``--max-new-tokens`` tokens, and the scripted reader answers). One batch of ``--tasks`` x ``--group-size`` episodes is played
+hint in generate mode, at most ``--max-new-tokens`` tokens, and the scripted reader answers). One batch of
+``--tasks`` x ``--group-size`` episodes is played
 (each role's ``generate`` timed), then one update pass over its trained decisions with advantages +-1 (so nothing is
 skipped), cut into its phases, then an exact held-out evaluation of ``--eval-episodes`` seeds (choice setup only;
 each role's ``generate`` timed).

@@ -98,8 +98,15 @@ import torch
 
 from baselines.models import load_model
 from baselines.policies.base import Choice, Generation, Policy, Request, set_decoding
-from baselines.policies.decoding import (DecodeStats, cache_kw, forward_logits, plan_prefixes, prefill, process_logits,
-                                         sample_batch)
+from baselines.policies.decoding import (
+    DecodeStats,
+    cache_kw,
+    forward_logits,
+    plan_prefixes,
+    prefill,
+    process_logits,
+    sample_batch,
+)
 from baselines.policies.prompts import chat_prompt_ids, label_menu, label_token_ids, move_token_ids
 
 __all__ = ["CHOICE_SCORINGS", "DEFAULT_CHOICE_SCORING", "TransformersPolicy", "process_logits", "sequence_logprobs"]
@@ -142,17 +149,18 @@ def sequence_logprobs(model, prompt_ids: Sequence[Sequence[int]], completion_ids
     one over every (prompt, completion) row. Same numbers as the plain path to float32 rounding, and the same
     gradient (tested), because it is the same function of the weights computed once:
 
-    *Proof.* Write the plain path's loss as ``L(θ) = sum_i f_i(θ, h(θ, p_i))``, where ``h(θ, p)`` is the KV cache
-    (every layer's keys and values) of prompt ``p`` and ``f_i`` the rest of row ``i``'s computation (its completion
-    attending to that cache, its log-probabilities, its weight in the loss). A causal model's cache of ``p`` does not
-    depend on what follows ``p``, so rows with the same prompt hold the same ``h``. The shared path computes
-    ``h_u = h(θ, p_u)`` once per distinct prompt ``u`` and gathers it to every row ``i`` with ``p_i = p_u``:
-    ``L_s(θ) = sum_u sum_{i: p_i = p_u} f_i(θ, h_u)``, the same sum, so ``L_s = L`` at every ``θ``. By the chain rule
-    ``dL/dθ = sum_i ∂f_i/∂θ + sum_u (∂h_u/∂θ)^T (sum_{i: p_i = p_u} ∂f_i/∂h)``: one backward through ``h_u`` with its
-    rows' cotangents summed, which is what autograd's backward of the gather (an ``index_select``: it adds the
-    gradients of the rows it copied into their source row) computes. The same argument, applied to a shared prefix
-    and the rests of the prompts that follow it, covers prefix sharing. So sharing changes no loss value and no
-    gradient, only the work: a group of ``G`` samples with prompt length ``P`` and completion length ``C`` costs
+    *Proof.* Write the plain path's loss as ``L(w) = sum_i f_i(w, h(w, p_i))``, where ``h(w, p)`` is the KV cache
+    (every layer's keys and values) of prompt ``p`` under weights ``w`` and ``f_i`` the rest of row ``i``'s
+    computation (its completion attending to that cache, its log-probabilities, its weight in the loss). A causal
+    model's cache of ``p`` does not depend on what follows ``p``, so rows with the same prompt hold the same ``h``.
+    The shared path computes ``h_u = h(w, p_u)`` once per distinct prompt ``u`` and gathers it to every row ``i``
+    with ``p_i = p_u``: ``L_s(w) = sum_u sum_{i: p_i = p_u} f_i(w, h_u)``, the same terms, so ``L_s = L`` at every
+    ``w``. By the chain rule ``dL/dw = sum_i df_i/dw + sum_u J_u^T (sum_{i: p_i = p_u} df_i/dh)``, with ``J_u`` the
+    Jacobian of ``h_u`` in ``w``: one backward through ``h_u`` with its rows' cotangents summed, which is what
+    autograd's backward of the gather (an ``index_select``: it adds the gradients of the rows it copied into their
+    source row) computes. The same argument, applied to a shared prefix and the rests of the prompts that follow it,
+    covers prefix sharing. So sharing changes no loss value and no gradient, only the work: a group of ``G`` samples
+    with prompt length ``P`` and completion length ``C`` costs
     ``P + G * C`` token positions instead of ``G * (P + C)``.
     """
     if len(prompt_ids) != len(completion_ids):
