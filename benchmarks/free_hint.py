@@ -1,9 +1,10 @@
-"""A free-text setting that learns (issue 43, item 4): SmolLM2-135M-Instruct writes the clue task's hint in words.
+"""A free-text setting for issue 43, item 4: SmolLM2-135M-Instruct writes the clue task's hint in words.
 
 The setting: ``think_solve-v0``'s shortcut-free clue task in text mode (``clue_pool="words"``, clue accuracy 0.9:
 the free-text hint, see the env's manual). The thinker is the LLM in generate mode (one LoRA adapter, at most
-``--max-new-tokens`` tokens a hint, temperature 1), trained with broadcast (GRPO) credit; the solver is the scripted
-reader (``--partners solver=reference``: the candidate whose word the hint names first, else a uniform guess).
+``--max-new-tokens`` tokens a hint, sampled at ``--temperature``), trained with broadcast (GRPO) credit; the solver
+is the scripted reader (``--partners solver=reference``: the candidate whose word the hint names first, else a
+uniform guess).
 Optimum 0.9 (name the clue's word first), chance 0.25.
 
 Why a scripted reader. Item 4 asks for one free-text role that learns; with an LLM solver both roles would have to
@@ -19,7 +20,8 @@ held-out seed is the mean team reward of its samples; the claim compares the fin
 untrained policy, the control) paired by held-out seed: mean difference and its 95% t-interval over seeds. Also
 logged: ``named_clue`` (the share of hints whose first candidate word is the clue's word: what the reader follows).
 
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/free_hint.py --steps 40 --eval-every 10 --out runs/free_hint
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/free_hint.py --steps 30 --eval-every 5 --eval-seeds 16 \
+        --temperature 0.5 --lr 3e-4 --out runs/free_hint
 
 Trains in chunks of ``--eval-every`` steps (``--resume`` extends the run, so the chunks are one run) and after each
 chunk scores its checkpoint and rewrites ``OUT/results.json`` and the printed markdown table (the curve against its
@@ -47,8 +49,8 @@ def config(args):
     return TrainConfig(env=ENV, env_kwargs=KWARGS, action_mode="text", model=args.model, mode="generate",
                        adapters="per_role", partners="solver=reference", credit="broadcast", steps=args.steps,
                        tasks_per_step=args.tasks_per_step, group_size=args.group_size, lr=args.lr,
-                       max_new_tokens=args.max_new_tokens, seed=args.seed, out=args.out, progress=False,
-                       tensorboard=False, save_every=args.eval_every, keep_checkpoints=10**6)
+                       max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed, out=args.out,
+                       progress=False, tensorboard=False, save_every=args.eval_every, keep_checkpoints=10**6)
 
 
 def held_out(team, args) -> dict:
@@ -108,6 +110,7 @@ def main(argv=None) -> None:
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--max-new-tokens", type=int, default=12)
+    p.add_argument("--temperature", type=float, default=0.5, help="the hint's sampling temperature (trained under it)")
     p.add_argument("--eval-every", type=int, default=10, help="checkpoints scored on the held-out seeds")
     p.add_argument("--eval-seeds", type=int, default=32)
     p.add_argument("--eval-samples", type=int, default=4)

@@ -76,7 +76,8 @@ episodes (words, permuted menu, clue, splits), but the thinker **writes** its hi
 moves; an LLM's generate mode), cut to ``max_thought_chars`` and made printable as in text mode, and the solver
 answers with a label, ``[A]`` ... (legal moves in text mode, so an LLM plays it in choice mode). The thinker's prompt
 lists the candidates' words in alphabetical order and without labels ("Candidate answers (the Solver sees them in
-another order): berry, camel, circus, sand"), so neither a label nor a menu position can be copied into the hint;
+another order): berry, camel, circus, sand"; its last line asks for one short sentence that names the answer by
+its word), so neither a label nor a menu position can be copied into the hint;
 and the hint the solver sees has every bracketed label, ``(B)`` or ``[b]``, replaced by ``(?)``
 (:func:`without_labels`), so it never holds a label. :meth:`raw_env.hint_candidate` is the hint's reading that the
 scripted solver (:func:`marl_llm_envs.scripted.follower_solver`, ``--partners solver=reference``) uses: the
@@ -390,7 +391,8 @@ class raw_env(ProblemEnv):
                 task = (f"Choose your message: [{NO_HINT}] (send no hint) or one of {moves}.\n"
                         "Reply with exactly one choice in square brackets.")
             elif self.free_hint:
-                task = "Write your message to the Solver in words (the Solver's list shows the same words)."
+                task = ("Reply with one short sentence that names the answer by its word, for example \"I think "
+                        "the answer is <word>.\" (the Solver's list shows the same words).")
             else:
                 task = "Write your message to the Solver."
             return (
