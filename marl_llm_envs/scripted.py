@@ -50,13 +50,18 @@ _NAMED = re.compile(r"answer is \(?([^\s().]+)")
 
 
 def follower_solver(env, agent: str, rng: np.random.Generator) -> Any:
-    """think_solve-v0: answer what the thinker named; guess uniformly among the candidates when it named nothing."""
+    """think_solve-v0: answer what the thinker named; guess uniformly among the candidates when it named nothing
+    (the free-text hint, ``clue_pool="words"`` in text mode: the candidate whose word the hint names first,
+    :meth:`~marl_llm_envs.envs.think_solve.raw_env.hint_candidate`)."""
     base = env.unwrapped
     thought = base.thought
     if base.action_mode == "discrete":
         if thought in base.labels:
             return base.labels.index(thought)
         return int(rng.integers(base.num_candidates))
+    if getattr(base, "free_hint", False):     # the free-text hint: the candidate its words name first
+        k = base.hint_candidate(thought or "")
+        return f"[{base.labels[k if k is not None else int(rng.integers(base.num_candidates))]}]"
     named = _NAMED.search(thought or "")
     guess = named.group(1) if named else str(int(rng.integers(-20, 100)))
     return f"\\boxed{{{guess}}}"

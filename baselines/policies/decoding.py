@@ -100,6 +100,11 @@ class PrefixPlan:
     def shared(self) -> bool:
         return any(len(us) > 1 and n > 0 for n, us in self.groups)
 
+    def saves(self, rows: int) -> bool:
+        """Whether prefilling by this plan computes less than one row per prompt (of ``rows``): some prompt repeats
+        or some prefix is shared."""
+        return len(self.unique) < rows or self.shared
+
     def width(self) -> int:
         """Columns of the two-pass layout: the longest group prefix plus the longest rest of a prompt."""
         return (max(n for n, _ in self.groups)

@@ -304,25 +304,31 @@ class LLMLearner(Learner):
         self.module.load_state_dict(state, strict=self.adapters == "none")
 
     def micro_batches(self, samples, budget):
-        """Micro-batches sized by the tokens the forward pass really computes. Choice decisions are scored with the
-        prompt prefilled once per distinct prompt and a shared prefix (a game's rules) once per micro-batch
-        (:func:`baselines.policies.decoding.prefill`), so they are sorted by (role, prompt) and each costs only the
-        tokens it does not share with the previous one; free-text turns (one row each) cost their full length.
-        Sorting changes no gradient: the aggregation weights are fixed over the whole batch beforehand."""
-        choice = sorted((s for s in samples if s.kind == "choice"), key=lambda s: (s.role, s.prompt_ids))
-        other = [s for s in samples if s.kind != "choice"]
+        """Micro-batches sized by the tokens the forward pass really computes. Each distinct prompt is prefilled once
+        and a shared prefix (a game's rules) once per micro-batch: choice decisions' prompts
+        (:func:`baselines.policies.decoding.prefill`) and free-text turns' (:func:`~baselines.policies.hf.
+        sequence_logprobs` with ``share_prefix``: a GRPO group's samples share one prompt). So each kind is sorted
+        by (role, prompt) and a sample costs only the prompt tokens it does not share with the previous one, plus its
+        moves (one label token, or a few tokens per move) or its completion. Sorting changes no gradient: the
+        aggregation weights are fixed over the whole batch beforehand."""
         min_shared = getattr(self.hf_policy, "min_shared_prefix", 16)
-        costs, prev = [], None
-        for s in choice:
-            moves = 1 if s.choice.scoring == "label" else 8 * max(1, len(s.legal))
-            lcp = _common_prefix(prev.prompt_ids, s.prompt_ids) if prev is not None and prev.role == s.role else 0
-            if lcp == len(s.prompt_ids) == len(prev.prompt_ids if prev is not None else []):
-                costs.append(moves)                                     # the same prompt: prefilled once
-            else:
-                costs.append(len(s.prompt_ids) - (lcp if lcp >= min_shared else 0) + moves)
-            prev = s
-        batches = pack(choice, costs, budget)
-        return batches + pack(other, [s.cost for s in other], budget)
+        batches = []
+        for kind in ("choice", "generate"):
+            these = sorted((s for s in samples if s.kind == kind), key=lambda s: (s.role, s.prompt_ids))
+            costs, prev = [], None
+            for s in these:
+                if kind == "generate":
+                    after = len(s.completion_ids)
+                else:
+                    after = 1 if s.choice.scoring == "label" else 8 * max(1, len(s.legal))
+                lcp = _common_prefix(prev.prompt_ids, s.prompt_ids) if prev is not None and prev.role == s.role else 0
+                if lcp == len(s.prompt_ids) == len(prev.prompt_ids if prev is not None else []):
+                    costs.append(after)                                     # the same prompt: prefilled once
+                else:
+                    costs.append(len(s.prompt_ids) - (lcp if lcp >= min_shared else 0) + after)
+                prev = s
+            batches += pack(these, costs, budget)
+        return batches
 
     def _by_adapter(self, samples: list[Sample], switch: bool = True):
         """Runs of samples that share an adapter (per-role adapters: one run per role), in order."""
@@ -361,9 +367,12 @@ class LLMLearner(Learner):
                     p.requires_grad_(True)   # trainable so the optimizer and the gradient clipping see them all
             gen = [i for i in idx if samples[i].kind == "generate"]
             if gen:
+                # each distinct prompt (a group's) runs once, its completions on its KV cache (same gradient)
                 scores, entropies = sequence_logprobs(model, [samples[i].prompt_ids for i in gen],
                                                       [samples[i].completion_ids for i in gen], temperature=t,
-                                                      pad_id=self.pad_id, with_entropy=True)
+                                                      pad_id=self.pad_id, with_entropy=True, share_prefix=True,
+                                                      min_shared_prefix=getattr(self.hf_policy, "min_shared_prefix",
+                                                                                16))
                 for i, s, h in zip(gen, scores, entropies):
                     out[i], ent[i] = s, h
             choice = [i for i in idx if samples[i].kind == "choice"]

@@ -83,6 +83,23 @@ samples per step (``benchmarks/RESULTS.md``, "Message credit and dynamic teams w
 accuracy 1.0 broadcast reaches the optimum on 5 of 6 pilot seeds by step 250 of 500 (the sixth pools), coma on 6
 of 6; with 4 candidates runs settle in partial pooling codes (2 or 3 clues told apart) and stay there for 1,500 steps.
 
+The free-text hint (``clue_pool="words"`` with ``action_mode="text"``; the ``free_hint`` property). The same
+episodes (words, permuted menu, clue, splits), but the thinker **writes** its hint: its turn is free text (no legal
+moves; an LLM's generate mode), cut to ``max_thought_chars`` and made printable as in text mode, and the solver
+answers with a label, ``[A]`` ... (legal moves in text mode, so an LLM plays it in choice mode). The thinker's prompt
+lists the candidates' words in alphabetical order and without labels ("Candidate answers (the Solver sees them in
+another order): berry, camel, circus, sand"; its last line asks for one short sentence that names the answer by
+its word), so neither a label nor a menu position can be copied into the hint;
+and the hint the solver sees has every bracketed label, ``(B)`` or ``[b]``, replaced by ``(?)``
+(:func:`without_labels`), so it never holds a label. :meth:`raw_env.hint_candidate` is the hint's reading that the
+scripted solver (:func:`marl_llm_envs.scripted.follower_solver`, ``--partners solver=reference``) uses: the
+candidate whose word appears first in the hint as a whole word (letters only, case ignored; one regex pass over the
+capped text), and a uniform guess when the hint names none. With it, a thinker that names its clue's word first
+scores the optimum ``a`` (:func:`~marl_llm_envs.reference.think_solve.clue_relay` writes "I think the answer is
+camel."), and one whose hint names no candidate scores ``1/K``. Final infos as in the words task (``answer`` is the
+label). A free-text turn cannot be enumerated, so this setting has no exact evaluation
+(:mod:`baselines.train.exact_eval` refuses it).
+
 Observation. ``observation`` = the task's features (F), the candidate values (num_candidates; 0 in text mode), the
 thinker's message one-hot (1 + num_candidates: none, A, B, ...; zeros until it is sent and in text mode), "a
 thinker is present" (1; 0 when ablated), "I am the solver" (1), "the thought was sent" (1), and with
@@ -179,11 +196,14 @@ candidates, its clue as "the answer is camel." and its moves as ``[C] ("I think 
 
 Version history. v0: first version. ``thinker_clue_accuracy`` added later (default ``None`` keeps every episode,
 observation and reward as before, so no version bump). ``clue_pool`` added later (default ``"labels"`` is recorded
-in no transcript and keeps every episode as before, so no version bump).
+in no transcript and keeps every episode as before, so no version bump). The free-text hint (``clue_pool="words"``
+in text mode, which was refused before) added later: no setting that was accepted before changes, so no version
+bump.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -195,6 +215,14 @@ from marl_llm_envs.tasks import Task
 from marl_llm_envs.text import find_boxed, printable
 
 NO_HINT = "none"
+_WORD = re.compile(r"[a-z]+")
+_LABEL_MARK = re.compile(r"[(\[]\s*[A-Za-z]\s*[)\]]")      # a menu label written as (B) or [b]
+
+
+def without_labels(text: str) -> str:
+    """``text`` with every menu label in brackets, ``(B)`` or ``[b]``, replaced by ``(?)``: the free hint the
+    solver sees names candidates by their words only (one regex pass, linear in the text)."""
+    return _LABEL_MARK.sub("(?)", text)
 CLUE_POOLS = ("labels", "words")     # what the clue task's candidates are: bare labels, or words from a pool
 
 
@@ -211,9 +239,9 @@ class raw_env(ProblemEnv):
         max_thought_chars = check_int("max_thought_chars", max_thought_chars, 1)
         if clue_pool not in CLUE_POOLS:
             raise ValueError(f"clue_pool={clue_pool!r} is not one of {list(CLUE_POOLS)}")
-        if clue_pool == "words" and (thinker_clue_accuracy is None or kwargs.get("action_mode") != "discrete"):
-            raise ValueError("clue_pool='words' is a setting of the clue task in discrete mode (an LLM plays it in "
-                             "choice mode): give thinker_clue_accuracy and action_mode='discrete' too")
+        if clue_pool == "words" and thinker_clue_accuracy is None:
+            raise ValueError("clue_pool='words' is a setting of the clue task: give thinker_clue_accuracy too "
+                             "(action_mode='discrete': the thinker picks its hint; 'text': it writes it)")
         if thinker_clue_accuracy is not None:
             if (isinstance(thinker_clue_accuracy, bool) or not isinstance(thinker_clue_accuracy, (int, float))
                     or not 0.0 <= thinker_clue_accuracy <= 1.0):
@@ -236,9 +264,21 @@ class raw_env(ProblemEnv):
         return self.thinker_clue_accuracy is not None
 
     @property
+    def free_hint(self) -> bool:
+        """The free-text hint setting (``clue_pool="words"`` in text mode): the thinker writes its hint, the solver
+        answers a label."""
+        return self.clue_pool == "words" and self.action_mode == "text"
+
+    @property
+    def _labelled(self) -> bool:
+        """The candidates are labelled moves and the clue is a candidate's index (discrete mode, the free hint)."""
+        return self.action_mode == "discrete" or self.free_hint
+
+    @property
     def _hidden_problem(self) -> bool:
-        """The clue task in discrete mode hides the problem and the candidates' values from both seats."""
-        return self.thinker_clue_accuracy is not None and self.action_mode == "discrete"
+        """The clue task in discrete mode (and the free hint) hides the problem and the candidates' values from both
+        seats."""
+        return self.thinker_clue_accuracy is not None and self._labelled
 
     def _vector_size(self, feature_size: int, num_candidates: int) -> int:
         clue = num_candidates if self.thinker_clue_accuracy is not None else 0
@@ -246,7 +286,7 @@ class raw_env(ProblemEnv):
 
     def action_names(self, agent: str) -> list[str]:
         if self.action_mode == "text":
-            return []
+            return list(self.labels) if self.free_hint and agent == "solver" else []
         return [NO_HINT, *self.labels] if agent == "thinker" else list(self.labels)
 
     # -------------------------------------------------------------- game
@@ -279,7 +319,7 @@ class raw_env(ProblemEnv):
         """The thinker's private clue: the true answer with probability ``thinker_clue_accuracy``, else one of the
         ``num_candidates - 1`` wrong candidates (discrete: labels; text: the task's first distractors), uniformly."""
         right = self.np_random.random() < self.thinker_clue_accuracy
-        if self.action_mode == "discrete":
+        if self._labelled:
             if right:
                 return self._answer_index
             wrong = [i for i in range(self.num_candidates) if i != self._answer_index]
@@ -297,7 +337,7 @@ class raw_env(ProblemEnv):
         mode), or ``None`` outside the clue task. Only the thinker's observation contains it."""
         if self._clue is None:
             return None
-        if self.action_mode == "discrete":
+        if self._labelled:
             return self.candidates[self._clue] if self.clue_pool == "words" else self.labels[self._clue]
         return printable(self._clue, 200)
 
@@ -330,7 +370,7 @@ class raw_env(ProblemEnv):
             return
         if move is None:
             answer, correct = None, False
-        elif self.action_mode == "discrete":
+        elif self._labelled:
             answer, correct = self.labels[move], move == self._answer_index
         else:
             answer, correct = printable(move, 500), self._verify(move)
@@ -343,7 +383,7 @@ class raw_env(ProblemEnv):
     def _clue_info(self) -> dict[str, Any]:
         if self._clue is None:
             return {}
-        right = self._clue == (self._answer_index if self.action_mode == "discrete" else self.task.answer)
+        right = self._clue == (self._answer_index if self._labelled else self.task.answer)
         return {"clue": self.clue(), "clue_correct": bool(right)}
 
     def _on_ablate(self, agent: str) -> None:
@@ -362,6 +402,9 @@ class raw_env(ProblemEnv):
                                   for k, label in enumerate(self.labels))
                 task = (f"Choose your message: [{NO_HINT}] (send no hint) or one of {moves}.\n"
                         "Reply with exactly one choice in square brackets.")
+            elif self.free_hint:
+                task = ("Reply with one short sentence that names the answer by its word, for example \"I think "
+                        "the answer is <word>.\" (the Solver's list shows the same words).")
             else:
                 task = "Write your message to the Solver."
             return (
@@ -370,7 +413,8 @@ class raw_env(ProblemEnv):
                 "message that helps the Solver:\nreasoning, a plan, checks or a suggested answer. "
                 + (f"Messages longer than {self.max_thought_chars} characters are cut.\n\n"
                    if self.action_mode == "text" else "\n\n")
-                + f"{self._problem_text()}\n\n{self._clue_text()}{task}"
+                + f"{self._hint_problem_text() if self.free_hint else self._problem_text()}\n\n"
+                + f"{self._clue_text()}{task}"
             )
         if solo:
             head = "You are the Solver. Solve the problem on your own."
@@ -379,7 +423,7 @@ class raw_env(ProblemEnv):
             head = ("You are the Solver in a team of two. Your teammate, the Thinker, read the same problem and sent "
                     "you a message.\nThe team is scored only on your final answer.")
             message = f"\n\nMessage from the Thinker:\n{self._message_text()}"
-        if self.action_mode == "discrete":
+        if self._labelled:
             task = f"Answer with the label of your choice in square brackets: {', '.join(f'[{x}]' for x in self.labels)}."
         else:
             task = BOXED_HINT
@@ -389,7 +433,7 @@ class raw_env(ProblemEnv):
         if self._clue is None:
             return ""
         wrong = self.num_candidates - 1
-        if self.action_mode == "discrete":
+        if self._labelled:
             shown, others = self._named(self._clue), f"one of the {wrong} other candidates"
         else:
             wrong = min(wrong, len(self.task.distractors))
@@ -408,6 +452,23 @@ class raw_env(ProblemEnv):
         return ("Problem: hidden in this task (only the Thinker's private clue says which candidate is right).\n"
                 "Candidate answers: " + listed)
 
+    def _hint_problem_text(self) -> str:
+        """The free hint's thinker view: the candidates' words in alphabetical order, without labels, so neither a
+        label nor a menu position can be copied into the hint (the solver's list is in the drawn order)."""
+        return ("Problem: hidden in this task (only the Thinker's private clue says which candidate is right).\n"
+                "Candidate answers (the Solver sees them in another order): " + ", ".join(sorted(self.candidates)))
+
+    def hint_candidate(self, text: str) -> int | None:
+        """The free hint's reading: the index of the candidate whose word appears first in ``text`` as a whole word
+        (letters only, case ignored), or ``None`` when it names none. One pass over at most
+        ``max_thought_chars`` characters (what the solver is shown), so linear in the capped text."""
+        index = {w: k for k, w in enumerate(self.candidates)}
+        for word in _WORD.finditer(text[: self.max_thought_chars].lower()):
+            k = index.get(word.group())
+            if k is not None:
+                return k
+        return None
+
     def _named(self, k: int) -> str:
         """How a message or clue names candidate ``k`` (discrete mode): its label in brackets, ``(B)``, or with
         ``clue_pool="words"`` its word, never its label."""
@@ -424,6 +485,8 @@ class raw_env(ProblemEnv):
             return "(no hint)"
         if self.action_mode == "discrete":
             return f"I think the answer is {self._named(self.labels.index(self.thought))}."
+        if self.free_hint:
+            return without_labels(self.thought)
         return self.thought
 
     def _vector(self, agent: str, out: np.ndarray) -> None:

@@ -122,10 +122,10 @@ def test_the_default_records_no_clue_pool_and_bad_settings_are_named():
     assert "clue_pool" not in env.transcript()["kwargs"]
     with pytest.raises(ValueError, match="clue_pool='letters' is not one of"):
         make("think_solve-v0", clue_pool="letters")
-    with pytest.raises(ValueError, match="give thinker_clue_accuracy and action_mode='discrete'"):
+    with pytest.raises(ValueError, match="give thinker_clue_accuracy too"):
         make("think_solve-v0", action_mode="discrete", clue_pool="words")
-    with pytest.raises(ValueError, match="give thinker_clue_accuracy and action_mode='discrete'"):
-        make("think_solve-v0", thinker_clue_accuracy=0.9, clue_pool="words")
+    with pytest.raises(ValueError, match="give thinker_clue_accuracy too"):
+        make("think_solve-v0", action_mode="text", clue_pool="words")
 
 
 @pytest.mark.parametrize("split", ["train", "test"])

@@ -324,3 +324,31 @@ def test_choice_scores_with_a_shared_prompt_equal_scoring_each_pair():
     assert len(shared) == len(separate) == 5
     for x, y in zip(shared, separate):
         assert torch.allclose(x, y, atol=1e-4)
+
+
+@pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 1.0)])
+def test_sequence_logprobs_sharing_prompts_gives_the_plain_paths_values_and_gradients(tiny, temperature, top_p):
+    # a GRPO group's samples share a prompt and two prompts share a long prefix: computed once each (share_prefix),
+    # the loss and every weight's gradient are the plain path's (the proof is in sequence_logprobs' docstring)
+    model, _ = tiny
+    head = [1] + list(range(40, 70))
+    a, b = head + [5, 6], head + [7]
+    prompts = [a, a, b, a, b, [1, 9, 8]]
+    completions = [[50, 51, 52], [53], [54, 55], [56, 57, 58, 59], [60], [61, 62]]
+    weights = torch.tensor([0.3, -1.0, 0.5, 2.0, -0.7, 1.1])
+    results = []
+    for share in (False, True):
+        model.zero_grad(set_to_none=True)
+        lp, ent = sequence_logprobs(model, prompts, completions, temperature=temperature, top_p=top_p, pad_id=0,
+                                    with_entropy=True, share_prefix=share)
+        loss = sum(w * x.sum() for w, x in zip(weights, lp)) - 0.1 * sum(h.sum() for h in ent)
+        loss.backward()
+        results.append(([x.detach() for x in lp], [h.detach() for h in ent], float(loss),
+                        [p.grad.clone() for p in model.parameters()]))
+    model.zero_grad(set_to_none=True)
+    (lp0, h0, l0, g0), (lp1, h1, l1, g1) = results
+    assert [len(x) for x in lp1] == [len(c) for c in completions]
+    assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(lp0, lp1))
+    assert all(torch.allclose(x, y, atol=1e-5) for x, y in zip(h0, h1))
+    assert l1 == pytest.approx(l0, abs=1e-4)
+    assert all(torch.allclose(x, y, atol=1e-5, rtol=1e-4) for x, y in zip(g0, g1))

@@ -130,3 +130,26 @@ def test_the_mlps_multi_tensor_clip_and_adamw_steps_give_the_per_tensor_floats()
             opt.step()
         weights.append((norms, [p.detach().numpy().tobytes() for p in model.parameters()]))
     assert weights[0] == weights[1]
+
+
+def test_free_text_turns_of_a_group_run_their_shared_prompt_through_the_model_once():
+    """A GRPO group's free-text turns share one prompt: the update scores them with that prompt computed once and
+    each completion on its KV cache, so the model reads P + G * C token positions, not G * (P + C)."""
+    from baselines.train.learners import Sample
+
+    cfg = TrainConfig(env="kuhn_poker-v0", model="tiny", mode="generate")
+    team = build_team(cfg, make("kuhn_poker-v0"), ["player_0", "player_1"])
+    learner = team.learners[0]
+    prompt = list(range(1, 201))                   # one group: 4 samples of a 200-token prompt
+    samples = [Sample("player_0", "generate", prompt, [50 + k, 60 + k, 70 + k], [-1.0] * 3, [1.0] * 3)
+               for k in range(4)]
+    read = []
+    embed = learner.module.get_input_embeddings()
+    hook = embed.register_forward_hook(lambda m, args, out: read.append(args[0].numel()))
+    try:
+        (batch,) = learner.micro_batches(samples, 4096)
+        lp, entropy = learner.logprobs(batch)
+    finally:
+        hook.remove()
+    assert len(lp) == len(entropy) == 12
+    assert sum(read) <= 200 + 4 * 3, read         # the prompt once, then each completion's tokens

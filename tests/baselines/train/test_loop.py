@@ -48,6 +48,22 @@ def test_a_positive_advantage_raises_the_turns_logprob_in_free_generation():
     assert stats["recompute_gap_max"] < 1e-3          # float32: the recompute matches the sampler
 
 
+def test_the_free_text_hint_trains_the_writing_thinker_against_the_scripted_reader():
+    # issue 43 item 4's setting: the thinker writes its hint (generate mode, per-role LoRA), the solver is the
+    # scripted reader; a group's samples share the thinker's prompt, and a positive advantage raises the hints
+    pytest.importorskip("peft")
+    kwargs = {"thinker_clue_accuracy": 0.9, "clue_pool": "words", "action_mode": "text"}
+    cfg = TrainConfig(env="think_solve-v0", env_kwargs={k: v for k, v in kwargs.items() if k != "action_mode"},
+                      action_mode="text", model="tiny", mode="generate", adapters="per_role",
+                      partners="solver=reference", max_new_tokens=6, lr=1e-3)
+    team, samples, before, after, stats, _ = _one_update(cfg, "think_solve-v0", kwargs, {"thinker": 1.0})
+    assert team.trainable == ["thinker"] and samples and {s.role for s in samples} == {"thinker"}
+    assert all(s.kind == "generate" for s in samples)
+    assert len({tuple(s.prompt_ids) for s in samples}) == 2          # 2 tasks x 2 samples: one prompt per group
+    assert float(after.sum()) > float(before.sum())
+    assert stats["recompute_gap_max"] < 1e-3
+
+
 @pytest.mark.parametrize("scoring", ["label", "mean", "sum"])
 def test_a_negative_advantage_lowers_a_choice_mode_decision(scoring):
     cfg = TrainConfig(env="kuhn_poker-v0", model="tiny", mode="choice", choice_scoring=scoring, lr=1e-3)

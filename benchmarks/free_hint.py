@@ -1,0 +1,171 @@
+"""A free-text setting for issue 43, item 4: SmolLM2-135M-Instruct writes the clue task's hint in words.
+
+The setting: ``think_solve-v0``'s shortcut-free clue task in text mode (``clue_pool="words"``, clue accuracy 0.9:
+the free-text hint, see the env's manual). The thinker is the LLM in generate mode (one LoRA adapter, at most
+``--max-new-tokens`` tokens a hint, sampled at ``--temperature``), trained with broadcast (GRPO) credit; the solver
+is the scripted reader (``--partners solver=reference``: the candidate whose word the hint names first, else a
+uniform guess).
+Optimum 0.9 (name the clue's word first), chance 0.25.
+
+Why a scripted reader. Item 4 asks for one free-text role that learns; with an LLM solver both roles would have to
+learn at once, which is item 3's open problem (the pilot in ``benchmarks/RESULTS.md``: the solver collapses before it
+reads hints, and an untrained SmolLM2 solver follows a hint with P 0.25, so a thinker's hint would earn nothing).
+The reader is the Bayes-optimal decoder of a hint that names a word, reads the capped text in one pass, and cannot be
+gamed by anything but naming the clue's word first.
+
+Evaluation. Free text cannot be enumerated (no exact evaluation): a fixed set of ``--eval-seeds`` held-out episodes
+(:func:`baselines.train.exact_eval.eval_seeds`, ``split="test"``: 60 words never seen in training), each played
+``--eval-samples`` times with sampled hints, with the same sampling seed at every checkpoint. A checkpoint's score per
+held-out seed is the mean team reward of its samples; the claim compares the final checkpoint with step 0 (the
+untrained policy, the control) paired by held-out seed: mean difference and its 95% t-interval over seeds. Also
+logged: ``named_clue`` (the share of hints whose first candidate word is the clue's word: what the reader follows).
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/free_hint.py --steps 30 --eval-every 5 --eval-seeds 16 \
+        --temperature 0.5 --lr 3e-4 --out runs/free_hint
+
+Trains in chunks of ``--eval-every`` steps (``--resume`` extends the run, so the chunks are one run) and after each
+chunk scores its checkpoint and rewrites ``OUT/results.json`` and the printed markdown table (the curve against its
+control) and the paired claim: a run stopped early keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ENV = "think_solve-v0"
+KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words"}
+
+
+def config(args):
+    from baselines.train import TrainConfig
+
+    return TrainConfig(env=ENV, env_kwargs=KWARGS, action_mode="text", model=args.model, mode="generate",
+                       adapters="per_role", partners="solver=reference", credit="broadcast", steps=args.steps,
+                       tasks_per_step=args.tasks_per_step, group_size=args.group_size, lr=args.lr,
+                       max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed, out=args.out,
+                       progress=False, tensorboard=False, save_every=args.eval_every, keep_checkpoints=10**6)
+
+
+def held_out(team, args) -> dict:
+    """Sampled held-out score of the team's policies now (module docstring): per seed the mean team reward of
+    ``--eval-samples`` hints, and the share of hints whose first candidate word is the clue's."""
+    from baselines.rollout import RolloutEngine
+    from baselines.train.exact_eval import eval_seeds
+    from marl_llm_envs import make
+
+    kwargs = {**KWARGS, "action_mode": "text", "split": "test"}
+    seeds = eval_seeds(args.eval_seeds)
+    episodes = RolloutEngine(team.policies, show_progress=False).run(
+        ENV, len(seeds), args.eval_samples, seed=0, env_kwargs=kwargs, seeds=seeds, run_id="held-out")
+    per_seed, named = np.zeros(len(seeds)), []
+    env = make(ENV, **kwargs)
+    for e in episodes:
+        per_seed[e.group_id] += e.team_rewards["team"] / args.eval_samples
+        env.reset(seed=seeds[e.group_id])
+        hint = next(t.text for t in e.turns if t.role == "thinker")
+        named.append(env.unwrapped.hint_candidate(hint) == env.unwrapped.candidates.index(env.unwrapped.clue()))
+    hints = [next(t.text for t in e.turns if t.role == "thinker") for e in episodes[:: args.eval_samples][:4]]
+    return {"per_seed": per_seed.tolist(), "reward": float(per_seed.mean()), "named_clue": float(np.mean(named)),
+            "hints": hints}
+
+
+def team_at(cfg, checkpoint_path: Path | None):
+    """The team's policies, untrained (``None``) or with a checkpoint's weights."""
+    from baselines.train import checkpoint
+    from baselines.train.learners import build_team
+    from marl_llm_envs import make
+
+    env = make(ENV, **KWARGS, action_mode="text")
+    torch.manual_seed(cfg.seed)
+    team = build_team(cfg, env, sorted(set(env.roles.values())))
+    if checkpoint_path is not None:
+        _, tensors = checkpoint.load(checkpoint_path)
+        for learner, state in zip(team.learners, tensors["learners"]):
+            learner.load_state_dict(state["model"])
+    return team
+
+
+def _interval(x) -> tuple[float, float, float]:
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return float(x.mean()), float(x.mean() - half), float(x.mean() + half)
+
+
+def main(argv=None) -> None:
+    from baselines.train import checkpoint, train
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--tasks-per-step", type=int, default=8)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--max-new-tokens", type=int, default=12)
+    p.add_argument("--temperature", type=float, default=0.5, help="the hint's sampling temperature (trained under it)")
+    p.add_argument("--eval-every", type=int, default=10, help="checkpoints scored on the held-out seeds")
+    p.add_argument("--eval-seeds", type=int, default=32)
+    p.add_argument("--eval-samples", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="runs/free_hint")
+    p.add_argument("--time-limit", type=float, default=float("inf"),
+                   help="seconds: start no further chunk of --eval-every steps after this (results so far are kept)")
+    args = p.parse_args(argv)
+    cfg = config(args)
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    curve = {0: held_out(team_at(cfg, None), args)}
+    result: dict = {"args": vars(args), "chunks": []}
+    done = 0
+    while done < args.steps and time.perf_counter() - t0 < args.time_limit:
+        # train in chunks of --eval-every steps (--resume extends the run: the same run as one call), scoring
+        # every chunk's checkpoint, so a run stopped by --time-limit or by hand keeps its curve so far
+        upto = min(done + args.eval_every, args.steps)
+        t = time.perf_counter()
+        train(dataclasses.replace(cfg, steps=upto, resume=done > 0))
+        result["chunks"].append({"steps": upto, "train_s": time.perf_counter() - t})
+        done = upto
+        curve[done] = held_out(team_at(cfg, checkpoint.latest(out / checkpoint.CHECKPOINTS)), args)
+        _write(result, curve, out, args, time.perf_counter() - t0)
+    if done == 0:
+        _write(result, curve, out, args, time.perf_counter() - t0)
+
+
+def _write(result: dict, curve: dict, out: Path, args, wall: float) -> None:
+    """Update ``OUT/results.json`` and print the table so far."""
+    metrics = []
+    if (out / "metrics.jsonl").is_file():
+        metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    last = max(curve)
+    diff = np.subtract(curve[last]["per_seed"], curve[0]["per_seed"])
+    result.update({"curve": {str(k): v for k, v in curve.items()}, "wall_s": wall,
+                   "paired_final_minus_start": _interval(diff) if last else None,
+                   "step_s": float(np.mean([m["time/step"] for m in metrics])) if metrics else None,
+                   "train_reward": [m.get("reward/team/team") for m in metrics]})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(result, indent=1))
+    step_s = f"{result['step_s']:.1f} s a step" if metrics else "no step yet"
+    print(f"{args.model}, {last} of {args.steps} steps x {args.tasks_per_step} tasks x {args.group_size} samples, lr "
+          f"{args.lr}, max_new_tokens {args.max_new_tokens}; held out: {args.eval_seeds} seeds x {args.eval_samples} "
+          f"sampled hints; wall so far {wall:.0f} s ({step_s})\n")
+    print("| updates | held-out team reward | hints naming the clue's word first | example hint |")
+    print("|---:|---:|---:|---|")
+    for k in sorted(curve):
+        c = curve[k]
+        print(f"| {k} | {c['reward']:.3f} | {c['named_clue']:.3f} | {c['hints'][0]!r} |")
+    if last:
+        m, lo, hi = result["paired_final_minus_start"]
+        print(f"\nlast checkpoint ({last} updates) - step 0 (the control), paired over {args.eval_seeds} held-out "
+              f"seeds: {m:+.3f} [{lo:+.3f}, {hi:+.3f}] (95% t-interval)")
+    print("training batch reward per step:", " ".join(f"{r:.2f}" for r in result["train_reward"]), flush=True)
+
+if __name__ == "__main__":
+    main()
