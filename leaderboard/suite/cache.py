@@ -149,6 +149,11 @@ def verified_run(run: Path, spec: dict[str, Any]) -> str | None:
     return None
 
 
+# The trainer's placement defaults (leaderboard.suite.runs.PLACEMENT_DEFAULTS, held equal by a test): a run trained
+# with them spelt out and the validator's spec, which leaves them out, are the same scoring spec.
+_PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}
+
+
 def cached_score(spec: dict[str, Any], run: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``compute()`` (the score of the finished run in ``run`` under ``spec``), or the score this machine computed
     before from a run of the same content under the same scoring spec and code (see the module docstring). A run
@@ -156,8 +161,8 @@ def cached_score(spec: dict[str, Any], run: Path, compute: Callable[[], dict[str
     content = run_content_sha256(run)
     if content is None:
         return compute()
-    key = canonical_sha256({"content": content, "code": code_sha256(_SCORE_CODE),
-                            "spec": {k: v for k, v in spec.items() if k not in ("out", "progress")}})
+    spec = {**_PLACEMENT_DEFAULTS, **{k: v for k, v in spec.items() if k not in ("out", "progress")}}
+    key = canonical_sha256({"content": content, "code": code_sha256(_SCORE_CODE), "spec": spec})
     path = cache_root() / "scores" / f"{key}.json"
     if path.is_file():
         try:
