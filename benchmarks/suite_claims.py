@@ -219,7 +219,7 @@ def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bo
         s = retested.get(c)
         again = f"{s.diff:+.3f} [{s.low:+.3f}, {s.high:+.3f}] (n={s.n})" if s else "-"
         lines.append(f"| {c.a} above {c.b} on {c.where} | {r.diff:+.3f} [{r.low:+.3f}, {r.high:+.3f}] (n={r.n}) | "
-                     f"{r.p_holm:.4f} | {again} | {s.p_holm if s else float('nan'):.4f} | {outcome(r, s)} |")
+                     f"{r.p_holm:.4f} | {again} | {f'{s.p_holm:.4f}' if s else '-'} | {outcome(r, s)} |")
     for c in missing:
         lines.append(f"| {c.a} above {c.b} on {c.where} | not measured (a method or family missing) | | | | |")
     lines += ["", "Every comparison, as the verdict sentence of its numbers:", ""]
