@@ -208,9 +208,8 @@ def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bo
     if recheck is not None:
         lines[0] += f", re-checked on {recheck['suite']}"
         todo = [c for c, r in by_claim.items() if verdict(r) == "above"]
-        got, gone = measured(todo, recheck["methods"])
+        got, gone = measured(todo, recheck["methods"])           # gone: not in the re-check's results (yet)
         retested = dict(zip([c for c in todo if c not in gone], holm_family(got)))
-        missing += [c for c in gone if c not in missing]
     lines += [f"Holm over the {len(first)} claims measured (family-wise 5%)"
               + (f"; the re-check: Holm over the {len(retested)} claims it re-tested." if recheck else "."), "",
               "| claim | paired difference [95% t] | Holm p | re-check difference | re-check Holm p | status |",
