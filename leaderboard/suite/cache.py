@@ -38,7 +38,7 @@ from baselines.outputs import read_json_object, replace_text
 from baselines.train import checkpoint
 from leaderboard.protocol import canonical_sha256
 
-__all__ = ["anchor_cache", "cache_root", "cached_score", "code_sha256", "run_content_sha256", "verified_run",
+__all__ = ["PLACEMENT_DEFAULTS", "anchor_cache", "cache_root", "cached_score", "code_sha256", "run_content_sha256", "verified_run",
            "write_receipt"]
 
 MAX_HASHED_BYTES = 1 << 30          # a run file larger than this is not hashed (nor reused): trained again
@@ -149,9 +149,9 @@ def verified_run(run: Path, spec: dict[str, Any]) -> str | None:
     return None
 
 
-# The trainer's placement defaults (leaderboard.suite.runs.PLACEMENT_DEFAULTS, held equal by a test): a run trained
-# with them spelt out and the validator's spec, which leaves them out, are the same scoring spec.
-_PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}
+# The trainer's placement defaults (where a run trains unless its spec says otherwise; runs.complete_run compares
+# with them): a run trained with them spelt out and the validator's spec, which leaves them out, are the same spec.
+PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}
 
 
 def cached_score(spec: dict[str, Any], run: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -161,7 +161,7 @@ def cached_score(spec: dict[str, Any], run: Path, compute: Callable[[], dict[str
     content = run_content_sha256(run)
     if content is None:
         return compute()
-    spec = {**_PLACEMENT_DEFAULTS, **{k: v for k, v in spec.items() if k not in ("out", "progress")}}
+    spec = {**PLACEMENT_DEFAULTS, **{k: v for k, v in spec.items() if k not in ("out", "progress")}}
     key = canonical_sha256({"content": content, "code": code_sha256(_SCORE_CODE), "spec": spec})
     path = cache_root() / "scores" / f"{key}.json"
     if path.is_file():

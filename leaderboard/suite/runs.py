@@ -25,7 +25,7 @@ from baselines.train.config import read_run_config
 from baselines.train.logging import decisive_rewards
 from leaderboard import exact
 from leaderboard.players import load_player, opponent_policy
-from leaderboard.suite.cache import cached_score, verified_run, write_receipt
+from leaderboard.suite.cache import PLACEMENT_DEFAULTS, cached_score, verified_run, write_receipt
 from leaderboard.suite.spec import Setting, Suite
 from leaderboard.workers import Workers
 
@@ -84,9 +84,6 @@ def run_spec(suite: Suite, s: Setting, seed: int, method: str, out: Path,
             "eval_start": suite.score["eval_start"], "eval_count": s.eval_count or suite.score["eval_count"],
             "evaluate": s.evaluate, "score": s.score, "out": str(out), **(placement or {}),
             **({"checkpoints": suite.score["checkpoints"]} if suite.score["checkpoints"] > 1 else {})}
-
-
-PLACEMENT_DEFAULTS = {"device": "cpu", "dtype": "float32", "backend": "hf"}      # the trainer's
 
 
 def complete_run(run: Path, steps: int, spec: dict[str, Any] | None = None) -> bool:
