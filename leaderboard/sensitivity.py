@@ -43,7 +43,7 @@ from typing import Any, Mapping, Sequence
 from scipy.stats import norm
 
 from leaderboard.stats import holm
-from leaderboard.verdicts import ALPHA, comparison
+from leaderboard.verdicts import ALPHA, comparison, direction
 
 __all__ = ["BLIND", "COLUMNS", "INFORMED", "Check", "FamilySensitivity", "credit_sensitivity", "sensitivity_headline",
            "sensitivity_rows", "sensitivity_rule"]
@@ -74,11 +74,8 @@ class Check:
         separated"``."""
         if self.p_holm is None:
             raise ValueError(f"{self.family}: correct the checks together first (credit_sensitivity does)")
-        if self.p_holm < alpha and self.low > 0:
-            return "separated"
-        if self.p_holm < alpha and self.high < 0:
-            return "reversed"
-        return "not separated"
+        return {"above": "separated", "below": "reversed"}.get(direction(self.p_holm, self.low, self.high, alpha),
+                                                              "not separated")
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ import numpy as np
 
 from leaderboard.stats import format_ci, holm, mean_ci, paired
 
-__all__ = ["ALPHA", "Comparison", "comparison", "headline", "holm_family", "sentence", "suite_comparisons",
+__all__ = ["ALPHA", "Comparison", "comparison", "direction", "headline", "holm_family", "sentence", "suite_comparisons",
            "suite_family", "suite_verdicts", "verdict"]
 
 ALPHA = 0.05
@@ -79,9 +79,16 @@ def verdict(c: Comparison, alpha: float = ALPHA) -> str:
     rejects at ``alpha`` and the interval of the difference excludes 0 on that side."""
     if c.p_holm is None:
         raise ValueError(f"{c.a} vs {c.b} on {c.where}: correct the comparisons together first (holm_family)")
-    if c.p_holm < alpha and c.low > 0:
+    return direction(c.p_holm, c.low, c.high, alpha)
+
+
+def direction(p_holm: float, low: float, high: float, alpha: float = ALPHA) -> str:
+    """The one rule every verdict states: ``"above"`` when the Holm-adjusted ``p_holm`` is below ``alpha`` and the
+    interval ``[low, high]`` of the difference lies above 0, ``"below"`` when it lies below 0, else ``"not
+    separated"``."""
+    if p_holm < alpha and low > 0:
         return "above"
-    if c.p_holm < alpha and c.high < 0:
+    if p_holm < alpha and high < 0:
         return "below"
     return "not separated"
 

@@ -38,8 +38,8 @@ from baselines.outputs import read_json_object, replace_text
 from baselines.train import checkpoint
 from leaderboard.protocol import canonical_sha256
 
-__all__ = ["PLACEMENT_DEFAULTS", "anchor_cache", "cache_root", "cached_score", "code_sha256", "run_content_sha256", "verified_run",
-           "write_receipt"]
+__all__ = ["PLACEMENT_DEFAULTS", "anchor_cache", "cache_root", "cached_score", "code_sha256", "run_content_sha256",
+           "verified_run", "write_receipt"]
 
 MAX_HASHED_BYTES = 1 << 30          # a run file larger than this is not hashed (nor reused): trained again
 _ROOT = Path(__file__).resolve().parent.parent.parent
