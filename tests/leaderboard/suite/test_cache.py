@@ -4,6 +4,7 @@ the code that computes them, a run's receipt by the run's spec and files."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 
 from leaderboard.suite import cache, load_suite, plan, train_run
@@ -20,19 +21,29 @@ def test_the_anchor_cache_is_keyed_by_the_suite_text_and_the_anchor_code(tmp_pat
     assert anchor_cache(suite) != path
 
 
-def test_a_run_is_verified_only_from_its_receipt_and_unchanged_files(tmp_path, monkeypatch):
+def _trained_run(tmp_path, monkeypatch, steps: int):
+    """A short broadcast run of credit-micro-quick@3's voting/plurality/n2, trained here with the cache in tmp_path."""
     monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "cache"))
     suite = load_suite("credit-micro-quick@3")
     spec = next(s for s in plan(suite, ["broadcast"], tmp_path / "out")[0] if s["setting"] == "voting/plurality/n2")
-    spec = {**spec, "steps": 1}
     run = tmp_path / "out" / "run"
-    spec["out"] = str(run)
+    spec = {**spec, "steps": steps, "out": str(run)}
     train_run(spec)
-    assert verified_run(run, spec) is None
-    assert "trained here from another spec" in verified_run(run, {**spec, "seed": 1})
+    return spec, run
+
+
+def _raise_team_reward(run):
+    """Edit the run's metrics.jsonl as a forger would: every step's team reward raised to 1."""
     rows = (run / "metrics.jsonl").read_text().splitlines()
     (run / "metrics.jsonl").write_text("\n".join(json.dumps({**json.loads(r), "reward/team/team": 1.0})
                                                  for r in rows) + "\n")
+
+
+def test_a_run_is_verified_only_from_its_receipt_and_unchanged_files(tmp_path, monkeypatch):
+    spec, run = _trained_run(tmp_path, monkeypatch, steps=1)
+    assert verified_run(run, spec) is None
+    assert "trained here from another spec" in verified_run(run, {**spec, "seed": 1})
+    _raise_team_reward(run)
     assert "its files changed after it was trained here" in verified_run(run, spec)
     monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "elsewhere"))
     assert "no receipt of this machine's training" in verified_run(run, spec)
@@ -44,27 +55,18 @@ def test_a_run_is_scored_once_per_content_and_an_edited_file_is_scored_again(tmp
     again, and the cache holds the result of the scoring code, not a value a folder brings."""
     from leaderboard.suite import runs
 
-    monkeypatch.setenv("MARL_LLM_CACHE", str(tmp_path / "cache"))
-    suite = load_suite("credit-micro-quick@3")
-    spec = next(s for s in plan(suite, ["broadcast"], tmp_path / "out")[0] if s["setting"] == "voting/plurality/n2")
-    spec = {**spec, "steps": 2}
-    run = tmp_path / "out" / "run"
-    spec["out"] = str(run)
-    train_run(spec)
+    spec, run = _trained_run(tmp_path, monkeypatch, steps=2)
     calls = []
     real = runs._score_run
     monkeypatch.setattr(runs, "_score_run", lambda sp, r: calls.append(r) or real(sp, r))
     first = runs.score_run(spec, run)
     assert runs.score_run(spec, run) == first and len(calls) == 1
     copy = tmp_path / "submitted" / "run"                         # the submission folder's copy of the same files
-    import shutil
     shutil.copytree(run, copy)
     assert runs.score_run({**spec, "out": str(copy)}, copy) == first and len(calls) == 1
     # the trainer's spec spells out the placement defaults, the validator's leaves them out: one scoring spec
     assert runs.score_run({**spec, **runs.PLACEMENT_DEFAULTS}, run) == first and len(calls) == 1
     assert runs.score_run({**spec, "last_fraction": 1.0}, run) is not None and len(calls) == 2    # another spec
-    rows = (copy / "metrics.jsonl").read_text().splitlines()
-    (copy / "metrics.jsonl").write_text("\n".join(json.dumps({**json.loads(r), "reward/team/team": 1.0})
-                                                  for r in rows) + "\n")
+    _raise_team_reward(copy)
     edited = runs.score_run({**spec, "out": str(copy)}, copy)
     assert len(calls) == 3 and edited["raw"] == 1.0 != first["raw"]
