@@ -18,14 +18,19 @@ Evaluation. Free text cannot be enumerated (no exact evaluation): a fixed set of
 ``--eval-samples`` times with sampled hints, with the same sampling seed at every checkpoint. A checkpoint's score per
 held-out seed is the mean team reward of its samples; the claim compares the final checkpoint with step 0 (the
 untrained policy, the control) paired by held-out seed: mean difference and its 95% t-interval over seeds. Also
-logged: ``named_clue`` (the share of hints whose first candidate word is the clue's word: what the reader follows).
+logged, as probes of what the hints say: ``named_clue`` (the share of hints whose first candidate word is the clue's
+word: what the reader follows), ``named_any`` (hints naming any candidate first) and ``train_word`` (hints holding a
+word of the training split, never a candidate on the held-out one: what a policy that memorised its training words
+would write). A claim is re-checked by a second run with another ``--seed`` and ``--eval-seed-offset`` at least the
+first run's ``--eval-seeds`` (held-out seeds disjoint from the first run's, on the same held-out words).
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/free_hint.py --steps 30 --eval-every 5 --eval-seeds 16 \
         --temperature 0.5 --lr 3e-4 --out runs/free_hint
 
 Trains in chunks of ``--eval-every`` steps (``--resume`` extends the run, so the chunks are one run) and after each
 chunk scores its checkpoint and rewrites ``OUT/results.json`` and the printed markdown table (the curve against its
-control) and the paired claim: a run stopped early keeps what it measured.
+control, each checkpoint paired with step 0): a run stopped early keeps what it measured. ``--report
+OUT/results.json`` prints a saved run's table.
 """
 
 from __future__ import annotations
@@ -53,27 +58,47 @@ def config(args):
                        progress=False, tensorboard=False, save_every=args.eval_every, keep_checkpoints=10**6)
 
 
+def held_out_seeds(n: int, offset: int = 0) -> list[int]:
+    """The held-out episode seeds of a run: the ``n`` evaluation seeds after the first ``offset``
+    (:func:`baselines.train.exact_eval.eval_seeds`), so a re-check with ``offset >= n`` of the first run is scored
+    on seeds disjoint from it (on the same held-out words: the split is ``"test"`` either way)."""
+    from baselines.train.exact_eval import eval_seeds
+
+    if n < 2 or offset < 0:
+        raise ValueError(f"held-out seeds: n={n}, offset={offset}; need n >= 2 (a paired interval) and offset >= 0")
+    return eval_seeds(offset + n)[offset:]
+
+
 def held_out(team, args) -> dict:
     """Sampled held-out score of the team's policies now (module docstring): per seed the mean team reward of
-    ``--eval-samples`` hints, and the share of hints whose first candidate word is the clue's."""
+    ``--eval-samples`` hints; the share of hints whose first candidate word is the clue's (what the reader follows),
+    that name any candidate, and that hold a training-split word (never a candidate on the held-out split: a policy
+    that writes the words it was trained on has memorised them instead of reading its prompt); every hint."""
     from baselines.rollout import RolloutEngine
-    from baselines.train.exact_eval import eval_seeds
     from marl_llm_envs import make
+    from marl_llm_envs.envs.clue_words import clue_words
+    from marl_llm_envs.envs.think_solve import _WORD     # the reader's split of a hint into words
 
     kwargs = {**KWARGS, "action_mode": "text", "split": "test"}
-    seeds = eval_seeds(args.eval_seeds)
+    seeds = held_out_seeds(args.eval_seeds, args.eval_seed_offset)
     episodes = RolloutEngine(team.policies, show_progress=False).run(
         ENV, len(seeds), args.eval_samples, seed=0, env_kwargs=kwargs, seeds=seeds, run_id="held-out")
-    per_seed, named = np.zeros(len(seeds)), []
+    per_seed, named, named_any, train_word, hints = np.zeros(len(seeds)), [], [], [], []
+    train_words = frozenset(clue_words("train"))
     env = make(ENV, **kwargs)
     for e in episodes:
         per_seed[e.group_id] += e.team_rewards["team"] / args.eval_samples
         env.reset(seed=seeds[e.group_id])
+        base = env.unwrapped
         hint = next(t.text for t in e.turns if t.role == "thinker")
-        named.append(env.unwrapped.hint_candidate(hint) == env.unwrapped.candidates.index(env.unwrapped.clue()))
-    hints = [next(t.text for t in e.turns if t.role == "thinker") for e in episodes[:: args.eval_samples][:4]]
+        first = base.hint_candidate(hint)
+        named.append(first == base.candidates.index(base.clue()))
+        named_any.append(first is not None)
+        train_word.append(any(w in train_words for w in _WORD.findall(hint[: base.max_thought_chars].lower())))
+        hints.append(hint)
     return {"per_seed": per_seed.tolist(), "reward": float(per_seed.mean()), "named_clue": float(np.mean(named)),
-            "hints": hints}
+            "named_any": float(np.mean(named_any)), "train_word": float(np.mean(train_word)),
+            "hints": hints[:: args.eval_samples][:4], "all_hints": hints}
 
 
 def team_at(cfg, checkpoint_path: Path | None):
@@ -114,11 +139,17 @@ def main(argv=None) -> None:
     p.add_argument("--eval-every", type=int, default=10, help="checkpoints scored on the held-out seeds")
     p.add_argument("--eval-seeds", type=int, default=32)
     p.add_argument("--eval-samples", type=int, default=4)
+    p.add_argument("--eval-seed-offset", type=int, default=0,
+                   help="skip the first this many held-out seeds (a re-check on seeds disjoint from a first run)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/free_hint")
     p.add_argument("--time-limit", type=float, default=float("inf"),
                    help="seconds: start no further chunk of --eval-every steps after this (results so far are kept)")
+    p.add_argument("--report", metavar="RESULTS_JSON", help="print the table of a run's results.json and exit")
     args = p.parse_args(argv)
+    if args.report:
+        print(table(json.loads(Path(args.report).read_text())))
+        return
     cfg = config(args)
     out = Path(args.out)
     t0 = time.perf_counter()
@@ -134,12 +165,12 @@ def main(argv=None) -> None:
         result["chunks"].append({"steps": upto, "train_s": time.perf_counter() - t})
         done = upto
         curve[done] = held_out(team_at(cfg, checkpoint.latest(out / checkpoint.CHECKPOINTS)), args)
-        _write(result, curve, out, args, time.perf_counter() - t0)
+        _write(result, curve, out, time.perf_counter() - t0)
     if done == 0:
-        _write(result, curve, out, args, time.perf_counter() - t0)
+        _write(result, curve, out, time.perf_counter() - t0)
 
 
-def _write(result: dict, curve: dict, out: Path, args, wall: float) -> None:
+def _write(result: dict, curve: dict, out: Path, wall: float) -> None:
     """Update ``OUT/results.json`` and print the table so far."""
     metrics = []
     if (out / "metrics.jsonl").is_file():
@@ -152,20 +183,32 @@ def _write(result: dict, curve: dict, out: Path, args, wall: float) -> None:
                    "train_reward": [m.get("reward/team/team") for m in metrics]})
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=1))
-    step_s = f"{result['step_s']:.1f} s a step" if metrics else "no step yet"
-    print(f"{args.model}, {last} of {args.steps} steps x {args.tasks_per_step} tasks x {args.group_size} samples, lr "
-          f"{args.lr}, max_new_tokens {args.max_new_tokens}; held out: {args.eval_seeds} seeds x {args.eval_samples} "
-          f"sampled hints; wall so far {wall:.0f} s ({step_s})\n")
-    print("| updates | held-out team reward | hints naming the clue's word first | example hint |")
-    print("|---:|---:|---:|---|")
+    print(table(result), flush=True)
+
+
+def table(result: dict) -> str:
+    """The markdown report of a ``results.json``: the held-out curve, each checkpoint paired against step 0 (the
+    control) over the held-out seeds, the probes of what the hints say, and the training batch reward."""
+    a, curve = result["args"], {int(k): v for k, v in result["curve"].items()}
+    last = max(curve)
+    step_s = f"{result['step_s']:.1f} s a step" if result.get("step_s") else "no step yet"
+    first = a.get("eval_seed_offset", 0)
+    lines = [f"{a['model']}, {last} of {a['steps']} steps x {a['tasks_per_step']} tasks x {a['group_size']} samples, "
+             f"lr {a['lr']}, max_new_tokens {a['max_new_tokens']}, training seed {a['seed']}; held out: "
+             f"{a['eval_seeds']} seeds (held-out seeds {first}..{first + a['eval_seeds'] - 1}) x {a['eval_samples']} "
+             f"sampled hints; wall so far {result['wall_s']:.0f} s ({step_s})", "",
+             "| updates | held-out team reward | - step 0, paired [95% t] | hints naming the clue's word first "
+             "| naming any candidate | holding a training word | example hint |",
+             "|---:|---:|---|---:|---:|---:|---|"]
     for k in sorted(curve):
         c = curve[k]
-        print(f"| {k} | {c['reward']:.3f} | {c['named_clue']:.3f} | {c['hints'][0]!r} |")
-    if last:
-        m, lo, hi = result["paired_final_minus_start"]
-        print(f"\nlast checkpoint ({last} updates) - step 0 (the control), paired over {args.eval_seeds} held-out "
-              f"seeds: {m:+.3f} [{lo:+.3f}, {hi:+.3f}] (95% t-interval)")
-    print("training batch reward per step:", " ".join(f"{r:.2f}" for r in result["train_reward"]), flush=True)
+        diff = "(the control)" if k == 0 else "{:+.3f} [{:+.3f}, {:+.3f}]".format(
+            *_interval(np.subtract(c["per_seed"], curve[0]["per_seed"])))
+        probes = " | ".join("-" if c.get(key) is None else f"{c[key]:.3f}" for key in ("named_any", "train_word"))
+        lines.append(f"| {k} | {c['reward']:.3f} | {diff} | {c['named_clue']:.3f} | {probes} | {c['hints'][0]!r} |")
+    lines.append("training batch reward per step: " + " ".join(f"{r:.2f}" for r in result["train_reward"]))
+    return "\n".join(lines)
+
 
 if __name__ == "__main__":
     main()
