@@ -61,6 +61,14 @@ def test_held_out_episodes_draw_only_held_out_words_and_the_offset_changes_them(
     assert set(seen).isdisjoint(again)                        # other seeds: other candidate sets
 
 
+def test_naming_the_clues_word_scores_the_optimum_of_the_seeds():
+    # the reader follows a named word, so naming the clue's word earns exactly the share of seeds whose clue is right
+    seeds = free_hint.held_out_seeds(16, offset=3)
+    follow, _ = _held_out(lambda env: "it is " + env.unwrapped.clue(), n=16, offset=3, samples=1)
+    assert follow["reward"] == free_hint.optimum(seeds)
+    assert 0.5 < free_hint.optimum(free_hint.held_out_seeds(200)) < 1.0      # some clues are wrong (0.9 expected)
+
+
 def test_the_probes_tell_a_hint_naming_a_trained_word_from_one_naming_a_candidate():
     trained = clue_words("train")[5]
     out, _ = _held_out(lambda env: f"It is a {trained.upper()}, surely.")
