@@ -26,6 +26,10 @@ first run's ``--eval-seeds`` (held-out seeds disjoint from the first run's, on t
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/free_hint.py --steps 30 --eval-every 5 --eval-seeds 16 \
         --temperature 0.5 --lr 3e-4 --out runs/free_hint
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/free_hint.py --steps 30 --eval-every 5 --eval-seeds 32 \
+        --eval-seed-offset 16 --seed 1 --temperature 0.5 --lr 3e-4 --out runs/free_hint_recheck     # the re-check
+
+(about 8 min each at 0.8 of a core: ``benchmarks/RESULTS.md``, "A free-text hint that learns").
 
 Trains in chunks of ``--eval-every`` steps (``--resume`` extends the run, so the chunks are one run) and after each
 chunk scores its checkpoint and rewrites ``OUT/results.json`` and the printed markdown table (the curve against its
@@ -92,7 +96,7 @@ def held_out(team, args) -> dict:
     from baselines.rollout import RolloutEngine
     from marl_llm_envs import make
     from marl_llm_envs.envs.clue_words import clue_words
-    from marl_llm_envs.envs.think_solve import _WORD     # the reader's split of a hint into words
+    from marl_llm_envs.envs.think_solve import _WORD  # the reader's split of a hint into words
 
     kwargs = {**KWARGS, "action_mode": "text", "split": "test"}
     seeds = held_out_seeds(args.eval_seeds, args.eval_seed_offset)
@@ -208,14 +212,14 @@ def table(result: dict) -> str:
     last = max(curve)
     step_s = f"{result['step_s']:.1f} s a step" if result.get("step_s") else "no step yet"
     first = a.get("eval_seed_offset", 0)
-    lines = [f"{a['model']}, {last} of {a['steps']} steps x {a['tasks_per_step']} tasks x {a['group_size']} samples, "
-             f"lr {a['lr']}, max_new_tokens {a['max_new_tokens']}, training seed {a['seed']}; held out: "
-             f"{a['eval_seeds']} seeds (held-out seeds {first}..{first + a['eval_seeds'] - 1}) x {a['eval_samples']} "
-             f"sampled hints (optimum on these seeds {optimum(held_out_seeds(a['eval_seeds'], first)):.3f}); wall "
-             f"so far {result['wall_s']:.0f} s ({step_s})", "",
-             "| updates | held-out team reward | - step 0, paired [95% t] | hints naming the clue's word first "
-             "| naming any candidate | holding a training word | example hint |",
-             "|---:|---:|---|---:|---:|---:|---|"]
+    seeds = held_out_seeds(a["eval_seeds"], first)
+    head = (f"{a['model']}, {last} of {a['steps']} steps x {a['tasks_per_step']} tasks x {a['group_size']} samples, "
+            f"lr {a['lr']}, max_new_tokens {a['max_new_tokens']}, training seed {a['seed']}; held out: {len(seeds)} "
+            f"seeds (held-out seeds {first}..{first + len(seeds) - 1}) x {a['eval_samples']} sampled hints (optimum "
+            f"on these seeds {optimum(seeds):.3f}); wall so far {result['wall_s']:.0f} s ({step_s})")
+    columns = ("updates", "held-out team reward", "- step 0, paired [95% t]", "hints naming the clue's word first",
+               "naming any candidate", "holding a training word", "example hint")
+    lines = [head, "", "| " + " | ".join(columns) + " |", "|---:|---:|---|---:|---:|---:|---|"]
     for k in sorted(curve):
         c = curve[k]
         diff = "(the control)" if k == 0 else "{:+.3f} [{:+.3f}, {:+.3f}]".format(
