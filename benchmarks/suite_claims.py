@@ -26,10 +26,12 @@ Verdict rules (one family of comparisons, corrected together):
   stated only when the Holm-adjusted p is below 5% and the interval excludes 0 on that side; otherwise "not
   separated" (never "no difference").
 * **Re-check** (``--recheck``, results of the same methods on a protocol with fresh seeds, written by
-  ``--recheck-protocol``: each certified seed + 39000): every claim separated on the first set is tested again on the second, Holm over those
-  re-tested. A claim **holds** only when it is separated in its stated direction on both; **did not replicate** when
-  the second set does not separate it; **reversed** when the second set separates it the other way. Without
-  ``--recheck`` a separated claim is "separated (not yet re-checked)", never "holds".
+  ``--recheck-protocol``: each certified seed + 39000): every claim separated on the first set (in
+  either direction) is tested again on the second, Holm over those re-tested. A claim **holds** only when it is
+  separated in its stated direction on both; one separated against its direction on both is stated as such ("against
+  the claim ... on both seed sets"); **did not replicate** when the second set does not separate it; **reversed**
+  when the second set separates it the other way. Without ``--recheck`` a separated claim is "separated (not yet
+  re-checked)", never "holds", and one against its direction says "not yet re-checked" too.
 """
 
 from __future__ import annotations
@@ -187,15 +189,21 @@ def measured(claims: Sequence[Claim], methods: dict[str, Any]) -> tuple[list[Com
 
 
 def outcome(first: Comparison, second: Comparison | None) -> str:
-    """A claim's status from its corrected first-set record and (when re-checked) its corrected second-set one."""
+    """A claim's status from its corrected first-set record and (when re-checked) its corrected second-set one. A
+    claim separated against its direction is a finding too ("A below B"), so it is re-checked like one for it."""
     word = verdict(first)
-    if word != "above":
-        return "against the claim (separated the other way)" if word == "below" else "not separated"
+    if word == "not separated":
+        return "not separated"
+    against = word == "below"
     if second is None:
-        return "separated (not yet re-checked)"
+        return ("against the claim (separated the other way; not yet re-checked)" if against
+                else "separated (not yet re-checked)")
     again = verdict(second)
-    return "holds" if again == "above" else "reversed on the re-check" if again == "below" else \
-        "did not replicate (not separated on the re-check)"
+    if again == word:
+        return "against the claim (separated the other way on both seed sets)" if against else "holds"
+    if again == "not separated":
+        return "did not replicate (not separated on the re-check)"
+    return "reversed on the re-check"
 
 
 def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bool = True) -> str:
@@ -207,7 +215,7 @@ def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bo
     lines = [f"# Credit-suite claims on {data['suite']}", ""]
     if recheck is not None:
         lines[0] += f", re-checked on {recheck['suite']}"
-        todo = [c for c, r in by_claim.items() if verdict(r) == "above"]
+        todo = [c for c, r in by_claim.items() if verdict(r) != "not separated"]
         got, gone = measured(todo, recheck["methods"])           # gone: not in the re-check's results (yet)
         retested = dict(zip([c for c in todo if c not in gone], holm_family(got)))
     lines += [f"Holm over the {len(first)} claims measured (family-wise 5%)"

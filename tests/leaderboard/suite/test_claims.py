@@ -72,10 +72,19 @@ def test_the_recheck_decides_holds_did_not_replicate_and_reversed():
     assert "the re-check: Holm over the 9 claims it re-tested" in text
     text = claims.report(first, recheck=_data(shift_loo=-0.1))
     assert _row(text, "loo above broadcast on team_size").endswith("| reversed on the re-check |")
-    # a claim against its direction on the first set is never re-tested
-    text = claims.report(_data(shift_loo=-0.1), recheck=_data(shift_loo=0.1))
-    assert _row(text, "loo above broadcast on team_size").endswith("| against the claim (separated the other way) |")
-    assert "the re-check: Holm over the 8 claims it re-tested" in text
+    # a claim separated against its direction is a finding too: re-tested like one, and said so either way
+    against = _data(shift_loo=-0.1)
+    assert _row(claims.report(against), "loo above broadcast on team_size").endswith(
+        "| against the claim (separated the other way; not yet re-checked) |")
+    text = claims.report(against, recheck=_data(shift_loo=-0.08))
+    assert _row(text, "loo above broadcast on team_size").endswith(
+        "| against the claim (separated the other way on both seed sets) |")
+    assert "the re-check: Holm over the 9 claims it re-tested" in text
+    text = claims.report(against, recheck=_data(shift_loo=0.0, noise=0.05))
+    assert _row(text, "loo above broadcast on team_size").endswith(
+        "| did not replicate (not separated on the re-check) |")
+    text = claims.report(against, recheck=_data(shift_loo=0.1))
+    assert _row(text, "loo above broadcast on team_size").endswith("| reversed on the re-check |")
 
 
 def test_the_per_seed_slope_is_worked_by_hand():
