@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +14,8 @@ from marl_llm_envs.reference.orchestrator import delegator, solo
 from marl_llm_envs.scripted import random_legal
 from marl_llm_envs.tasks import ArithmeticTasks, CompositeTasks, Task, TaskSource
 from tests.conftest import docstring_block
+
+pytestmark = pytest.mark.filterwarnings("ignore")
 
 ALL_WORKERS = ["worker_0", "worker_1", "worker_2", "worker_3"]
 
@@ -54,13 +55,6 @@ def _play(env, policy, seed, rng=None):
     while not env.done:
         env.step(policy(env, env.agent_selection, rng))
     return env
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 # ---------------------------------------------------------------------- PettingZoo, agents at run time
