@@ -53,6 +53,21 @@ def store_fake_entries(store, suite, scored: dict, methods, seeds: int, extra: d
         add_suite_entry(e, store)
 
 
+def fake_suite_entry(method: str, per_seed: dict[str, list[list[float]]], when: int,
+                     fidelity: dict | None = None) -> dict:
+    """A credit-suite entry as the store holds it: ``per_seed[family][seed]`` = that seed's setting scores,
+    submitted ``when`` seconds into 2026; ``fidelity``: its credit-fidelity families (measured at the initial
+    policy)."""
+    e = {"id": f"suite@1/{method}", "label": f"{method}#{when:06d}", "method": method, "protocol": "suite@1",
+         "track": "credit", "submitted": f"2026-01-01T00:00:{when:02d}+00:00", "self_reported": True,
+         "results": {"scores": per_seed, "task_means": {f: float(np.mean(v)) for f, v in per_seed.items()},
+                     "games": {}, "families": {f: {} for f in per_seed}},
+         "manifest": {"players": {f: [{"model_id": "mlp"}] for f in per_seed}, "tokens": {"train_main": 1}}}
+    if fidelity is not None:
+        e["fidelity"] = {"policy": "initial", "families": fidelity}
+    return e
+
+
 def spread_means(suite, methods=METHODS) -> dict[str, dict[str, float]]:
     """Family means that differ across methods and families (-0.1 to 1.05), every method on every family."""
     return {m: {f.name: round(-0.1 + 1.15 * ((i * 7 + j * 3) % 13) / 12, 3) for j, f in enumerate(suite.families)}
