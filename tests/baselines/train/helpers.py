@@ -82,6 +82,13 @@ def _kill_after_step(tmp_path: Path, step: int, *args: str, name: str) -> subpro
     return proc
 
 
+def _kuhn_one_step(out: Path, **changes) -> TrainConfig:
+    """The smallest MLP run: one step of 2 tasks x 2 samples on Kuhn poker into ``out``, without a progress bar or
+    TensorBoard; ``changes`` override fields."""
+    return TrainConfig(**{**dict(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
+                                 out=str(out), progress=False, tensorboard=False), **changes})
+
+
 def _train_on_one_thread(cfg: TrainConfig) -> None:
     """``train(cfg)`` with torch on one thread (the runs' figures were measured so), the thread count restored."""
     threads = torch.get_num_threads()

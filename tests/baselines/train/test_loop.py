@@ -17,8 +17,8 @@ from baselines.train.learners import build_team
 from baselines.train.dist import Dist as _Dist
 from baselines.train.update import trained_samples as _samples, update as _update
 from marl_llm_envs import make
-from tests.baselines.train.helpers import (MLP_ARGS, _comparable, _kill_after_step, _metrics, _one_and_two_processes,
-                                          _run)
+from tests.baselines.train.helpers import (MLP_ARGS, _comparable, _kill_after_step, _kuhn_one_step, _metrics,
+                                          _one_and_two_processes, _run)
 
 
 # ---------------------------------------------------------------------- one update, the right direction
@@ -249,8 +249,7 @@ def test_a_run_folder_another_process_writes_into_is_refused_and_a_suite_run_wai
     out.mkdir()
     other = os.open(out, os.O_RDONLY)            # another process's hold (a separate open: flock conflicts with it)
     fcntl.flock(other, fcntl.LOCK_EX)
-    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2, out=str(out),
-                      progress=False, tensorboard=False)
+    cfg = _kuhn_one_step(out)
     with pytest.raises(FolderBusy, match="another process is writing into it now"):
         train(cfg)
     assert list(out.iterdir()) == []
