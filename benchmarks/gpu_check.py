@@ -48,6 +48,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from baselines.policies.base import first_turn_requests  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 QWEN2_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                  num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1_000_000.0,
@@ -98,17 +100,6 @@ class Ctx:
         return VLLMPolicy.from_model(model, tok, self.work / tag, dtype=self.dtype, seed=0, max_model_len=2048, **kw)
 
 
-def _requests(env_id: str, n: int, **kw):
-    from baselines.policies.base import request_for
-    from marl_llm_envs import make
-
-    env, out = make(env_id, **kw), []
-    for seed in range(n):
-        env.reset(seed=seed)
-        out.append(request_for(env, env.agent_selection))
-    return out
-
-
 def _gaps(policy, model, requests, seed: int = 1) -> list[float]:
     """|vLLM - transformers| of every sampled token's log-probability (the model scored in float32 logits)."""
     import torch
@@ -134,7 +125,7 @@ def logprob_gap(ctx: Ctx) -> dict:
     policy = ctx.engine(model, tok, "logprob_gap")
     try:
         return {"model": ctx.model, "dtype": ctx.dtype,
-                **_summary(_gaps(policy, model, _requests("think_solve-v0", ctx.args.check_batch)), ctx)}
+                **_summary(_gaps(policy, model, first_turn_requests("think_solve-v0", ctx.args.check_batch)), ctx)}
     finally:
         policy.close()
 
@@ -145,7 +136,7 @@ def choice(ctx: Ctx) -> dict:
 
     model, tok = ctx.load()
     policy = ctx.engine(model, tok, "choice")
-    reqs = _requests("kuhn_poker-v0", 4) + _requests("think_solve-v0", 4, action_mode="discrete")
+    reqs = first_turn_requests("kuhn_poker-v0", 4) + first_turn_requests("think_solve-v0", 4, action_mode="discrete")
     out: dict = {"model": ctx.model, "decisions": len(reqs), "tol": ctx.tol_probs}
     try:
         for scoring in ("label", "mean", "sum"):
@@ -167,7 +158,7 @@ def sync_full(ctx: Ctx) -> dict:
 
     model, tok = ctx.load()
     policy = ctx.engine(model, tok, "sync_full")
-    reqs = _requests("think_solve-v0", ctx.args.check_batch)
+    reqs = first_turn_requests("think_solve-v0", ctx.args.check_batch)
     try:
         before = _summary(_gaps(policy, model, reqs), ctx)
         changed = copy.deepcopy(model)
@@ -197,7 +188,7 @@ def sync_lora(ctx: Ctx) -> dict:
     engine = ctx.engine(model, tok, "sync_lora", lora_adapters=roles, lora_rank=8, lora_folder=ctx.work / "adapters")
     peft_model = get_peft_model(copy.deepcopy(model), lora, adapter_name=roles[0])
     peft_model.add_adapter(roles[1], lora)
-    reqs = _requests("think_solve-v0", ctx.args.check_batch)
+    reqs = first_turn_requests("think_solve-v0", ctx.args.check_batch)
     g = torch.Generator().manual_seed(0)
     out: dict = {"model": ctx.model}
     try:

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from marl_llm_envs import make
 from marl_llm_envs.text import parse_bracketed
 
 
@@ -196,6 +197,16 @@ def request_for(env, agent: str, observes: Iterable[str] = ("text", "legal_actio
     legal = tuple(base.legal_actions(agent)) if "legal_actions" in observes else ()
     return Request(base.env_id, agent, base.roles[agent], text, legal, env if "env" in observes else None, key=key,
                    observation=vector, action_mask=mask)
+
+
+def first_turn_requests(env_id: str, n: int, **env_kwargs) -> list[Request]:
+    """The first mover's :func:`request_for` in ``n`` episodes of ``env_id`` made with ``env_kwargs``, reset with
+    seeds ``0..n-1``: a fixed batch of real prompts on which to compare or time policy backends."""
+    env, out = make(env_id, **env_kwargs), []
+    for seed in range(n):
+        env.reset(seed=seed)
+        out.append(request_for(env, env.agent_selection))
+    return out
 
 
 def env_action(env, agent: str, action: Any, legal: Sequence[str] = ()) -> Any:

@@ -14,11 +14,19 @@ import numpy as np
 
 from marl_llm_envs.core import TextEnv
 from marl_llm_envs.tasks import Task, TaskSource, make_task_source
-from marl_llm_envs.text import printable
+from marl_llm_envs.text import find_boxed, printable
 
 REWARD_SCHEMES = {"binary": (0.0, 1.0), "signed": (-1.0, 1.0)}
 LABELS = "ABCDEFGH"
 BOXED_HINT = "Give your final answer as \\boxed{...}, for example \\boxed{42}."
+NO_BOXED = "no \\boxed{...} answer found; end your reply with \\boxed{your answer}"   # the invalid-move reason
+
+
+def boxed_answer(text: str) -> tuple[str | None, str | None]:
+    """A free-text answer as ``_parse_free`` returns it: ``(the last \\boxed{...}'s content, None)``, or
+    ``(None, NO_BOXED)`` when ``text`` holds no complete one."""
+    answer = find_boxed(text)
+    return (answer, None) if answer is not None else (None, NO_BOXED)
 
 
 def value_feature(answer: str) -> float:

@@ -194,9 +194,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from marl_llm_envs.core import check_int
-from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv, value_feature
+from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv, boxed_answer, value_feature
 from marl_llm_envs.tasks.composite import PART_NAMES, combine_parts
-from marl_llm_envs.text import TEXT_MAX_LENGTH, find_boxed, printable
+from marl_llm_envs.text import TEXT_MAX_LENGTH, printable
 
 ORCHESTRATOR = "orchestrator"
 SELF = "self"
@@ -411,10 +411,7 @@ class raw_env(ProblemEnv):
         if agent == ORCHESTRATOR and self._phase == "plan":
             subtasks, reason = parse_plan(text, self.max_workers, self.max_subtask_chars)
             return (None if reason else (text, subtasks)), reason
-        answer = find_boxed(text)
-        if answer is None:
-            return None, "no \\boxed{...} answer found; end your reply with \\boxed{your answer}"
-        return answer, None
+        return boxed_answer(text)
 
     def _null_move(self, agent: str) -> Any:
         if agent == ORCHESTRATOR:  # only the plan is ever null: an ablated orchestrator still answers

@@ -210,9 +210,9 @@ import numpy as np
 
 from marl_llm_envs.core import check_int
 from marl_llm_envs.envs.clue_words import clue_words
-from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv
+from marl_llm_envs.envs.orchestration import BOXED_HINT, ProblemEnv, boxed_answer
 from marl_llm_envs.tasks import Task
-from marl_llm_envs.text import find_boxed, printable
+from marl_llm_envs.text import printable
 
 NO_HINT = "none"
 _WORD = re.compile(r"[a-z]+")
@@ -347,10 +347,7 @@ class raw_env(ProblemEnv):
     def _parse_free(self, agent: str, text: str) -> tuple[Any, str | None]:
         if agent == "thinker":
             return text, None
-        answer = find_boxed(text)
-        if answer is None:
-            return None, "no \\boxed{...} answer found; end your reply with \\boxed{your answer}"
-        return answer, None
+        return boxed_answer(text)
 
     def _null_move(self, agent: str) -> Any:
         return None  # thinker: no message; solver: no answer

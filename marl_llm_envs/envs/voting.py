@@ -119,7 +119,7 @@ import numpy as np
 from pettingzoo.utils.conversions import aec_to_parallel_wrapper
 
 from marl_llm_envs.core import check_int
-from marl_llm_envs.envs.orchestration import BOXED_HINT, REWARD_SCHEMES, ProblemEnv
+from marl_llm_envs.envs.orchestration import BOXED_HINT, NO_BOXED, REWARD_SCHEMES, ProblemEnv
 from marl_llm_envs.fast_rng import first_uniform
 from marl_llm_envs.tasks import answer_key
 from marl_llm_envs.text import find_boxed, printable
@@ -194,7 +194,7 @@ class raw_env(ProblemEnv):
             return answer, None
         if f"[{ABSTAIN}]" in text.lower():
             return None, None
-        return None, "no \\boxed{...} answer found; end your reply with \\boxed{your answer} or reply [abstain]"
+        return None, f"{NO_BOXED} or reply [abstain]"
 
     def _index_to_move(self, agent: str, index: int) -> Any:
         return None if index == self.num_candidates else index

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sys
-import warnings
 
 import pettingzoo
 import pytest
@@ -14,11 +13,7 @@ from tests.conftest import ENV_IDS, ENV_MODES, MODES
 from marl_llm_envs import list_envs, make, make_parallel, spec
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.filterwarnings("ignore")
 
 
 @pytest.mark.parametrize("env_id,mode", ENV_MODES)

@@ -17,6 +17,7 @@ from marl_llm_envs import core, make
 from marl_llm_envs.core import TextEnv, TwoPlayerZeroSumEnv
 from marl_llm_envs.reference.orchestrator import delegator
 from marl_llm_envs.scripted import random_legal
+from tests.envs.helpers import play_out
 
 ENV_MODULES = sorted((Path(core.__file__).parent / "envs").rglob("*.py"))     # a game package's modules too
 
@@ -117,14 +118,6 @@ def test_every_name_in_the_hook_list_is_a_member_of_the_base():
 
 
 # ---------------------------------------------------------------------- the helpers, as orchestrator-v0 uses them
-def _play(env, policy, seed):
-    rng = np.random.default_rng([seed, 1])
-    env.reset(seed=seed)
-    while not env.done:
-        env.step(policy(env, env.agent_selection, rng))
-    return env
-
-
 def test_add_agent_brings_a_spawned_worker_in_live_with_zero_rewards_and_seeded_spaces():
     envs = []
     for _ in range(2):
@@ -148,7 +141,7 @@ def test_add_agent_brings_a_spawned_worker_in_live_with_zero_rewards_and_seeded_
 
 def test_give_shares_the_team_return_among_the_members_in_the_episode():
     for seed in range(10):
-        env = _play(make("orchestrator-v0", action_mode="discrete", spawn_cost=0.25), delegator, seed)
+        env = play_out(make("orchestrator-v0", action_mode="discrete", spawn_cost=0.25), delegator, seed)
         reward = env.infos["orchestrator"]["team_reward"]
         assert env.team_rewards()["team"] == reward
         assert all(env.rewards[a] == reward and env.infos[a]["team_reward"] == reward for a in env.agents)
@@ -156,7 +149,7 @@ def test_give_shares_the_team_return_among_the_members_in_the_episode():
 
 
 def test_remove_agent_takes_the_workers_out_of_every_table_in_the_solo_ablation():
-    env = _play(make("orchestrator-v0", action_mode="discrete"), delegator, 3)
+    env = play_out(make("orchestrator-v0", action_mode="discrete"), delegator, 3)
     spawned = env.infos["orchestrator"]["spawned"]
     assert spawned
     solo = env.ablate("orchestrator")
@@ -189,7 +182,7 @@ def test_reopen_takes_a_finished_episode_back_before_any_reward_keeping_invalid_
 def test_set_team_return_rescores_a_finished_voting_episode_in_the_returns_and_the_infos():
     changed = 0
     for seed in range(20):
-        env = _play(make("voting-v0", action_mode="discrete", n_voters=3), random_legal, seed)
+        env = play_out(make("voting-v0", action_mode="discrete", n_voters=3), random_legal, seed)
         for voter in env.possible_agents:
             branch = env.ablate(voter)
             without = env.infos[voter]["team_reward_without"][voter]

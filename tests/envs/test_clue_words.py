@@ -13,16 +13,12 @@ import pytest
 from marl_llm_envs import make, replay
 from marl_llm_envs.envs.clue_words import CLUE_WORDS, clue_words
 from marl_llm_envs.reference.think_solve import clue_relay
-
-WORDS = {"thinker_clue_accuracy": 0.9, "action_mode": "discrete", "clue_pool": "words"}
+from marl_llm_envs.scripted import play
+from tests.envs.helpers import clue_words_env, thinker_message
 
 
 def _env(**kw):
-    return make("think_solve-v0", **{**WORDS, **kw})
-
-
-def _message(solver_text: str) -> str:
-    return solver_text.split("Message from the Thinker:\n")[1].split("\n")[0]
+    return clue_words_env("discrete", **kw)
 
 
 def test_solver_prompts_vary_over_hundreds_of_episodes():
@@ -67,7 +63,7 @@ def test_the_hint_and_the_clue_name_the_word_never_the_label():
         assert clue in env.candidates and clue == env.clue()
         move = 1 + seed % 4
         env.step(move)
-        message = _message(env.observe("solver")["text"])
+        message = thinker_message(env.observe("solver")["text"])
         assert message == f"I think the answer is {env.candidates[move - 1]}."
         assert not label_like.search(message), message
         assert f'[{"ABCD"[move - 1]}] ("I think the answer is {env.candidates[move - 1]}")' in thinker
@@ -89,13 +85,7 @@ def test_train_and_held_out_pools_are_disjoint_and_each_split_draws_only_its_own
 def test_the_reference_pair_scores_the_clue_accuracy_and_reward_follows_the_word():
     env = _env(thinker_clue_accuracy=0.8)
     rng = np.random.default_rng(0)
-    rewards = []
-    for seed in range(600):
-        env.reset(seed=seed)
-        for agent in env.agent_iter():
-            obs, reward, term, trunc, info = env.last()
-            env.step(None if term or trunc else clue_relay(env, agent, rng))
-        rewards.append(reward)               # the last agent's final reward: the team reward
+    rewards = [play(env, clue_relay, seed, rng=rng)["solver"] for seed in range(600)]     # the team reward
     # the optimum max(a, (1 - a) / 3) = 0.8; binomial sd over 600 episodes is 0.016
     assert abs(np.mean(rewards) - 0.8) < 0.05
 

@@ -10,21 +10,16 @@ import re
 import numpy as np
 import pytest
 
-from marl_llm_envs import make, replay
+from marl_llm_envs import replay
 from marl_llm_envs.envs.clue_words import clue_words
 from marl_llm_envs.envs.think_solve import without_labels
 from marl_llm_envs.reference.think_solve import clue_relay
-from marl_llm_envs.scripted import follower_solver
-
-FREE = {"thinker_clue_accuracy": 0.9, "action_mode": "text", "clue_pool": "words"}
+from marl_llm_envs.scripted import follower_solver, play
+from tests.envs.helpers import clue_words_env, thinker_message
 
 
 def _env(**kw):
-    return make("think_solve-v0", **{**FREE, **kw})
-
-
-def _message(solver_text: str) -> str:
-    return solver_text.split("Message from the Thinker:\n")[1].split("\n\nAnswer with")[0]
+    return clue_words_env("text", **kw)
 
 
 def test_the_thinker_writes_free_text_and_the_solver_answers_a_label():
@@ -59,7 +54,7 @@ def test_the_hint_the_solver_sees_never_holds_a_label(hint):
     env = _env()
     env.reset(seed=1)
     env.step(hint)
-    shown = _message(env.observe("solver")["text"])
+    shown = thinker_message(env.observe("solver")["text"])
     assert not re.search(r"[(\[]\s*[A-Za-z]\s*[)\]]", shown), shown
     assert shown == without_labels(hint)
 
@@ -68,7 +63,7 @@ def test_a_long_hint_is_cut_to_max_thought_chars():
     env = _env(max_thought_chars=50)
     env.reset(seed=2)
     env.step("x" * 500)
-    assert len(_message(env.observe("solver")["text"])) == 50
+    assert len(thinker_message(env.observe("solver")["text"])) == 50
     assert env.infos["thinker"]["thought_truncated"]
 
 
@@ -112,13 +107,7 @@ def test_the_scripted_reader_follows_the_hint_and_guesses_uniformly_without_one(
 def test_the_reference_pair_scores_the_clue_accuracy():
     env = _env(thinker_clue_accuracy=0.8)
     rng = np.random.default_rng(0)
-    rewards = []
-    for seed in range(600):
-        env.reset(seed=seed)
-        for agent in env.agent_iter():
-            obs, reward, term, trunc, info = env.last()
-            env.step(None if term or trunc else clue_relay(env, agent, rng))
-        rewards.append(reward)
+    rewards = [play(env, clue_relay, seed, rng=rng)["solver"] for seed in range(600)]     # the team reward
     assert abs(np.mean(rewards) - 0.8) < 0.05              # the optimum; binomial sd 0.016
 
 

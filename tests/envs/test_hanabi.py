@@ -13,6 +13,7 @@ from marl_llm_envs import make, replay
 from marl_llm_envs.envs import hanabi
 from marl_llm_envs.reference.hanabi import rule_bot
 from marl_llm_envs.scripted import play, random_legal
+from tests.conftest import docstring_block
 
 PRESET_IDS = list(hanabi.PRESETS)
 
@@ -338,18 +339,11 @@ def test_observation_vector_is_binary_and_in_the_space():
 
 
 def test_manual_shows_the_exact_prompt():
-    doc = hanabi.__doc__
-    block = doc[doc.index("The prompt (``mini_hanabi-v1``"):].split("::\n\n", 1)[1]
-    lines = []
-    for line in block.split("\n"):
-        if line and not line.startswith("    "):
-            break
-        lines.append(line[4:])
     env = make("mini_hanabi-v1")
     env.reset(seed=0)
-    assert env.observe("player_0")["text"] == "\n".join(lines).strip("\n")
+    assert env.observe("player_0")["text"] == docstring_block(hanabi, "The prompt (``mini_hanabi-v1``")
     for section in ("Observation", "Actions", "Rewards", "Invalid moves", "Ablation", "Version history"):
-        assert re.search(rf"^{section}", doc, re.M)
+        assert re.search(rf"^{section}", hanabi.__doc__, re.M)
 
 
 # ---------------------------------------------------------------- the rule bot

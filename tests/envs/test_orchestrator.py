@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -15,6 +14,9 @@ from marl_llm_envs.reference.orchestrator import delegator, solo
 from marl_llm_envs.scripted import random_legal
 from marl_llm_envs.tasks import ArithmeticTasks, CompositeTasks, Task, TaskSource
 from tests.conftest import docstring_block
+from tests.envs.helpers import play_out
+
+pytestmark = pytest.mark.filterwarnings("ignore")
 
 ALL_WORKERS = ["worker_0", "worker_1", "worker_2", "worker_3"]
 
@@ -46,21 +48,6 @@ class FixedComposite(TaskSource):
 
     def spec(self):
         return {"name": self.name}
-
-
-def _play(env, policy, seed, rng=None):
-    rng = np.random.default_rng([seed, 1]) if rng is None else rng
-    env.reset(seed=seed)
-    while not env.done:
-        env.step(policy(env, env.agent_selection, rng))
-    return env
-
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 # ---------------------------------------------------------------------- PettingZoo, agents at run time
@@ -233,7 +220,7 @@ def test_current_part_view_puts_the_current_parts_notes_assignment_and_report_at
 @pytest.mark.parametrize("mode", ["text", "discrete"])
 def test_clone_ablate_and_replay_are_exact(mode):
     for seed in range(15):
-        env = _play(make("orchestrator-v0", action_mode=mode, invalid_move="retry"), random_legal, seed)
+        env = play_out(make("orchestrator-v0", action_mode=mode, invalid_move="retry"), random_legal, seed)
         before = json.dumps(env.transcript()), env.team_rewards(), list(env.agents)
         for agent in env.possible_agents:
             branch = env.ablate(agent)
@@ -249,7 +236,7 @@ def test_clone_ablate_and_replay_are_exact(mode):
 def test_ablating_a_worker_re_asks_the_orchestrator_and_equals_team_reward_without():
     checked = 0
     for seed in range(60):
-        env = _play(make("orchestrator-v0", action_mode="discrete", spawn_cost=0.25), delegator, seed)
+        env = play_out(make("orchestrator-v0", action_mode="discrete", spawn_cost=0.25), delegator, seed)
         without = env.infos["orchestrator"]["team_reward_without"]
         assert set(without) == set(env.infos["orchestrator"]["spawned"])
         for worker, value in without.items():
@@ -267,13 +254,13 @@ def test_ablating_a_worker_re_asks_the_orchestrator_and_equals_team_reward_witho
 
 def test_ablating_the_orchestrator_is_the_solo_episode():
     for seed in range(40):
-        env = _play(make("orchestrator-v0", action_mode="discrete"), delegator, seed)
+        env = play_out(make("orchestrator-v0", action_mode="discrete"), delegator, seed)
         branch = env.ablate("orchestrator")
         assert branch.agents == ["orchestrator"] and branch.solo and branch.phase == "final"
         rng = np.random.default_rng(0)
         while not branch.done:
             branch.step(solo(branch, branch.agent_selection, rng))
-        alone = _play(make("orchestrator-v0", action_mode="discrete"), solo, seed)
+        alone = play_out(make("orchestrator-v0", action_mode="discrete"), solo, seed)
         assert branch.team_rewards() == alone.team_rewards()
         assert branch.infos["orchestrator"]["spawned"] == []
 
@@ -386,18 +373,18 @@ def test_non_composite_tasks_are_a_clear_error():
 def test_the_scripted_delegator_beats_the_solo_orchestrator_on_composite_problems():
     scores = {}
     for name, policy in (("delegator", delegator), ("solo", solo), ("random", random_legal)):
-        scores[name] = np.mean([_play(make("orchestrator-v0", action_mode="discrete"), policy, s)
+        scores[name] = np.mean([play_out(make("orchestrator-v0", action_mode="discrete"), policy, s)
                                 .team_rewards()["team"] for s in range(400)])
     # expected: 0.9 * 0.9 * 0.5 = 0.405 against 0.6 ** 3 = 0.216 (plus rare coincidences), random far below
     assert scores["delegator"] > scores["solo"] + 0.1 > scores["random"] + 0.1
 
 
 def test_reliable_slots_make_delegation_worth_more():
-    good = np.mean([_play(make("orchestrator-v0", action_mode="discrete", worker_accuracy=1.0), delegator, s)
+    good = np.mean([play_out(make("orchestrator-v0", action_mode="discrete", worker_accuracy=1.0), delegator, s)
                     .team_rewards()["team"] for s in range(100)])
     assert good == 1.0
     sure = make("orchestrator-v0", action_mode="discrete", tasks=CompositeTasks(parts=2), self_accuracy=1.0)
-    assert np.mean([_play(sure, solo, s).team_rewards()["team"] for s in range(50)]) == 1.0
+    assert np.mean([play_out(sure, solo, s).team_rewards()["team"] for s in range(50)]) == 1.0
 
 
 def test_readme_orchestrator_example_plays_a_full_episode(capsys):

@@ -6,7 +6,6 @@ import json
 import random
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -21,11 +20,7 @@ from marl_llm_envs.text import CHARSET, TEXT_MAX_LENGTH
 GAMES = ["textarena/KuhnPoker-v0", "textarena/TicTacToe-v0"]
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+pytestmark = pytest.mark.filterwarnings("ignore")
 
 
 def legal_moves(env) -> list[str]:

@@ -16,11 +16,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from baselines.models import build_tiny_tokenizer, load_model  # noqa: E402
-from baselines.policies.base import Request  # noqa: E402
 from baselines.policies.decoding import (draw_tokens, gumbel_noise, plan_prefixes, prefill,  # noqa: E402
                                          process_logits)
 from baselines.policies.hf import TransformersPolicy, sequence_logprobs  # noqa: E402
 from baselines.rollout import BranchSpec, RolloutEngine  # noqa: E402
+from tests.baselines.policies.helpers import _requests  # noqa: E402
 
 SYSTEM = "You are a careful player. Rules of the game, the same for every seat: " + "play a legal move. " * 5
 TEXTS = (["Problem 1: what is 2 + 2?"] * 3            # a GRPO group: identical prompts
@@ -39,10 +39,6 @@ FAST_VARIANTS = {
 @pytest.fixture(scope="module")
 def tiny():
     return load_model("tiny")
-
-
-def _requests(texts, legal=()):
-    return [Request(env_id="test", agent="a", role="r", text=t, legal_actions=tuple(legal)) for t in texts]
 
 
 def _policy(tiny, eos=(), **kw):

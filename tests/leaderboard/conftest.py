@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard.__main__ import main
 from leaderboard.protocol import PROTOCOL_DIR
-from tests.leaderboard.helpers import KUHN, _kuhn_protocol, _train
+from tests.leaderboard.helpers import KUHN, _evaluate_runs, _kuhn_protocol, _train
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,4 @@ def credit_runs(tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def credit_submission(tmp_path_factory, credit_protocol, credit_runs) -> Path:
-    out = tmp_path_factory.mktemp("credit-sub") / "sub"
-    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, credit_runs), "--method", "rae",
-                 "--out", str(out), "--no-progress"]) == 0
-    return out
+    return _evaluate_runs(credit_protocol, credit_runs, tmp_path_factory.mktemp("credit-sub") / "sub")

@@ -1,11 +1,12 @@
 """Small fake inputs for the page tests, a credit suite's ``score()`` output for many methods built from chosen means
-(no training), and the colour distance the tests hold the methods' colours to."""
+(no training) and a store of entries made from it, and the colour distance the tests hold the methods' colours to."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from leaderboard.stats import mean_ci
+from leaderboard.suite import add_suite_entry, entry
 
 METHODS = ["broadcast", "none", "rae", "marshal", "coma", "loo", "ccpo_v1", "ccpo_v2", "dr_mas", "mappo", "ippo",
            "shuffled", "oracle"]          # baselines.credit.list_credits(), the 13 built-in methods and controls
@@ -38,6 +39,33 @@ def fake_scored(suite, means: dict[str, dict[str, float]], spread: float = 0.02,
                       "tokens": dict(zip(("main", "branches"), spent)), "side": side}
     return {"suite": suite.key, "anchors": {s.name: {"zero": 0.1, "one": 0.9} for s in suite.settings},
             "methods": methods}
+
+
+def store_fake_entries(store, suite, scored: dict, methods, seeds: int, extra: dict[str, dict] | None = None) -> None:
+    """Add to ``store`` one suite entry per method of ``methods`` with ``scored``'s scores, its runs ``seeds`` per
+    setting, each at raw 0.5 with a flat curve; ``extra[method]`` updates that entry's results."""
+    for m in methods:
+        results = [{"method": m, "setting": s, "seed": i, "raw": 0.5, "config_hash": f"{m}{i}",
+                    "tokens": scored["methods"][m]["tokens"], "free_riding": {}, "curve": [0.5]}
+                   for s in scored["methods"][m]["settings"] for i in range(seeds)]
+        e = entry(suite, scored, m, results)
+        e["results"].update((extra or {}).get(m, {}))
+        add_suite_entry(e, store)
+
+
+def fake_suite_entry(method: str, per_seed: dict[str, list[list[float]]], when: int,
+                     fidelity: dict | None = None) -> dict:
+    """A credit-suite entry as the store holds it: ``per_seed[family][seed]`` = that seed's setting scores,
+    submitted ``when`` seconds into 2026; ``fidelity``: its credit-fidelity families (measured at the initial
+    policy)."""
+    e = {"id": f"suite@1/{method}", "label": f"{method}#{when:06d}", "method": method, "protocol": "suite@1",
+         "track": "credit", "submitted": f"2026-01-01T00:00:{when:02d}+00:00", "self_reported": True,
+         "results": {"scores": per_seed, "task_means": {f: float(np.mean(v)) for f, v in per_seed.items()},
+                     "games": {}, "families": {f: {} for f in per_seed}},
+         "manifest": {"players": {f: [{"model_id": "mlp"}] for f in per_seed}, "tokens": {"train_main": 1}}}
+    if fidelity is not None:
+        e["fidelity"] = {"policy": "initial", "families": fidelity}
+    return e
 
 
 def spread_means(suite, methods=METHODS) -> dict[str, dict[str, float]]:

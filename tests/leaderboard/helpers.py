@@ -87,11 +87,20 @@ def _pick(env, agent, *names):
     return next((f"[{n}]" for n in names if f"[{n}]" in legal), legal[0])
 
 
-def _train(out: Path, seed: int) -> Path:
+def _train(out: Path, seed: int, **changes) -> Path:
+    """A small MLP credit run on Kuhn (rae, 2 steps) with ``seed`` into ``out``; ``changes`` override its config."""
     from baselines.train import TrainConfig, train
 
-    train(TrainConfig(env=KUHN, model="mlp", mode="generate", credit="rae", steps=2, tasks_per_step=2, group_size=2,
-                      seed=seed, out=str(out), progress=False, tensorboard=False, action_mode="discrete"))
+    cfg = dict(env=KUHN, model="mlp", mode="generate", credit="rae", steps=2, tasks_per_step=2, group_size=2,
+               seed=seed, out=str(out), progress=False, tensorboard=False, action_mode="discrete")
+    train(TrainConfig(**{**cfg, **changes}))
+    return out
+
+
+def _evaluate_runs(protocol, runs, out: Path) -> Path:
+    """A credit-track submission of ``runs`` (given to --runs in that order) under method rae, into ``out``."""
+    assert main(["evaluate", "--protocol", str(protocol), "--runs", *map(str, runs), "--method", "rae",
+                 "--out", str(out), "--no-progress"]) == 0
     return out
 
 

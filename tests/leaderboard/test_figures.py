@@ -19,8 +19,8 @@ from leaderboard.board import build_board
 from leaderboard.render import figures, plots
 from leaderboard.store import load_entries
 from leaderboard.style import METHOD_STYLES, Palette
-from leaderboard.suite import add_suite_entry, entry, load_suite, suite_figures, write_figures
-from tests.leaderboard.fake_pages import METHODS, delta_e, fake_scored, lab, spread_means
+from leaderboard.suite import load_suite, suite_figures, write_figures
+from tests.leaderboard.fake_pages import METHODS, delta_e, fake_scored, lab, spread_means, store_fake_entries
 
 MIN_PX = 9 * 120 / 72            # 9 pt at the figures' 120 dpi
 
@@ -99,11 +99,7 @@ def test_the_suites_side_by_side_scaling_png_is_whole(suite, scored, tmp_path, m
 
 def test_every_board_figure_of_13_suite_entries_is_whole_and_legible(suite, scored, tmp_path):
     store = tmp_path / "store"
-    for m in METHODS:
-        results = [{"method": m, "setting": s, "seed": i, "raw": 0.5, "config_hash": f"{m}{i}",
-                    "tokens": scored["methods"][m]["tokens"], "free_riding": {}, "curve": [0.5]}
-                   for s in scored["methods"][m]["settings"] for i in range(3)]
-        add_suite_entry(entry(suite, scored, m, results), store)
+    store_fake_entries(store, suite, scored, METHODS, seeds=3)
     entries = load_entries(store, suite.key)
     board = build_board(entries, reps=200)
     figs = figures(board, entries, Palette(r.short for r in board.rows))

@@ -13,16 +13,7 @@ import pytest
 from leaderboard.__main__ import main
 from leaderboard.reproduce import reproduce
 from leaderboard.validate import validate
-from tests.leaderboard.helpers import KUHN, _copy, _kuhn_protocol, _rejected, _reseal
-
-
-def _train(out: Path, seed: int, **changes) -> Path:
-    from baselines.train import TrainConfig, train
-
-    cfg = dict(env=KUHN, model="mlp", mode="generate", credit="rae", steps=2, tasks_per_step=2, group_size=2,
-               seed=seed, out=str(out), progress=False, tensorboard=False, action_mode="discrete")
-    train(TrainConfig(**{**cfg, **changes}))
-    return out
+from tests.leaderboard.helpers import KUHN, _copy, _evaluate_runs, _kuhn_protocol, _rejected, _reseal, _train
 
 
 def _runs_config(m, **changes):
@@ -96,12 +87,6 @@ def test_an_honest_credit_submission_still_validates(credit_protocol, credit_sub
 
 
 # ---------------------------------------------------------------------- the validator chooses what to re-run
-def _evaluate_runs(protocol, runs, out: Path) -> Path:
-    assert main(["evaluate", "--protocol", str(protocol), "--runs", *map(str, runs), "--method", "rae",
-                 "--out", str(out), "--no-progress"]) == 0
-    return out
-
-
 def test_the_detection_goal_sets_the_sample():
     from leaderboard.reproduce import detection_probability, detection_sample
 

@@ -20,7 +20,8 @@ from leaderboard.protocol import PROTOCOL_DIR, load_protocol
 from leaderboard.reproduce import reproduce
 from leaderboard.store import load_entries, submit
 from leaderboard.validate import SubmissionError, validate
-from tests.leaderboard.helpers import KUHN, _copy, _episodes, _evaluate, _fn_policy, _pick, _rejected, _reseal
+from tests.leaderboard.helpers import (KUHN, _copy, _episodes, _evaluate, _evaluate_runs, _fn_policy, _pick, _rejected,
+                                       _reseal)
 
 
 @pytest.fixture(scope="module")
@@ -353,9 +354,7 @@ def test_reproduce_on_a_version1_credit_protocol_replays_whole_cells(credit_prot
     raw.pop("seeded_moves")
     v1 = tmp_path / "test-credit-v1.json"
     v1.write_text(json.dumps(raw))
-    out = tmp_path / "sub"
-    assert main(["evaluate", "--protocol", str(v1), "--runs", *map(str, credit_runs), "--method", "rae",
-                 "--out", str(out), "--no-progress"]) == 0
+    out = _evaluate_runs(v1, credit_runs, tmp_path / "sub")
     v = validate(out, protocol=v1)
     reproduce(v, sample=1, retrain=0)
     assert v.rederived == 0 and v.reproduced["episodes"] == v.episodes      # every cell re-played whole

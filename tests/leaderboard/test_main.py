@@ -3,7 +3,6 @@ each tampered submission is rejected with a message saying what is wrong, and no
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from leaderboard.evaluate import EPISODES_FILE, SUBMISSION_FILE
 from leaderboard.protocol import PROTOCOL_DIR, load_protocol
 from leaderboard.store import load_entries, submit
 from leaderboard.validate import Limits, SubmissionError, validate
+from tests.leaderboard.helpers import _copy, _evaluate_runs, _rejected
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +33,6 @@ def honest(tmp_path_factory, protocol_path) -> Path:
     assert main(["evaluate", "--protocol", str(protocol_path), "--player", "reference", "--method",
                  "reference-bots", "--out", str(out), "--no-progress"]) == 0
     return out
-
-
-def _copy(honest: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "sub"
-    shutil.copytree(honest, dst)
-    return dst
 
 
 def _lines(folder: Path) -> list[str]:
@@ -62,14 +56,6 @@ def _edit_episode(folder: Path, index: int, change) -> None:
     change(d)
     lines[1 + index] = json.dumps(d) + "\n"
     _reseal(folder, lines)
-
-
-def _rejected(folder: Path, protocol_path: Path, store: Path, match: str) -> str:
-    with pytest.raises(SubmissionError) as info:
-        submit(folder, store, protocol=protocol_path)
-    assert match in str(info.value), str(info.value)
-    assert not store.exists() or not any(p for p in store.rglob("*.json")), "a rejected submission wrote to the store"
-    return str(info.value)
 
 
 # ---------------------------------------------------------------------- end to end
@@ -386,17 +372,13 @@ def _train(out: Path, seed: int, steps: int = 1, credit: str = "rae") -> Path:
     return out
 
 
-def _evaluate_runs(credit_protocol: Path, tmp_path: Path, seeds: tuple[int, ...]) -> Path:
+def _train_and_evaluate(credit_protocol: Path, tmp_path: Path, seeds: tuple[int, ...]) -> Path:
     """A credit-track submission of runs trained with ``seeds`` (given to --runs in that order)."""
-    runs = [_train(tmp_path / f"run{s}", s) for s in seeds]
-    out = tmp_path / "sub"
-    assert main(["evaluate", "--protocol", str(credit_protocol), "--runs", *map(str, runs), "--method", "rae",
-                 "--out", str(out), "--no-progress"]) == 0
-    return out
+    return _evaluate_runs(credit_protocol, [_train(tmp_path / f"run{s}", s) for s in seeds], tmp_path / "sub")
 
 
 def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_path):
-    out = _evaluate_runs(credit_protocol, tmp_path, (1, 0))
+    out = _train_and_evaluate(credit_protocol, tmp_path, (1, 0))
     m = json.loads((out / SUBMISSION_FILE).read_text())
     assert [p["train_seed"] for p in m["players"]["kuhn_poker-v0"]] == [0, 1]      # the protocol's seed order
     assert m["tokens"]["train_main"] > 0 and m["seeds"]["train"] == [0, 1]
@@ -407,7 +389,7 @@ def test_credit_track_runs_are_evaluated_per_training_seed(credit_protocol, tmp_
 
 
 def test_credit_track_manifest_is_checked_against_the_budget(credit_protocol, tmp_path):
-    out = _evaluate_runs(credit_protocol, tmp_path, (0, 1))
+    out = _train_and_evaluate(credit_protocol, tmp_path, (0, 1))
     m = json.loads((out / SUBMISSION_FILE).read_text())
     m["players"]["kuhn_poker-v0"][1]["train_config"]["steps"] = 500        # a claim off the protocol's budget
     (out / SUBMISSION_FILE).write_text(json.dumps(m))

@@ -15,8 +15,8 @@ import subprocess
 import pytest
 
 from leaderboard.__main__ import main
-from leaderboard.suite import add_suite_entry, entry, load_suite, page_context, suite_page
-from tests.leaderboard.fake_pages import METHODS, delta_e, fake_scored, spread_means
+from leaderboard.suite import load_suite, page_context, suite_page
+from tests.leaderboard.fake_pages import METHODS, delta_e, fake_scored, spread_means, store_fake_entries
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
@@ -65,11 +65,7 @@ def pages(tmp_path_factory):
     suite_html.write_text(suite_page(suite, scored, page_context(suite, scored, "broadcast", runs=195)),
                           encoding="utf-8")
     store = root / "store"
-    for m in METHODS:
-        results = [{"method": m, "setting": s, "seed": i, "raw": 0.5, "config_hash": f"{m}{i}",
-                    "tokens": scored["methods"][m]["tokens"], "free_riding": {}, "curve": [0.5]}
-                   for s in scored["methods"][m]["settings"] for i in range(5)]
-        add_suite_entry(entry(suite, scored, m, results), store)
+    store_fake_entries(store, suite, scored, METHODS, seeds=5)
     assert main(["render", "--store", str(store), "--out", str(root / "site")]) == 0
     return {"suite": suite_html, "board": root / "site" / "index.html"}
 

@@ -15,7 +15,7 @@ from leaderboard.render import board_headline, markdown, page, show_text
 from leaderboard.sensitivity import credit_sensitivity, sensitivity_headline, sensitivity_rows
 from leaderboard.suite import comparison_text, load_suite, page_context, suite_page
 from leaderboard.suite.report import suite_headline, suite_sensitivity
-from tests.leaderboard.fake_pages import fake_scored
+from tests.leaderboard.fake_pages import fake_scored, fake_suite_entry
 
 SEED_EFFECT = np.array([0.2, -0.2, 0.1, -0.1, 0.05, -0.05, 0.15, -0.15, 0.0, 0.12])    # shared by every method
 
@@ -124,17 +124,6 @@ def test_the_fidelity_rows_compare_oracle_with_shuffled_and_never_decide_the_fam
     assert "in fidelity, oracle above shuffled on 1 of 2 families" in sensitivity_headline(list(result.values()))
 
 
-def _suite_entry(method: str, per_seed: dict, when: int, fidelity: dict | None = None) -> dict:
-    e = {"id": f"suite@1/{method}", "label": f"{method}#{when:06d}", "method": method, "protocol": "suite@1",
-         "track": "credit", "submitted": f"2026-01-01T00:00:{when:02d}+00:00", "self_reported": True,
-         "results": {"scores": per_seed, "task_means": {f: float(np.mean(v)) for f, v in per_seed.items()},
-                     "games": {}, "families": {f: {} for f in per_seed}},
-         "manifest": {"players": {f: [{"model_id": "mlp"}] for f in per_seed}, "tokens": {"train_main": 1}}}
-    if fidelity is not None:
-        e["fidelity"] = {"policy": "initial", "families": fidelity}
-    return e
-
-
 @pytest.fixture(scope="module")
 def suite_board():
     """A suite's board: on team_size oracle is 0.3 above none and shuffled on every seed; on free_riding everyone
@@ -146,8 +135,8 @@ def suite_board():
 
     fid = {"team_size": {"r": 0.9, "low": 0.85, "high": 0.95}, "free_riding": {"r": 0.8, "low": 0.7, "high": 0.9}}
     nil = {f: {"r": 0.0, "low": -0.05, "high": 0.05} for f in fid}
-    entries = [_suite_entry("oracle", per_seed(0.3, 0.0), 1, fid), _suite_entry("none", per_seed(0.0, 0.0), 2),
-               _suite_entry("shuffled", per_seed(-0.4, -0.4), 3, nil)]
+    entries = [fake_suite_entry("oracle", per_seed(0.3, 0.0), 1, fid), fake_suite_entry("none", per_seed(0.0, 0.0), 2),
+               fake_suite_entry("shuffled", per_seed(-0.4, -0.4), 3, nil)]
     return build_board(entries, reps=200), entries
 
 
@@ -181,8 +170,8 @@ def test_the_board_says_which_families_pass_on_every_surface(suite_board):
 
 
 def test_a_board_that_is_not_a_suites_has_no_sensitivity_table():
-    entries = [{**_suite_entry(m, {"kuhn": [[0.5]] * 3}, i), "results": {"scores": {"kuhn": [[0.5]] * 3},
-                                                                          "task_means": {"kuhn": 0.5}, "games": {}}}
+    entries = [{**fake_suite_entry(m, {"kuhn": [[0.5]] * 3}, i), "results": {"scores": {"kuhn": [[0.5]] * 3},
+                                                                              "task_means": {"kuhn": 0.5}, "games": {}}}
                for i, m in enumerate(("oracle", "none"))]
     board = build_board(entries, reps=50)
     assert board_sensitivity(board) == [] and "Credit sensitivity" not in board_headline(board)

@@ -14,18 +14,10 @@ from leaderboard.board import build_board, comparisons, verdicts
 from leaderboard.render import markdown, page, show_text
 from leaderboard.stats import holm
 from leaderboard.verdicts import Comparison, comparison, holm_family, sentence, verdict
+from tests.leaderboard.fake_pages import fake_suite_entry
 from tests.leaderboard.helpers import _check_sentence_against_its_numbers
 
 FAMILIES = {"team_size": 3, "temporal": 2, "zero_sum": 1}          # family -> settings
-
-
-def _suite_entry(method: str, per_seed: dict[str, list[list[float]]], when: int) -> dict:
-    """A credit-suite entry: ``per_seed[family][seed]`` = that seed's setting scores."""
-    return {"id": f"suite@1/{method}", "label": f"{method}#{when:06d}", "method": method, "protocol": "suite@1",
-            "track": "credit", "submitted": f"2026-01-01T00:00:{when:02d}+00:00", "self_reported": True,
-            "results": {"scores": per_seed, "task_means": {f: float(np.mean(v)) for f, v in per_seed.items()},
-                        "games": {}, "families": {f: {} for f in per_seed}},
-            "manifest": {"players": {f: [{"model_id": "mlp"}] for f in per_seed}, "tokens": {"train_main": 1}}}
 
 
 def _scores(seed_effect: np.ndarray, level: float, noise: float, rng, families=FAMILIES) -> dict:
@@ -45,8 +37,8 @@ def disagreeing():
     lucky = {f: [[x + (0.4 if i < 2 else -0.02) for x in row] for i, row in enumerate(rows)]
              for f, rows in base.items()}
     weak = {f: [[x - 0.4 for x in row] for row in rows] for f, rows in base.items()}
-    entries = [_suite_entry("base", base, 1), _suite_entry("steady", steady, 2), _suite_entry("lucky", lucky, 3),
-               _suite_entry("weak", weak, 4)]
+    entries = [fake_suite_entry("base", base, 1), fake_suite_entry("steady", steady, 2),
+               fake_suite_entry("lucky", lucky, 3), fake_suite_entry("weak", weak, 4)]
     return build_board(entries, reps=400)
 
 
@@ -104,10 +96,10 @@ def test_holm_family_corrects_what_one_command_prints_together():
 def test_a_partial_coverage_entry_never_enters_the_aggregate_ranking():
     rng = np.random.default_rng(1)
     effect = np.zeros(6)
-    full = [_suite_entry(m, _scores(effect, level, 0.05, rng), i) for i, (m, level) in
+    full = [fake_suite_entry(m, _scores(effect, level, 0.05, rng), i) for i, (m, level) in
             enumerate((("broadcast", 0.6), ("none", 0.4)), 1)]
     # ccpo covers one family, where it scores far above everyone: it must not lead, nor be ranked at all
-    ccpo = _suite_entry("ccpo_v1", _scores(effect, 0.99, 0.0, rng, {"temporal": 2}), 9)
+    ccpo = fake_suite_entry("ccpo_v1", _scores(effect, 0.99, 0.0, rng, {"temporal": 2}), 9)
     board = build_board(full + [ccpo], reps=200)
     assert [r.short for r in board.rows] == ["broadcast", "none"] and board.leader.startswith("broadcast#")
     assert [r.short for r in board.partial] == ["ccpo_v1"] and board.partial[0].rank == 0
@@ -130,7 +122,7 @@ def test_the_ranked_aggregate_is_the_family_mean_with_a_seed_only_interval():
     # two seeds identical across everything but their settings: the interval is a point, the aggregate the mean of
     # the family means (a trimmed mean over cells would drop the 0.0 and 1.0 settings)
     per_seed = {"team_size": [[0.0, 0.5, 1.0]] * 4, "temporal": [[0.2, 0.2]] * 4}
-    board = build_board([_suite_entry("m", per_seed, 1)], reps=200)
+    board = build_board([fake_suite_entry("m", per_seed, 1)], reps=200)
     point, low, high = board.rows[0].aggregate
     assert point == pytest.approx((0.5 + 0.2) / 2) and high - low == pytest.approx(0.0, abs=1e-12)
     assert verdicts(board)[0].startswith("m is the only entry ranked on the aggregate")
@@ -138,9 +130,9 @@ def test_the_ranked_aggregate_is_the_family_mean_with_a_seed_only_interval():
 
 def test_entries_with_different_seed_counts_are_said_not_compared_and_leave_the_holm_family():
     rng = np.random.default_rng(2)
-    entries = [_suite_entry("a", _scores(np.zeros(6), 0.7, 0.05, rng), 1),
-               _suite_entry("b", _scores(np.zeros(6), 0.5, 0.05, rng), 2),
-               _suite_entry("c", _scores(np.zeros(4), 0.4, 0.05, rng), 3)]
+    entries = [fake_suite_entry("a", _scores(np.zeros(6), 0.7, 0.05, rng), 1),
+               fake_suite_entry("b", _scores(np.zeros(6), 0.5, 0.05, rng), 2),
+               fake_suite_entry("c", _scores(np.zeros(4), 0.4, 0.05, rng), 3)]
     lines = verdicts(build_board(entries, reps=100))
     assert "a vs c: not compared (6 and 4 seeds: a paired comparison needs the same seeds on both sides)" in lines
     assert _check_sentence_against_its_numbers(lines[0])["m"] == 1
@@ -149,9 +141,9 @@ def test_entries_with_different_seed_counts_are_said_not_compared_and_leave_the_
 def test_the_partial_coverage_entries_get_their_own_table_on_every_output():
     rng = np.random.default_rng(2)
     effect = np.zeros(6)
-    full = [_suite_entry(m, _scores(effect, level, 0.05, rng), i) for i, (m, level) in
+    full = [fake_suite_entry(m, _scores(effect, level, 0.05, rng), i) for i, (m, level) in
             enumerate((("broadcast", 0.6), ("none", 0.4)), 1)]
-    ccpo = _suite_entry("ccpo_v1", _scores(effect, 0.99, 0.0, rng, {"temporal": 2}), 9)
+    ccpo = fake_suite_entry("ccpo_v1", _scores(effect, 0.99, 0.0, rng, {"temporal": 2}), 9)
     entries = full + [ccpo]
     board = build_board(entries, reps=200)
     label = board.partial[0].label

@@ -17,7 +17,7 @@ from baselines.credit.mappo import gae
 from baselines.episode import Episode, Turn
 from baselines.rollout import RolloutEngine
 from marl_llm_envs import make
-from tests.baselines.train.helpers import _comparable, _kill_after_step, _metrics, _run, _run_two_processes
+from tests.baselines.train.helpers import _comparable, _kill_after_step, _metrics, _one_and_two_processes, _run
 
 
 def episode(turns, rewards, *, group=0, sample=0, env_id="voting-v0", states=None):
@@ -234,13 +234,7 @@ def test_kill_minus_nine_and_resume_with_a_critic_ends_with_the_same_metrics(tmp
 
 
 def test_two_process_data_parallel_with_a_critic_matches_one_process(tmp_path):
-    pytest.importorskip("accelerate")
-    args = [*CRITIC_ARGS, "--steps", "2"]
-    one = _run(tmp_path, *args, name="one")
-    assert one.returncode == 0, one.stderr
-    two = _run_two_processes(tmp_path, *args)
-    assert two.returncode == 0, two.stderr[-3000:]
-    a, b = _metrics(tmp_path / "one" / "metrics.jsonl"), _metrics(tmp_path / "two" / "metrics.jsonl")
+    a, b = _one_and_two_processes(tmp_path, *CRITIC_ARGS, "--steps", "2")
     for x, y in zip(a, b):
         assert x["reward/team/team"] == y["reward/team/team"]          # the same episodes
         assert x["credit/critic_loss"] == pytest.approx(y["credit/critic_loss"], rel=1e-5)

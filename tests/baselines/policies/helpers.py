@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from baselines.policies.base import Request
+from baselines.policies.base import Request, request_for
 
 
 def _requests(texts, legal=()):
     return [Request(env_id="test", agent="a", role="r", text=t, legal_actions=tuple(legal)) for t in texts]
-
-
-def _requests_for(env, agent):
-    base = env.unwrapped
-    return Request(env_id=base.env_id, agent=agent, role=base.roles.get(agent, ""),
-                   text=env.observe(agent)["text"], legal_actions=tuple(base.legal_actions(agent)), env=env)
 
 
 def _play(env, policy, seed):
@@ -27,7 +21,7 @@ def _play(env, policy, seed):
         if terminated or truncated:
             env.step(None)
             continue
-        (g,) = policy.generate([_requests_for(env, agent)], seed=seed * 1000 + k)
+        (g,) = policy.generate([request_for(env, agent, ("text", "legal_actions", "env"))], seed=seed * 1000 + k)
         gens.append(g)
         env.step(g.action)
     return totals, gens

@@ -12,8 +12,9 @@ import importlib.util
 import numpy as np
 import pytest
 
+from baselines.policies.base import request_for
 from marl_llm_envs import make
-from tests.baselines.policies.helpers import _play, _requests, _requests_for
+from tests.baselines.policies.helpers import _play, _requests
 
 PROMPTS = [
     "hi",
@@ -295,7 +296,7 @@ def test_smollm2_thinks_on_a_think_solve_prompt_with_logprobs_equal_to_a_fresh_f
     pol = TransformersPolicy.from_name("smollm2-135m", temperature=0.0, max_new_tokens=12)
     env = make("think_solve-v0")
     env.reset(seed=0)
-    (g,) = pol.generate([_requests_for(env, "thinker")], seed=0)
+    (g,) = pol.generate([request_for(env, "thinker", ("text", "legal_actions", "env"))], seed=0)
     prompt = pol.tokenizer.decode(g.prompt_ids)
     assert prompt.startswith("<|im_start|>") and prompt.endswith("<|im_start|>assistant\n")
     assert env.observe("thinker")["text"] in prompt          # the observation is the user message

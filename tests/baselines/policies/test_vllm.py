@@ -13,6 +13,8 @@ import json
 import pytest
 import torch
 
+from baselines.policies.base import first_turn_requests
+
 pytestmark = pytest.mark.slow
 
 try:
@@ -24,17 +26,6 @@ except Exception as e:  # noqa: BLE001 - ImportError, or a broken build failing 
 needs_vllm = pytest.mark.skipif(_VLLM_ERROR is not None, reason=_VLLM_ERROR or "")
 
 MODEL = "tiny-vllm"
-
-
-def _requests(env_id: str, n: int, **kw):
-    from baselines.policies.base import request_for
-    from marl_llm_envs import make
-
-    env, out = make(env_id, **kw), []
-    for seed in range(n):
-        env.reset(seed=seed)
-        out.append(request_for(env, env.agent_selection))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +45,7 @@ def test_sampled_logprobs_equal_the_transformers_models(engine):
     from baselines.policies.hf import sequence_logprobs
 
     policy, model, tok = engine
-    gens = policy.generate(_requests("think_solve-v0", 4), seed=3)
+    gens = policy.generate(first_turn_requests("think_solve-v0", 4), seed=3)
     assert all(g.completion_ids for g in gens)
     want = sequence_logprobs(model, [g.prompt_ids for g in gens], [g.completion_ids for g in gens],
                              pad_id=tok.pad_token_id)
@@ -71,7 +62,7 @@ def test_choice_distributions_equal_the_transformers_backends(engine, scoring):
     vl = copy.copy(policy)
     vl.mode, vl.choice_scoring = "choice", scoring
     hf = TransformersPolicy(model, tok, mode="choice", choice_scoring=scoring)
-    reqs = _requests("kuhn_poker-v0", 3) + _requests("think_solve-v0", 3, action_mode="discrete")
+    reqs = first_turn_requests("kuhn_poker-v0", 3) + first_turn_requests("think_solve-v0", 3, action_mode="discrete")
     for a, b in zip(vl.generate(reqs, seed=0), hf.generate(reqs, seed=0)):
         assert a.prompt_ids == b.prompt_ids and a.choice.scoring == scoring
         assert a.choice.probs == pytest.approx(b.choice.probs, abs=1e-4)
@@ -82,7 +73,7 @@ def test_full_weight_sync_is_seen_by_the_next_rollout(engine):
     from baselines.policies.hf import sequence_logprobs
 
     policy, model, tok = engine
-    reqs = _requests("think_solve-v0", 2)
+    reqs = first_turn_requests("think_solve-v0", 2)
     before = policy.generate(reqs, seed=5)
     changed = copy.deepcopy(model)
     with torch.no_grad():      # the tied embedding (and so the head) and one layer change
@@ -131,7 +122,7 @@ def test_smollm2_rollout_choice_and_sync_match_the_transformers_model(tmp_path):
     policy = VLLMPolicy.from_model(model, tok, tmp_path / "engine", dtype="float32", seed=0, max_new_tokens=8,
                                    max_model_len=2048)
     try:
-        reqs = _requests("think_solve-v0", 2)
+        reqs = first_turn_requests("think_solve-v0", 2)
 
         def gap(m):
             gens = policy.generate(reqs, seed=1)
@@ -143,7 +134,7 @@ def test_smollm2_rollout_choice_and_sync_match_the_transformers_model(tmp_path):
         vl = copy.copy(policy)
         vl.mode = "choice"
         hf = TransformersPolicy(model, tok, mode="choice")
-        kuhn = _requests("kuhn_poker-v0", 2)
+        kuhn = first_turn_requests("kuhn_poker-v0", 2)
         for a, b in zip(vl.generate(kuhn, seed=0), hf.generate(kuhn, seed=0)):
             assert a.choice.probs == pytest.approx(b.choice.probs, abs=1e-3)
         changed = copy.deepcopy(model)

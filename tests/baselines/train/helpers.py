@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from baselines.train import TrainConfig, train
@@ -23,12 +24,19 @@ def _run(tmp_path: Path, *args: str, name="run") -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
-def _run_two_processes(tmp_path: Path, *args: str, name="two") -> subprocess.CompletedProcess:
-    """The trainer under ``accelerate launch`` with two CPU processes (data parallel), writing ``tmp_path / name``."""
+def _one_and_two_processes(tmp_path: Path, *args: str) -> tuple[list[dict], list[dict]]:
+    """The trainer with ``args`` in one process (``tmp_path / "one"``) and data parallel under ``accelerate launch``
+    in two CPU processes (``tmp_path / "two"``); asserts both exit 0 and returns their metrics rows. Skips where
+    ``accelerate`` is not installed."""
+    pytest.importorskip("accelerate")
+    one = _run(tmp_path, *args, name="one")
+    assert one.returncode == 0, one.stderr
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu", "--num_machines", "1",
            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "baselines.train",
-           "--out", str(tmp_path / name), "--no-progress", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+           "--out", str(tmp_path / "two"), "--no-progress", *args]
+    two = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert two.returncode == 0, two.stderr[-3000:]
+    return _metrics(tmp_path / "one" / "metrics.jsonl"), _metrics(tmp_path / "two" / "metrics.jsonl")
 
 
 def _metrics(path: Path) -> list[dict]:
@@ -72,6 +80,13 @@ def _kill_after_step(tmp_path: Path, step: int, *args: str, name: str) -> subpro
     proc.wait(timeout=60)
     proc.stderr.close()
     return proc
+
+
+def _kuhn_one_step(out: Path, **changes) -> TrainConfig:
+    """The smallest MLP run: one step of 2 tasks x 2 samples on Kuhn poker into ``out``, without a progress bar or
+    TensorBoard; ``changes`` override fields."""
+    return TrainConfig(**{**dict(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
+                                 out=str(out), progress=False, tensorboard=False), **changes})
 
 
 def _train_on_one_thread(cfg: TrainConfig) -> None:

@@ -18,7 +18,7 @@ from baselines.train.config import LearnerSettings
 from baselines.train.dist import Dist
 from baselines.train.learners import build_team
 from marl_llm_envs import make
-from tests.baselines.train.helpers import _comparable, _metrics
+from tests.baselines.train.helpers import _comparable, _kuhn_one_step, _metrics
 
 
 @pytest.mark.parametrize("overrides,message", [
@@ -92,8 +92,7 @@ def _old_layout(run: Path) -> dict:
 def test_config_json_holds_the_config_fields_and_one_resolved_block(tmp_path):
     from baselines.train.config import read_run_config
 
-    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
-                      out=str(tmp_path / "r"), progress=False, tensorboard=False)
+    cfg = _kuhn_one_step(tmp_path / "r")
     train(cfg)
     raw = json.loads((tmp_path / "r" / "config.json").read_text())
     assert raw == {**cfg.to_dict(), "resolved": {"action_mode": "discrete", "config_hash": cfg.hash()}}
@@ -119,8 +118,7 @@ def test_a_config_json_edited_to_values_the_trainer_refuses_is_a_clear_error(tmp
     from baselines.train.config import read_run_config
     from leaderboard.players import load_player
 
-    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
-                      out=str(tmp_path / "r"), progress=False, tensorboard=False)
+    cfg = _kuhn_one_step(tmp_path / "r")
     train(cfg)
     raw = json.loads((tmp_path / "r" / "config.json").read_text())
     (tmp_path / "r" / "config.json").write_text(json.dumps({**raw, **change}))
@@ -166,11 +164,9 @@ def test_lora_settings_without_adapters_are_refused_and_a_run_made_with_them_sti
     from baselines.train.config import read_run_config
 
     with pytest.raises(ValueError, match="--lora-r and --lora-alpha shape LoRA adapters, and --adapters is 'none'"):
-        train(TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
-                          out=str(tmp_path / "new"), progress=False, tensorboard=False, **lora))
+        train(_kuhn_one_step(tmp_path / "new", **lora))
     assert not (tmp_path / "new").exists()
-    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2,
-                      out=str(tmp_path / "old"), progress=False, tensorboard=False)
+    cfg = _kuhn_one_step(tmp_path / "old")
     train(cfg)
     raw = json.loads((tmp_path / "old" / "config.json").read_text())
     (tmp_path / "old" / "config.json").write_text(json.dumps({**raw, **lora}))    # as a run made before the rule

@@ -17,7 +17,8 @@ from baselines.train.learners import build_team
 from baselines.train.dist import Dist as _Dist
 from baselines.train.update import trained_samples as _samples, update as _update
 from marl_llm_envs import make
-from tests.baselines.train.helpers import MLP_ARGS, _comparable, _kill_after_step, _metrics, _run, _run_two_processes
+from tests.baselines.train.helpers import (MLP_ARGS, _comparable, _kill_after_step, _kuhn_one_step, _metrics,
+                                          _one_and_two_processes, _run)
 
 
 # ---------------------------------------------------------------------- one update, the right direction
@@ -177,13 +178,7 @@ def test_resume_keeps_the_metrics_before_its_checkpoint_and_writes_no_stray_file
 
 
 def test_two_process_data_parallel_matches_one_process(tmp_path):
-    pytest.importorskip("accelerate")
-    args = [*MLP_ARGS, "--steps", "2", "--ppo-epochs", "2"]
-    one = _run(tmp_path, *args, name="one")
-    assert one.returncode == 0, one.stderr
-    two = _run_two_processes(tmp_path, *args)
-    assert two.returncode == 0, two.stderr[-3000:]
-    a, b = _metrics(tmp_path / "one" / "metrics.jsonl"), _metrics(tmp_path / "two" / "metrics.jsonl")
+    a, b = _one_and_two_processes(tmp_path, *MLP_ARGS, "--steps", "2", "--ppo-epochs", "2")
     for x, y in zip(a, b):
         assert x["reward/team/team"] == y["reward/team/team"]          # the same episodes
         assert x["grad_norm"] == pytest.approx(y["grad_norm"], rel=1e-4)
@@ -254,8 +249,7 @@ def test_a_run_folder_another_process_writes_into_is_refused_and_a_suite_run_wai
     out.mkdir()
     other = os.open(out, os.O_RDONLY)            # another process's hold (a separate open: flock conflicts with it)
     fcntl.flock(other, fcntl.LOCK_EX)
-    cfg = TrainConfig(env="kuhn_poker-v0", model="mlp", steps=1, tasks_per_step=2, group_size=2, out=str(out),
-                      progress=False, tensorboard=False)
+    cfg = _kuhn_one_step(out)
     with pytest.raises(FolderBusy, match="another process is writing into it now"):
         train(cfg)
     assert list(out.iterdir()) == []

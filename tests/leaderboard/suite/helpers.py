@@ -1,6 +1,13 @@
-"""A tiny credit suite for the tests that run one."""
+"""A tiny credit suite for the tests that run one, and broadcast's honest submission of a suite."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from leaderboard.benchmark import benchmark_credit
 
 
 def tiny(steps: int = 1, seeds=(0, 1)) -> dict:
@@ -20,3 +27,17 @@ def tiny(steps: int = 1, seeds=(0, 1)) -> dict:
                     {"name": "kuhn", "env_id": "kuhn_poker-v0", "env_version": 0, "env_kwargs": {}, "play": "versus",
                      "opponent": "kuhn_nash", "normalize": {"zero": "random", "one": "kuhn_nash"},
                      "eval_count": 6}]}]}
+
+
+def broadcast_submission(root: Path, suite: dict) -> dict:
+    """broadcast's runs of ``suite`` as benchmark-credit leaves them in ``root / "out"``, the anchors cache outside
+    --out isolated in ``root / "cache"``: the suite file (``"suite"``), ``"out"``, benchmark-credit's ``"result"``,
+    ``"cache"`` and the submission ``"folder"``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MARL_LLM_CACHE", str(root / "cache"))
+        path = root / f"{suite['id']}.json"
+        path.write_text(json.dumps(suite))
+        result = benchmark_credit("broadcast", protocol=str(path), baselines=[], out=root / "out", progress=False,
+                                  fidelity=False)
+    return {"suite": path, "out": root / "out", "result": result, "cache": root / "cache",
+            "folder": result["out"] / "submissions" / "broadcast"}

@@ -18,8 +18,8 @@ from leaderboard.__main__ import main
 from leaderboard.render import Palette
 from tests.leaderboard.helpers import _check_sentence_against_its_numbers
 from tests.leaderboard.browser import _PROBE, CHROMIUM, _dom, _probe
-from tests.leaderboard.fake_pages import fake_scored
-from leaderboard.suite import add_suite_entry, board_columns, comparison_text, entry, family_verdicts, load_suite, \
+from tests.leaderboard.fake_pages import fake_scored, store_fake_entries
+from leaderboard.suite import board_columns, comparison_text, family_verdicts, load_suite, \
     page_context, suite_figures, suite_page
 
 SUITE = "credit-micro-quick@2"       # team_size (n2, n8), message_credit (one setting), zero_sum (Kuhn)
@@ -134,11 +134,7 @@ def test_one_method_has_one_colour_in_every_suite_figure(suite, scored):
 
 def test_render_shows_suite_entries_with_the_suite_aggregate_and_a_column_per_family(suite, scored, tmp_path):
     store = tmp_path / "store"
-    for m in ("broadcast", "shuffled", "loo"):
-        results = [{"method": m, "setting": s, "seed": i, "raw": 0.5, "config_hash": f"{m}{i}",
-                    "tokens": scored["methods"][m]["tokens"], "free_riding": {}, "curve": [0.5]}
-                   for s in scored["methods"][m]["settings"] for i in range(3)]
-        add_suite_entry(entry(suite, scored, m, results), store)
+    store_fake_entries(store, suite, scored, ("broadcast", "shuffled", "loo"), seeds=3)
     assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
     md = (tmp_path / "site" / "LEADERBOARD.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| rank |"))

@@ -11,8 +11,8 @@ import pytest
 
 from leaderboard.__main__ import main
 from leaderboard.stats import mean_ci
-from leaderboard.suite import add_suite_entry, comparison_text, entry, load_suite, page_context, suite_page
-from tests.leaderboard.fake_pages import fake_scored
+from leaderboard.suite import comparison_text, load_suite, page_context, suite_page
+from tests.leaderboard.fake_pages import fake_scored, store_fake_entries
 
 SUITE = "credit-micro-quick@2"       # team_size (n2, n8), message_credit (one setting), zero_sum (Kuhn)
 BEST = "best checkpoint, aggregate [95% CI]"
@@ -83,13 +83,7 @@ def test_results_without_checkpoints_render_without_the_column_or_the_count(suit
 
 def _store(suite, scored, tmp_path, extra: dict[str, dict] | None = None):
     store = tmp_path / "store"
-    for m in scored["methods"]:
-        results = [{"method": m, "setting": s, "seed": i, "raw": 0.5, "config_hash": f"{m}{i}",
-                    "tokens": scored["methods"][m]["tokens"], "free_riding": {}, "curve": [0.5]}
-                   for s in scored["methods"][m]["settings"] for i in range(3)]
-        e = entry(suite, scored, m, results)
-        e["results"].update((extra or {}).get(m, {}))
-        add_suite_entry(e, store)
+    store_fake_entries(store, suite, scored, scored["methods"], seeds=3, extra=extra)
     assert main(["render", "--store", str(store), "--out", str(tmp_path / "site")]) == 0
     md = (tmp_path / "site" / "LEADERBOARD.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| rank |"))

@@ -16,7 +16,8 @@ from leaderboard.benchmark import benchmark_credit
 from leaderboard.store import load_entries
 from leaderboard.submission_json import SubmissionError
 from leaderboard.suite import MANIFEST, reproduce_suite, submit_suite, suite_entry, validate_suite
-from tests.leaderboard.suite.helpers import tiny
+from tests.leaderboard.helpers import _copy
+from tests.leaderboard.suite.helpers import broadcast_submission, tiny
 
 SUITE = {**tiny(steps=2), "id": "trust-suite", "description": "a suite small enough for a test"}
 VOTING_RUN = Path("runs") / "voting_plurality_n2" / "seed0"
@@ -25,24 +26,12 @@ VOTING_RUN = Path("runs") / "voting_plurality_n2" / "seed0"
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory):
     """broadcast's runs of the test suite, as benchmark-credit leaves them (the cache outside --out isolated)."""
-    root = tmp_path_factory.mktemp("honest")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MARL_LLM_CACHE", str(root / "cache"))
-        suite = root / "trust-suite.json"
-        suite.write_text(json.dumps(SUITE))
-        result = benchmark_credit("broadcast", protocol=str(suite), baselines=[], out=root / "out", progress=False,
-                                  fidelity=False)
-    return {"suite": suite, "out": root / "out", "result": result, "cache": root / "cache",
-            "folder": result["out"] / "submissions" / "broadcast"}
+    return broadcast_submission(tmp_path_factory.mktemp("honest"), SUITE)
 
 
 @pytest.fixture
 def cache(honest, monkeypatch):
     monkeypatch.setenv("MARL_LLM_CACHE", str(honest["cache"]))
-
-
-def _copy(folder: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(folder, tmp_path / "forged"))
 
 
 def _raise_curve(run: Path, key: str = "reward/team/team", value: float = 1.0) -> None:

@@ -5,17 +5,16 @@ another step; ``--reproduce`` catches a kept checkpoint whose weights are not th
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from leaderboard.benchmark import benchmark_credit
 from leaderboard.submission_json import SubmissionError
 from leaderboard.suite import reproduce_suite, suite_entry, validate_suite
-from tests.leaderboard.suite.helpers import tiny
+from tests.leaderboard.helpers import _copy
+from tests.leaderboard.suite.helpers import broadcast_submission, tiny
 
 SUITE = {**tiny(steps=2), "id": "kept-suite", "description": "a suite keeping two checkpoints per run"}
 SUITE["score"] = {**SUITE["score"], "checkpoints": 2}
@@ -25,24 +24,12 @@ KUHN_RUN = Path("runs") / "kuhn" / "seed1"
 
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory):
-    root = tmp_path_factory.mktemp("kept")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MARL_LLM_CACHE", str(root / "cache"))
-        suite = root / "kept-suite.json"
-        suite.write_text(json.dumps(SUITE))
-        result = benchmark_credit("broadcast", protocol=str(suite), baselines=[], out=root / "out", progress=False,
-                                  fidelity=False)
-    return {"suite": suite, "result": result, "cache": root / "cache",
-            "folder": result["out"] / "submissions" / "broadcast"}
+    return broadcast_submission(tmp_path_factory.mktemp("kept"), SUITE)
 
 
 @pytest.fixture
 def cache(honest, monkeypatch):
     monkeypatch.setenv("MARL_LLM_CACHE", str(honest["cache"]))
-
-
-def _copy(honest, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(honest["folder"], tmp_path / "forged"))
 
 
 def test_the_submission_carries_every_kept_checkpoint_and_the_validator_scores_each(honest, cache):
@@ -63,25 +50,25 @@ def test_the_submission_carries_every_kept_checkpoint_and_the_validator_scores_e
 
 
 def test_a_run_missing_a_kept_checkpoint_is_refused(honest, cache, tmp_path):
-    forged = _copy(honest, tmp_path)
+    forged = _copy(honest["folder"], tmp_path)
     shutil.rmtree(forged / VOTING_RUN / "checkpoints" / "step-0000001")
     with pytest.raises(SubmissionError, match=r"voting_plurality_n2/seed0/checkpoints/step-0000001: missing or "
                                               r"incomplete; kept-suite@1 keeps 2 checkpoints of every run"):
         validate_suite(forged, suite=honest["suite"])
-    forged = _copy(honest, tmp_path / "b")
+    forged = _copy(honest["folder"], tmp_path / "b")
     (forged / KUHN_RUN / "checkpoints" / "step-0000001" / "state.safetensors").unlink()
     with pytest.raises(SubmissionError, match="kuhn/seed1/checkpoints/step-0000001: missing or incomplete"):
         validate_suite(forged, suite=honest["suite"])
 
 
 def test_a_kept_checkpoint_from_another_step_or_an_extra_one_is_refused(honest, cache, tmp_path):
-    forged = _copy(honest, tmp_path)
+    forged = _copy(honest["folder"], tmp_path)
     ckpts = forged / VOTING_RUN / "checkpoints"
     shutil.rmtree(ckpts / "step-0000001")
     shutil.copytree(ckpts / "step-0000002", ckpts / "step-0000001")       # the final policy passed off as step 1
     with pytest.raises(SubmissionError, match=r"step-0000001/meta.json: from step 2, not 1"):
         validate_suite(forged, suite=honest["suite"])
-    forged = _copy(honest, tmp_path / "b")
+    forged = _copy(honest["folder"], tmp_path / "b")
     ckpts = forged / VOTING_RUN / "checkpoints"
     shutil.copytree(ckpts / "step-0000001", ckpts / "step-0000003")
     with pytest.raises(SubmissionError, match=r"checkpoints: holds .*step-0000003.*keeps exactly"):
@@ -89,7 +76,7 @@ def test_a_kept_checkpoint_from_another_step_or_an_extra_one_is_refused(honest, 
 
 
 def test_edited_weights_in_a_kept_checkpoint_are_re_scored_and_caught_by_reproduce(honest, cache, tmp_path):
-    forged = _copy(honest, tmp_path)
+    forged = _copy(honest["folder"], tmp_path)
     ckpts = forged / VOTING_RUN / "checkpoints"
     shutil.copyfile(ckpts / "step-0000002" / "state.safetensors", ckpts / "step-0000001" / "state.safetensors")
     v = validate_suite(forged, suite=honest["suite"])       # scored from what it ships: step 1 now plays as step 2
