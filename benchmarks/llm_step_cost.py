@@ -219,7 +219,8 @@ def table(clock: Clock, info: dict, args) -> str:
              f"repeat(s)", "",
              "| phase | s | x anchor | CPU s | prompt tokens | token positions run |", "|---|---:|---:|---:|---:|---:|"]
     for name, s in clock.s.items():
-        lines.append(f"| {name} | {s:.2f} | {s / anchor:.2f} | {clock.cpu[name]:.2f} | {clock.prompts.get(name, '')} | "
+        ratio = "" if math.isnan(anchor) else f"{s / anchor:.2f}"
+        lines.append(f"| {name} | {s:.2f} | {ratio} | {clock.cpu[name]:.2f} | {clock.prompts.get(name, '')} | "
                      f"{clock.run.get(name, '')} |")
     return "\n".join(lines)
 
