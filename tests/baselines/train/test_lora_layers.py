@@ -6,7 +6,6 @@ the ``tiny`` model (``tiny`` itself has one layer), saved as a local model folde
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
