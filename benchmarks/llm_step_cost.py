@@ -19,12 +19,20 @@ embedding, padding included).
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/llm_step_cost.py --model smollm2-135m --eval-episodes 8
     python benchmarks/llm_step_cost.py --model tiny          # seconds; the same table
 
+``--lora-layers 0,8,4``: the whole measurement (rollout, update, evaluation) for each value of the trainer's
+``--lora-layers`` (0 = adapters on every layer), in the same process on the same batch, each phase at every K before
+the next phase (the rollout's episodes are checked to be identical: at init every adapter adds exactly 0), then a
+table of each phase's CPU and wall seconds at each K and the CPU ratio to the same phase at the first K (the anchor
+of that table; on a shared machine wall seconds follow the share the process got, CPU seconds of one torch thread
+follow its work). ``--no-bare-forward`` leaves out the other anchor.
+
 Prints a markdown table; the numbers in ``benchmarks/RESULTS.md`` ("The LLM step's cost", issue 43) come from it.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from contextlib import contextmanager
@@ -45,6 +53,7 @@ class Clock:
 
     def __init__(self) -> None:
         self.s: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}        # this process's CPU seconds per phase (one torch thread: its work)
         self.run: dict[str, int] = {}          # token positions the model ran per phase
         self.prompts: dict[str, int] = {}      # the prompts' total length per phase
         self._phase: str | None = None
@@ -56,11 +65,12 @@ class Clock:
     @contextmanager
     def time(self, name: str):
         outer, self._phase = self._phase, name
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             yield
         finally:
             self.s[name] = self.s.get(name, 0.0) + time.perf_counter() - t0
+            self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - c0
             self._phase = outer
 
 
@@ -78,7 +88,7 @@ def _timed_policies(policies: dict, clock: Clock, prefix: str) -> dict:
     return out
 
 
-def build(args):
+def build(args, lora_layers: int = 0):
     from baselines.train import TrainConfig
     from baselines.train.dist import Dist
     from baselines.train.learners import build_team
@@ -86,7 +96,7 @@ def build(args):
 
     s = SETUPS[args.setup]
     cfg = TrainConfig(env="think_solve-v0", env_kwargs=s["env_kwargs"], action_mode=s["action_mode"], model=args.model,
-                      mode=s["mode"], adapters="per_role", partners=s["partners"], lr=1e-6,
+                      mode=s["mode"], adapters="per_role", partners=s["partners"], lr=1e-6, lora_layers=lora_layers,
                       max_new_tokens=args.max_new_tokens, tasks_per_step=args.tasks, group_size=args.group_size)
     env = make("think_solve-v0", **s["env_kwargs"], action_mode=s["action_mode"])
     torch.manual_seed(0)
@@ -147,58 +157,96 @@ def update_phases(learner, samples, budget: int, clock: Clock, tag: str = "updat
     learner.optimizer.zero_grad(set_to_none=True)
 
 
-def measure(args) -> tuple[Clock, dict]:
+def measure(args, ks: list[int]) -> dict[int, tuple[Clock, dict]]:
+    """Every phase for each ``--lora-layers`` value of ``ks``, interleaved: each phase runs at every K before the
+    next phase starts, so a change of the machine's load between phases touches every K alike."""
     from baselines.rollout import RolloutEngine
     from baselines.train.exact_eval import evaluate
     from baselines.train.update import trained_samples
 
-    cfg, team = build(args)
-    learner = next(lr for lr in team.learners if lr.trainable)
-    clock = Clock()
-    learner.module.get_input_embeddings().register_forward_hook(clock.count)
-    info: dict = {}
-    engine = RolloutEngine(_timed_policies(team.policies, clock, "rollout"), show_progress=False)
+    runs = {}
+    for k in ks:
+        cfg, team = build(args, k)
+        learner = next(lr for lr in team.learners if lr.trainable)
+        clock = Clock()
+        learner.module.get_input_embeddings().register_forward_hook(clock.count)
+        runs[k] = cfg, team, learner, clock, {}
     kwargs = {**SETUPS[args.setup]["env_kwargs"], "action_mode": SETUPS[args.setup]["action_mode"]}
-    with clock.time("rollout"):
-        episodes = engine.run("think_solve-v0", args.tasks, args.group_size, seed=11, env_kwargs=kwargs)
-    clock.prompts["rollout"] = sum(len(t.prompt_ids) for e in episodes for t in e.turns if t.role in learner.trainable)
-    rng = np.random.default_rng(0)
-    adv = [[float(rng.choice([-1.0, 1.0])) for _ in e.turns] for e in episodes]
-    samples = trained_samples(episodes, adv, set(learner.trainable))
-    info["decisions"] = {r: sum(s.role == r for s in samples) for r in learner.trainable}
-    info["distinct_prompts"] = {r: len({tuple(s.prompt_ids) for s in samples if s.role == r})
-                                for r in learner.trainable}
-    info["reward"] = float(np.mean([e.team_rewards["team"] for e in episodes]))
-    info["texts"] = [t.text for e in episodes[:: args.group_size] for t in e.turns if t.role == "thinker"]
-    budget = cfg.micro_batch_tokens
+    for k, (cfg, team, learner, clock, info) in runs.items():
+        engine = RolloutEngine(_timed_policies(team.policies, clock, "rollout"), show_progress=False)
+        with clock.time("rollout"):
+            episodes = engine.run("think_solve-v0", args.tasks, args.group_size, seed=11, env_kwargs=kwargs)
+        clock.prompts["rollout"] = sum(len(t.prompt_ids) for e in episodes for t in e.turns
+                                       if t.role in learner.trainable)
+        rng = np.random.default_rng(0)
+        adv = [[float(rng.choice([-1.0, 1.0])) for _ in e.turns] for e in episodes]
+        info["samples"] = samples = trained_samples(episodes, adv, set(learner.trainable))
+        info["decisions"] = {r: sum(s.role == r for s in samples) for r in learner.trainable}
+        info["distinct_prompts"] = {r: len({tuple(s.prompt_ids) for s in samples if s.role == r})
+                                    for r in learner.trainable}
+        info["reward"] = float(np.mean([e.team_rewards["team"] for e in episodes]))
+        info["texts"] = [t.text for e in episodes[:: args.group_size] for t in e.turns if t.role == "thinker"]
+        info["moves"] = [(t.role, t.text, t.prompt_ids) for e in episodes for t in e.turns]
+        first = runs[ks[0]][4]["moves"]
+        if info["moves"] != first:      # at init every adapter adds exactly 0: the same episodes at every K
+            raise SystemExit(f"--lora-layers {k} played other episodes than {ks[0]}: the comparison is void")
     for _ in range(args.repeats):
-        with clock.time("anchor: bare_forward"):
-            bare_forward(learner, samples, budget)
-        update_phases(learner, samples, budget, clock)
-        if args.unshared:
-            with unshared():
-                update_phases(learner, samples, budget, clock, "update_unshared")
-    clock.prompts["anchor: bare_forward"] = sum(len(s.prompt_ids) for s in samples)
-    if args.eval_episodes and args.setup == "choice":
-        stats = learner.hf_policy.stats
-        before = stats.prompt_tokens
-        with clock.time("exact_eval"):
-            evaluate(_timed_policies(team.policies, clock, "exact_eval"), "think_solve-v0", kwargs,
-                     args.eval_episodes)
-        clock.prompts["exact_eval"] = stats.prompt_tokens - before
-    return clock, info
+        for k, (cfg, team, learner, clock, info) in runs.items():
+            if not args.no_bare_forward:
+                with clock.time("anchor: bare_forward"):
+                    bare_forward(learner, info["samples"], cfg.micro_batch_tokens)
+            update_phases(learner, info["samples"], cfg.micro_batch_tokens, clock)
+            if args.unshared:
+                with unshared():
+                    update_phases(learner, info["samples"], cfg.micro_batch_tokens, clock, "update_unshared")
+    for k, (cfg, team, learner, clock, info) in runs.items():
+        clock.prompts["anchor: bare_forward"] = sum(len(s.prompt_ids) for s in info["samples"])
+        if args.eval_episodes and args.setup == "choice":
+            stats = learner.hf_policy.stats
+            before = stats.prompt_tokens
+            with clock.time("exact_eval"):
+                evaluate(_timed_policies(team.policies, clock, "exact_eval"), "think_solve-v0", kwargs,
+                         args.eval_episodes)
+            clock.prompts["exact_eval"] = stats.prompt_tokens - before
+    return {k: (clock, info) for k, (_, _, _, clock, info) in runs.items()}
 
 
 def table(clock: Clock, info: dict, args) -> str:
-    anchor = clock.s["anchor: bare_forward"]
+    anchor = clock.s.get("anchor: bare_forward", math.nan)
     lines = [f"model {args.model}, setup {args.setup}, {args.tasks} tasks x {args.group_size} samples, decisions "
              f"{info['decisions']} ({info['distinct_prompts']} distinct prompts), batch reward {info['reward']:.3f}, "
              f"{torch.get_num_threads()} torch thread(s); update rows and the anchor summed over {args.repeats} "
              f"repeat(s)", "",
-             "| phase | s | x anchor | prompt tokens | token positions run |", "|---|---:|---:|---:|---:|"]
+             "| phase | s | x anchor | CPU s | prompt tokens | token positions run |", "|---|---:|---:|---:|---:|---:|"]
     for name, s in clock.s.items():
-        lines.append(f"| {name} | {s:.2f} | {s / anchor:.2f} | {clock.prompts.get(name, '')} | "
+        ratio = "" if math.isnan(anchor) else f"{s / anchor:.2f}"
+        lines.append(f"| {name} | {s:.2f} | {ratio} | {clock.cpu[name]:.2f} | {clock.prompts.get(name, '')} | "
                      f"{clock.run.get(name, '')} |")
+    return "\n".join(lines)
+
+
+def compare(clocks: dict[int, Clock]) -> str:
+    """Each phase's seconds at each ``--lora-layers`` value and their ratio to the first value's: CPU seconds of
+    this process (with one torch thread, the work done, whatever share of the machine it got) and wall seconds."""
+    ks = list(clocks)
+    name = {k: "all layers" if k == 0 else f"top {k}" for k in ks}
+    rows = dict.fromkeys(n for c in clocks.values() for n in c.s if not n.startswith("update_unshared"))
+    lines = [f"phase seconds by --lora-layers (x = ratio to {name[ks[0]]}, same batch, same process, phases "
+             "interleaved)", "",
+             "| phase | " + " | ".join(f"{name[k]}: CPU s | x | wall s" for k in ks) + " |",
+             "|---|" + "---:|---:|---:|" * len(ks)]
+
+    def row(label, cpu, wall):
+        cells = [f"{c:.2f} | {c / cpu[0]:.2f} | {w:.1f}" if cpu[0] else f"{c:.2f} | | {w:.1f}"
+                 for c, w in zip(cpu, wall)]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for n in rows:
+        row(n, [clocks[k].cpu.get(n, 0.0) for k in ks], [clocks[k].s.get(n, 0.0) for k in ks])
+    update = {k: [n for n in clocks[k].s if n.startswith("update/")] for k in ks}
+    row("update, all phases", [sum(clocks[k].cpu[n] for n in update[k]) for k in ks],
+        [sum(clocks[k].s[n] for n in update[k]) for k in ks])
+    row("step: rollout + update", [clocks[k].cpu["rollout"] + sum(clocks[k].cpu[n] for n in update[k]) for k in ks],
+        [clocks[k].s["rollout"] + sum(clocks[k].s[n] for n in update[k]) for k in ks])
     return "\n".join(lines)
 
 
@@ -213,12 +261,23 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=1, help="update passes and anchors, alternating")
     p.add_argument("--unshared", action="store_true", help="also time each update pass with free-text turns scored "
                    "one row per (prompt, completion), as before prompts were shared (update_unshared/...)")
+    p.add_argument("--no-bare-forward", action="store_true", help="leave out the bare_forward anchor (with several "
+                   "--lora-layers the comparison's anchor is the first value's run)")
+    p.add_argument("--lora-layers", default="0", help="comma-separated values of the trainer's --lora-layers, "
+                   "each measured in turn (0 = adapters on every layer); with several, a table compares them")
     args = p.parse_args(argv)
+    try:
+        ks = [int(x) for x in args.lora_layers.split(",")]
+    except ValueError:
+        p.error(f"--lora-layers must be comma-separated integers, got {args.lora_layers!r}")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    clock, info = measure(args)
-    print(table(clock, info, args))
+    runs = measure(args, ks)
+    for k, (clock, info) in runs.items():
+        print(f"\n--lora-layers {k}: " + table(clock, info, args))
+    if len(ks) > 1:
+        print("\n" + compare({k: clock for k, (clock, _) in runs.items()}))
     if args.setup == "hint":
-        print("\nthe first sample's hint of each task:", *(repr(t) for t in info["texts"]), sep="\n  ")
+        print("\nthe first sample's hint of each task:", *(repr(t) for t in runs[ks[0]][1]["texts"]), sep="\n  ")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ BACKENDS = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16")        # --dtype: the training dtypes
 # Fields added after runs were hashed, with the default under which a run trains as it did before they existed:
 # TrainConfig.hash() leaves a field out at that value, so the hash of an older run (and its --resume) is unchanged.
-NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0}
+NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0, "lora_layers": 0}
 # config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
 LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
 
@@ -79,6 +79,10 @@ class TrainConfig:
                                "of a model) or 'per_role' (one adapter per role on a shared base)")
     lora_r: int = _f(8, "LoRA rank (with --adapters shared or per_role)")
     lora_alpha: float = _f(16.0, "LoRA alpha, the adapter's scale numerator (with --adapters shared or per_role)")
+    lora_layers: int = _f(0, "LoRA adapters on the top K transformer layers only (with --adapters shared or "
+                             "per_role; 1 <= K <= the model's layers); the layers below stay the frozen base model, "
+                             "so the update's backward stops at the lowest adapted layer (measured in "
+                             "benchmarks/RESULTS.md, issue 43); 0 = every layer")
     frozen: str = _f("", "comma-separated roles whose policy plays but is not trained (e.g. 'solver')")
     partners: str = _f("", "roles played by a scripted bot: 'player_1=reference' (the env's reference bot) or "
                            "'player_1=random'")
@@ -278,7 +282,7 @@ class TrainConfig:
                      "save_every", "keep_checkpoints", "lora_r", "lora_alpha"):
             positive(name, getattr(self, name))
         for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip",
-                     "alternate_every", "temperature", "seed"):
+                     "alternate_every", "temperature", "seed", "lora_layers"):
             if not 0 <= getattr(self, name) < math.inf:      # NaN and inf too: a NaN lr trains to NaN weights
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
                                  f"got {getattr(self, name)!r}")
@@ -305,10 +309,10 @@ class TrainConfig:
         if self.adapters not in ADAPTERS:
             raise ValueError(f"--adapters must be one of {list(ADAPTERS)}, got {self.adapters!r}")
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        lora_set = any(getattr(self, n) != defaults[n] for n in ("lora_r", "lora_alpha"))
+        lora_set = any(getattr(self, n) != defaults[n] for n in ("lora_r", "lora_alpha", "lora_layers"))
         if new_run and self.adapters == "none" and lora_set:
-            raise ValueError("--lora-r and --lora-alpha shape LoRA adapters, and --adapters is 'none' (the full "
-                             "weights are trained): give --adapters shared or per_role, or leave them out")
+            raise ValueError("--lora-r, --lora-alpha and --lora-layers shape LoRA adapters, and --adapters is 'none' "
+                             "(the full weights are trained): give --adapters shared or per_role, or leave them out")
         if self.mode not in MODES:
             raise ValueError(f"--mode must be one of {list(MODES)}, got {self.mode!r}")
         if self.choice_scoring not in CHOICE_SCORINGS:

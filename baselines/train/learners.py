@@ -5,7 +5,9 @@ Which weights, as a choice and not a fork of the code (:func:`build_team`):
 
 * one shared model for every role (``--model tiny``; SPIRAL, MARSHAL);
 * one LoRA adapter per role on a shared base (``--adapters per_role``; peft, the batch split by role) or one shared
-  adapter (``--adapters shared``);
+  adapter (``--adapters shared``), of rank ``--lora-r`` and scale ``--lora-alpha``, on every linear layer of every
+  transformer layer, or of the top K layers only (``--lora-layers K``: the update's backward stops there,
+  :func:`top_layers`);
 * separate models per role, possibly of different sizes (``--model thinker=smollm2-135m,solver=tiny``);
 * frozen roles (``--frozen solver``: played, never updated) and scripted partners (``--partners
   player_1=reference``);
@@ -474,6 +476,7 @@ def _partner_policies(cfg, partners: dict[str, str]) -> dict[str, Policy]:
 
 def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: str) -> LLMLearner:
     model, tok = load_model(name, device=cfg.device)
+    layers = top_layers(model, cfg.lora_layers, name) if cfg.adapters != "none" else None   # refused before vLLM starts
     model.requires_grad_(True)
     settings = dict(mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                     choice_scoring=cfg.choice_scoring)
@@ -489,8 +492,10 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
         from peft import LoraConfig, get_peft_model  # lazy: an optional package, only --adapters lora needs it
     except ImportError:
         raise ImportError("--adapters needs peft: pip install peft") from None
-    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules="all-linear", lora_dropout=0.0,
-                      task_type="CAUSAL_LM")
+    # peft takes layers_to_transform only with the module names spelled out: the ones "all-linear" would adapt
+    targets = "all-linear" if layers is None else linear_names(model)
+    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, target_modules=targets, lora_dropout=0.0,
+                      task_type="CAUSAL_LM", layers_to_transform=layers)
     names = list(roles) if cfg.adapters == "per_role" else ["shared"]
     peft_model = get_peft_model(model, lora, adapter_name=names[0])
     for adapter in names[1:]:
@@ -507,6 +512,34 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
                          hf_policy=inner)
     learner.engine = engine
     return learner
+
+
+def top_layers(model, k: int, name: str) -> list[int] | None:
+    """``--lora-layers K``: the indices of the model's top ``k`` transformer layers, the ones that get LoRA adapters
+    (peft's ``layers_to_transform``); ``None`` for ``k = 0`` (every layer). A ``ValueError`` naming the flag when
+    ``k`` is not in 1..layers.
+
+    Why it is cheaper, exactly: the layers below stay the frozen base model with no adapter, so no tensor they
+    compute requires a gradient (the embedding is frozen too); autograd records no graph for them, keeps none of
+    their activations, and the update's backward stops at the lowest adapted layer. Their forward still runs."""
+    if k == 0:
+        return None
+    n = getattr(model.config, "num_hidden_layers", None)
+    if not isinstance(n, int):
+        raise ValueError(f"--lora-layers {k}: model {name!r} does not say how many transformer layers it has "
+                         "(config.num_hidden_layers); leave --lora-layers out to adapt every layer")
+    if not 1 <= k <= n:
+        raise ValueError(f"--lora-layers {k}: model {name!r} has {n} transformer layers; give 1..{n} (the top K "
+                         "layers get adapters), or leave it out to adapt every layer")
+    return list(range(n - k, n))
+
+
+def linear_names(model) -> list[str]:
+    """The names (last component) of the model's linear layers, its output layer left out: the modules peft's
+    ``target_modules="all-linear"`` adapts, spelled out (peft refuses ``layers_to_transform`` with the string)."""
+    head = model.get_output_embeddings()
+    return sorted({n.rpartition(".")[2] for n, m in model.named_modules()
+                   if isinstance(m, nn.Linear) and m is not head})
 
 
 def _vllm_engine(cfg, name: str, label: str, model, tok, settings: dict, roles: list[str]):

@@ -158,12 +158,13 @@ def test_a_run_written_before_the_resolved_block_loads_resumes_and_counts_as_fin
     assert complete_run(run, 3) and read_run_config(run).resolved.config_hash == old["config_hash"]
 
 
-@pytest.mark.parametrize("lora", [{"lora_r": 4}, {"lora_alpha": 32.0}])
+@pytest.mark.parametrize("lora", [{"lora_r": 4}, {"lora_alpha": 32.0}, {"lora_layers": 2}])
 def test_lora_settings_without_adapters_are_refused_and_a_run_made_with_them_still_loads(tmp_path, lora):
     # --lora-r without --adapters trained the full weights without a word
     from baselines.train.config import read_run_config
 
-    with pytest.raises(ValueError, match="--lora-r and --lora-alpha shape LoRA adapters, and --adapters is 'none'"):
+    with pytest.raises(ValueError, match="--lora-r, --lora-alpha and --lora-layers shape LoRA adapters, and "
+                                         "--adapters is 'none'"):
         train(_kuhn_one_step(tmp_path / "new", **lora))
     assert not (tmp_path / "new").exists()
     cfg = _kuhn_one_step(tmp_path / "old")
