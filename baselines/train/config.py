@@ -44,7 +44,7 @@ BACKENDS = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16")        # --dtype: the training dtypes
 # Fields added after runs were hashed, with the default under which a run trains as it did before they existed:
 # TrainConfig.hash() leaves a field out at that value, so the hash of an older run (and its --resume) is unchanged.
-NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0}
+NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0, "partners_steps": 0}
 # config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
 LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
 
@@ -82,6 +82,12 @@ class TrainConfig:
     frozen: str = _f("", "comma-separated roles whose policy plays but is not trained (e.g. 'solver')")
     partners: str = _f("", "roles played by a scripted bot: 'player_1=reference' (the env's reference bot) or "
                            "'player_1=random'")
+    partners_steps: int = _f(0, "a curriculum: with --partners, the bots play their roles in steps 0..N-1 only (those "
+                                "roles are not trained then); from step N the roles' own models (--model) play them "
+                                "and are trained. E.g. --partners thinker=reference --partners-steps 10: the solver "
+                                "first learns to read a relayed clue. The phase follows from the step, so --resume "
+                                "across step N is exact; metrics.jsonl logs partners_playing. 0 = the bots play the "
+                                "whole run")
     alternate_every: int = _f(0, "train one role at a time, switching every N steps (CCPO's schedule); 0 = all "
                                  "roles every step")
     # ---- credit
@@ -278,7 +284,7 @@ class TrainConfig:
                      "save_every", "keep_checkpoints", "lora_r", "lora_alpha"):
             positive(name, getattr(self, name))
         for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip",
-                     "alternate_every", "temperature", "seed"):
+                     "alternate_every", "partners_steps", "temperature", "seed"):
             if not 0 <= getattr(self, name) < math.inf:      # NaN and inf too: a NaN lr trains to NaN weights
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
                                  f"got {getattr(self, name)!r}")
@@ -286,6 +292,14 @@ class TrainConfig:
             raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
                              f"seeds at 2**40), got {self.seed!r}")
 
+        if self.partners_steps and not self.partners.replace(",", "").strip():
+            raise ValueError(f"--partners-steps {self.partners_steps} hands the roles of --partners to their models at "
+                             "that step, and --partners is empty: give --partners ROLE=reference (or random), or "
+                             "leave --partners-steps out")
+        if self.partners_steps and self.credit == "oracle":
+            raise ValueError("--credit oracle scores its counterfactuals with the team's learned policies, which do "
+                             "not play the --partners roles before --partners-steps: train oracle without a "
+                             "curriculum")
         if self.steps * self.tasks_per_step > SEED_STREAM:      # each step's seeds check it too: here, before step 0
             raise ValueError(f"--steps x --tasks-per-step is {self.steps * self.tasks_per_step:,} training tasks; a "
                              f"seed owns {SEED_STREAM:,} (the next seed's tasks start there): fewer steps or tasks")

@@ -8,7 +8,8 @@ Which weights, as a choice and not a fork of the code (:func:`build_team`):
   adapter (``--adapters shared``);
 * separate models per role, possibly of different sizes (``--model thinker=smollm2-135m,solver=tiny``);
 * frozen roles (``--frozen solver``: played, never updated) and scripted partners (``--partners
-  player_1=reference``);
+  player_1=reference``), for the whole run or, with ``--partners-steps N``, for its first N steps only (a
+  curriculum: the role's own model plays it and is trained from step N on; :class:`Team`);
 * a small MLP on the numeric observation (``--model mlp``, discrete mode): the micro tier.
 
 Who plays the roles: the learner's own model (``--backend hf``, the default), or with ``--backend vllm`` a vLLM
@@ -401,6 +402,23 @@ class Team:
     learners: list[Learner]
     policies: dict[str, Policy]        # role -> the policy that plays it (learners' and scripted partners')
     trainable: list[str]               # roles whose turns are trained
+    # --partners-steps N (a curriculum): role -> the scripted bot that plays it in steps 0..N-1 instead of
+    # ``policies[role]`` (the role's own model, trained from step N on)
+    scripted: dict[str, Policy] = field(default_factory=dict)
+    scripted_steps: int = 0
+
+    def scripted_at(self, k: int) -> list[str]:
+        """The roles the curriculum's bots play at step ``k`` (sorted; none from step ``scripted_steps`` on)."""
+        return sorted(self.scripted) if k < self.scripted_steps else []
+
+    def playing(self, k: int) -> dict[str, Policy]:
+        """Role -> the policy that plays it at step ``k``."""
+        return {**self.policies, **{r: self.scripted[r] for r in self.scripted_at(k)}}
+
+    def trainable_at(self, k: int) -> list[str]:
+        """The roles trained at step ``k``: :attr:`trainable` less the roles a bot plays then."""
+        now = set(self.scripted_at(k))
+        return [r for r in self.trainable if r not in now]
 
 
 def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Team:
@@ -413,11 +431,17 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     with ``--compile`` (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's
     checkpoint player)."""
     partners = cfg.partner_by_role(roles)
+    curriculum = getattr(cfg, "partners_steps", 0)     # the bots hand their roles to the models at this step
     spec = cfg.model_spec
-    models = spec.for_roles(roles, cfg.env, partners)
+    try:
+        models = spec.for_roles(roles, cfg.env, () if curriculum else partners)
+    except ValueError as e:
+        raise ValueError(f"{e} (--partners-steps {curriculum}: the roles of --partners are played by their own "
+                         "models from that step on)" if curriculum else str(e)) from None
     frozen = cfg.frozen_roles(roles)
     for role in partners:
-        models.pop(role, None)
+        if not curriculum:
+            models.pop(role, None)
         if role in frozen:
             raise ValueError(f"role {role!r} is a scripted partner; it cannot also be --frozen")
     if not models:
@@ -429,7 +453,8 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
             groups[0][1].append(role)
         else:
             groups.append((name, [role]))
-    policies = _partner_policies(cfg, partners)
+    scripted = _partner_policies(cfg, partners)
+    policies = {} if curriculum else dict(scripted)
     learners: list[Learner] = []
     for n, (name, group_roles) in enumerate(groups):
         trainable = [r for r in group_roles if r not in frozen]
@@ -447,6 +472,10 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     trained = [r for lr in learners for r in lr.trainable]
     if not trained:
         raise ValueError(f"every role is frozen or scripted ({', '.join(roles)}): nothing would be trained")
+    if curriculum and not [r for r in trained if r not in partners]:
+        raise ValueError(f"--partners-steps {curriculum}: in steps 0..{curriculum - 1} the bots play every trained "
+                         f"role ({', '.join(trained)}): nothing would be trained then. Leave a trained role to a "
+                         "model (--partners names fewer roles) or start without --partners-steps")
     if prepare is not None:
         for learner in learners:
             if learner.trainable:
@@ -454,6 +483,8 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
                     learner.keep_reference()     # the initial weights, before any update (a resume loads the saved)
                 # the one place TrainConfig becomes this learner's update settings (per-model defaults filled in)
                 learner.set_up_training(cfg.learner_settings(learner.model_name), prepare, cfg.compile)
+    if curriculum:
+        return Team(learners, policies, trained, scripted, curriculum)
     return Team(learners, policies, trained)
 
 
