@@ -44,7 +44,7 @@ BACKENDS = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16")        # --dtype: the training dtypes
 # Fields added after runs were hashed, with the default under which a run trains as it did before they existed:
 # TrainConfig.hash() leaves a field out at that value, so the hash of an older run (and its --resume) is unchanged.
-NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0, "partners_steps": 0}
+NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0}
 # config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
 LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
 
@@ -81,13 +81,11 @@ class TrainConfig:
     lora_alpha: float = _f(16.0, "LoRA alpha, the adapter's scale numerator (with --adapters shared or per_role)")
     frozen: str = _f("", "comma-separated roles whose policy plays but is not trained (e.g. 'solver')")
     partners: str = _f("", "roles played by a scripted bot: 'player_1=reference' (the env's reference bot) or "
-                           "'player_1=random'")
-    partners_steps: int = _f(0, "a curriculum: with --partners, the bots play their roles in steps 0..N-1 only (those "
-                                "roles are not trained then); from step N the roles' own models (--model) play them "
-                                "and are trained. E.g. --partners thinker=reference --partners-steps 10: the solver "
-                                "first learns to read a relayed clue. The phase follows from the step, so --resume "
-                                "across step N is exact; metrics.jsonl logs partners_playing. 0 = the bots play the "
-                                "whole run")
+                           "'player_1=random'; 'ROLE=BOT:N' is a curriculum: the bot plays ROLE in steps 0..N-1 "
+                           "(ROLE is not trained then), ROLE's own model (--model) plays it and is trained from step "
+                           "N on (e.g. 'thinker=reference:10': the solver first learns to read a relayed clue; "
+                           "metrics.jsonl logs partners_playing; the phase follows from the step, so --resume "
+                           "across step N is exact)")
     alternate_every: int = _f(0, "train one role at a time, switching every N steps (CCPO's schedule); 0 = all "
                                  "roles every step")
     # ---- credit
@@ -242,17 +240,36 @@ class TrainConfig:
         return parse_model(self.model)
 
     def partner_by_role(self, roles: Sequence[str]) -> dict[str, str]:
-        out = {}
+        """Role -> the bot of ``--partners`` that plays it (``"reference"`` or ``"random"``), or a ``ValueError``
+        naming the part at fault."""
+        return {role: kind for role, (kind, _) in self._partner_parts(roles).items()}
+
+    def partner_steps(self, roles: Sequence[str]) -> dict[str, int]:
+        """Role -> N for every ``ROLE=BOT:N`` of ``--partners`` (the curriculum: the bot plays the role in steps
+        0..N-1, the role's model from step N on); the roles a bot plays all run are not in it."""
+        return {role: n for role, (_, n) in self._partner_parts(roles).items() if n is not None}
+
+    def _partner_parts(self, roles: Sequence[str]) -> dict[str, tuple[str, int | None]]:
+        out: dict[str, tuple[str, int | None]] = {}
         for part in (p.strip() for p in self.partners.split(",") if p.strip()):
-            role, sep, kind = part.partition("=")
+            role, sep, bot = part.partition("=")
+            kind, colon, steps = bot.partition(":")
             if not sep or kind not in ("reference", "random"):
-                raise ValueError(f"--partners part {part!r} is not ROLE=reference or ROLE=random")
+                raise ValueError(f"--partners part {part!r} is not ROLE=reference or ROLE=random (or ROLE=BOT:N, "
+                                 "the bot for the first N steps)")
+            n = None
+            if colon:
+                if not (steps.isascii() and steps.isdigit() and 0 < int(steps) <= SEED_STREAM):
+                    raise ValueError(f"--partners part {part!r}: N in ROLE=BOT:N is the step at which ROLE's own "
+                                     f"model takes over, a whole number >= 1, got {steps!r}")
+                n = int(steps)
             if role not in roles:
                 raise ValueError(f"--partners names role {role!r}, which {self.env} does not have; its roles: "
                                  f"{', '.join(roles)}")
-            if role in out and out[role] != kind:      # the last would win without a word
-                raise ValueError(f"--partners gives role {role!r} two bots ({out[role]} and {kind})")
-            out[role] = kind
+            if role in out and out[role] != (kind, n):      # the last would win without a word
+                raise ValueError(f"--partners gives role {role!r} two bots ({out[role][0]} and {kind}) or two "
+                                 "switch steps")
+            out[role] = (kind, n)
         return out
 
     def frozen_roles(self, roles: Sequence[str]) -> list[str]:
@@ -284,7 +301,7 @@ class TrainConfig:
                      "save_every", "keep_checkpoints", "lora_r", "lora_alpha"):
             positive(name, getattr(self, name))
         for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip",
-                     "alternate_every", "partners_steps", "temperature", "seed"):
+                     "alternate_every", "temperature", "seed"):
             if not 0 <= getattr(self, name) < math.inf:      # NaN and inf too: a NaN lr trains to NaN weights
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
                                  f"got {getattr(self, name)!r}")
@@ -292,13 +309,9 @@ class TrainConfig:
             raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
                              f"seeds at 2**40), got {self.seed!r}")
 
-        if self.partners_steps and not self.partners.replace(",", "").strip():
-            raise ValueError(f"--partners-steps {self.partners_steps} hands the roles of --partners to their models at "
-                             "that step, and --partners is empty: give --partners ROLE=reference (or random), or "
-                             "leave --partners-steps out")
-        if self.partners_steps and self.credit == "oracle":
+        if new_run and self.credit == "oracle" and ":" in self.partners:
             raise ValueError("--credit oracle scores its counterfactuals with the team's learned policies, which do "
-                             "not play the --partners roles before --partners-steps: train oracle without a "
+                             "not play a role of --partners ROLE=BOT:N before step N: train oracle without a "
                              "curriculum")
         if self.steps * self.tasks_per_step > SEED_STREAM:      # each step's seeds check it too: here, before step 0
             raise ValueError(f"--steps x --tasks-per-step is {self.steps * self.tasks_per_step:,} training tasks; a "

@@ -9,13 +9,12 @@ settings resolved once, :meth:`~baselines.train.config.TrainConfig.learner_setti
 A credit method with a learned critic (``mappo``, ``ippo``) gets the turns' states recorded
 (``RolloutEngine(record_state=method.needs_state)``) and trains it with ``method.update(episodes)`` right after
 ``advantages``; what it returns is logged as ``credit/<name>`` (e.g. ``credit/critic_loss``) and its state is in the
-checkpoint's ``credit`` entry. With ``--partners-steps N`` (a curriculum) the ``--partners`` bots play their roles
-in steps 0..N-1 and those roles' own models from step N on (:meth:`Team.playing
-<baselines.train.learners.Team.playing>`); the phase is a function of the step, so a resumed run switches at the
-same step; the held-out evaluation always scores the models (a bot reports no distribution). With ``--eval-every
-N`` the team's policies are scored exactly on held-out seeds (:mod:`baselines.train.exact_eval`): ``eval_start/...``
-in step 0's line, ``eval/...`` after every N-th update and the last. Under ``accelerate launch --num_processes N``
-the steps run data parallel (:mod:`baselines.train.dist`).
+checkpoint's ``credit`` entry. With ``--partners ROLE=BOT:N`` (a curriculum) the bot plays ROLE in steps 0..N-1
+and ROLE's own model from step N on (:meth:`Team.playing <baselines.train.learners.Team.playing>`); the phase is a
+function of the step, so a resumed run switches at the same step; the held-out evaluation always scores the models
+(a bot reports no distribution). With ``--eval-every N`` the team's policies are scored exactly on held-out seeds
+(:mod:`baselines.train.exact_eval`): ``eval_start/...`` in step 0's line, ``eval/...`` after every N-th update and
+the last. Under ``accelerate launch --num_processes N`` the steps run data parallel (:mod:`baselines.train.dist`).
 """
 
 from __future__ import annotations
@@ -101,8 +100,7 @@ class State:
     run: Run
     dist: Dist
     team: Team                     # the learners (each with its resolved update settings) and every role's policy
-    engine: RolloutEngine          # plays team.policies
-    warmup_engine: RolloutEngine | None     # --partners-steps: plays team.playing(0), the bots' phase
+    engines: dict[tuple[str, ...], RolloutEngine]   # by the roles a curriculum's bots play (): team.policies
     log: Log | None                # the main process's metrics (None on the other processes)
     start: int                     # the first step of this process: 0, or the resumed checkpoint's step
     freeze: bool                   # an MLP run: the garbage collector's schedule of _collect_once_per_step
@@ -136,10 +134,10 @@ def _train_in(cfg: TrainConfig, run: Run, dist: Dist, freeze: bool) -> dict[str,
     log = Log(cfg, run.out, start) if dist.main else None
     run.method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
     pool: dict = {}              # the engines' envs, shared
-    engine = RolloutEngine(team.policies, show_progress=False, record_state=run.method.needs_state, env_pool=pool)
-    warmup = RolloutEngine(team.playing(0), show_progress=False, record_state=run.method.needs_state,
-                           env_pool=pool) if team.scripted_steps else None
-    state = State(cfg, run, dist, team, engine, warmup, log, start, freeze)
+    engines = {tuple(team.scripted_at(k)): RolloutEngine(team.playing(k), show_progress=False, env_pool=pool,
+                                                         record_state=run.method.needs_state)
+               for k in sorted({0, *team.scripted_steps.values()})}    # one per phase of the curriculum
+    state = State(cfg, run, dist, team, engines, log, start, freeze)
     metrics: dict[str, Any] = {}
     if freeze:
         gc.freeze()
@@ -230,7 +228,7 @@ def _rollout(state: State, k: int) -> tuple[list, slice]:
     (its shard of the step's tasks)."""
     cfg, dist = state.cfg, state.dist
     seeds = shard(training_seeds(cfg.seed, k, cfg.tasks_per_step), dist.rank, dist.world)
-    engine = state.warmup_engine if state.team.scripted_at(k) else state.engine
+    engine = state.engines[tuple(state.team.scripted_at(k))]
     local = engine.run(cfg.env, len(seeds), cfg.group_size, seed=cfg.seed * 1_000_003 + k,
                        env_kwargs=state.run.env_kwargs, branches=state.run.branches, seeds=seeds,
                        run_id=f"step-{k}.{dist.rank}")
@@ -240,7 +238,7 @@ def _rollout(state: State, k: int) -> tuple[list, slice]:
 
 
 def _roles_trained(cfg: TrainConfig, team: Team, k: int) -> set[str]:
-    """Every role trained at step ``k`` (all trained roles, less those ``--partners-steps``' bots play then), or with
+    """Every role trained at step ``k`` (all trained roles, less those a curriculum's bots play then), or with
     ``--alternate-every N`` one of them at a time, switching every N steps."""
     if not cfg.alternate_every:
         return set(team.trainable_at(k))

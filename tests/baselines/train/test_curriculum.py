@@ -1,6 +1,6 @@
-"""``--partners-steps N``, the curriculum (issue 43 item 3): the ``--partners`` bots play their roles in steps
-0..N-1, then the roles' own models play them and are trained; the switch follows from the step, so a run resumed
-across it equals an uninterrupted one."""
+"""``--partners ROLE=BOT:N``, the curriculum (issue 43 item 3): the bot plays ROLE in steps 0..N-1, then ROLE's own
+model plays it and is trained; the switch follows from the step, so a run resumed across it equals an uninterrupted
+one."""
 
 from __future__ import annotations
 
@@ -23,28 +23,32 @@ def _same(rows: list[dict]) -> list[dict]:
 
 def _cfg(tmp_path, name="run", **kw) -> TrainConfig:
     base = dict(env="think_solve-v0", env_kwargs=CLUE, action_mode="discrete", model="tiny", mode="choice",
-                adapters="per_role", partners="thinker=reference", partners_steps=2, steps=4, tasks_per_step=2,
+                adapters="per_role", partners="thinker=reference:2", steps=4, tasks_per_step=2,
                 group_size=2, seed=3, out=str(tmp_path / name), progress=False, tensorboard=False)
     return TrainConfig(**{**base, **kw})
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(partners_steps=-1), "--partners-steps must be a finite number >= 0"),
-    (dict(partners=""), "--partners-steps 2 hands the roles of --partners to their models at that step, and "
-                        "--partners is empty"),
-    (dict(credit="oracle"), "--credit oracle scores its counterfactuals"),
-])
-def test_a_curriculum_that_makes_no_sense_is_refused_before_the_run(tmp_path, change, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
-        _cfg(tmp_path, **change).check()
+@pytest.mark.parametrize("partners", ["thinker=reference:0", "thinker=reference:-1", "thinker=reference:x",
+                                      "thinker=reference:", "thinker=reference:1.5", "thinker=reference:١"])
+def test_a_switch_step_that_is_not_a_whole_number_from_1_is_refused(tmp_path, partners):
+    with pytest.raises(ValueError, match=re.escape("N in ROLE=BOT:N is the step at which ROLE's own model takes "
+                                                   "over, a whole number >= 1")):
+        _cfg(tmp_path, partners=partners).partner_steps(["solver", "thinker"])
+
+
+def test_oracle_with_a_curriculum_is_refused_before_the_run(tmp_path):
+    with pytest.raises(ValueError, match=re.escape("--credit oracle scores its counterfactuals")):
+        _cfg(tmp_path, credit="oracle").check()
 
 
 @pytest.mark.parametrize("change, message", [
-    # the bots would play every trained role in steps 0..1: nothing trained then
-    (dict(partners="thinker=reference,solver=reference"), r"in steps 0\.\.1 the bots play every trained role"),
-    (dict(partners="thinker=reference", frozen="solver"), r"in steps 0\.\.1 the bots play every trained role"),
+    # the bots would play every trained role at step 0: nothing trained then
+    (dict(partners="thinker=reference:2,solver=reference"), r"at step 0 the bots play every trained role"),
+    (dict(partners="thinker=reference:2,solver=reference:3"), r"at step 0 the bots play every trained role"),
+    (dict(frozen="solver"), r"at step 0 the bots play every trained role"),
     # the thinker has no model to hand its role to at step 2
-    (dict(model="solver=tiny"), r"--model gives no model for role\(s\) \['thinker'\].*--partners-steps 2"),
+    (dict(model="solver=tiny"), r"--model gives no model for role\(s\) \['thinker'\].*ROLE=BOT:N"),
+    (dict(partners="thinker=reference:2,thinker=reference:3"), r"two switch steps"),
 ])
 def test_a_team_the_curriculum_cannot_switch_is_refused(tmp_path, change, message):
     cfg = _cfg(tmp_path, **change)
@@ -54,18 +58,11 @@ def test_a_team_the_curriculum_cannot_switch_is_refused(tmp_path, change, messag
         build_team(cfg, env, sorted(set(env.roles.values())))
 
 
-def test_without_partners_steps_a_partner_is_scripted_all_run_and_the_hash_is_unchanged(tmp_path, monkeypatch):
-    # a run made before the option existed keeps its config hash (and so its --resume)
-    cfg = _cfg(tmp_path, partners_steps=0)
-    new = cfg.hash()
-    fields = cfg.to_dict()
-    monkeypatch.setattr(cfg, "to_dict", lambda: {k: v for k, v in fields.items() if k != "partners_steps"})
-    assert new == cfg.hash()
-    assert new != _cfg(tmp_path, partners_steps=2).hash()
+def test_without_a_switch_step_the_bot_plays_all_run(tmp_path):
     env = make("think_solve-v0", **CLUE, action_mode="discrete")
-    team = build_team(cfg, env, ["solver", "thinker"])
+    team = build_team(_cfg(tmp_path, partners="thinker=reference", model="solver=tiny"), env, ["solver", "thinker"])
     assert team.trainable == ["solver"] and not team.scripted
-    assert team.playing(0)["thinker"].name.startswith("reference:")
+    assert team.playing(10**6)["thinker"].name.startswith("reference:")
 
 
 def test_the_bot_plays_and_only_the_solver_learns_until_step_n_then_the_thinkers_model(tmp_path):
