@@ -259,7 +259,7 @@ class TrainConfig:
                                  "the bot for the first N steps)")
             n = None
             if colon:
-                if not (steps.isascii() and steps.isdigit() and 0 < int(steps) <= SEED_STREAM):
+                if not (steps.isascii() and steps.isdigit() and len(steps) < 10 and int(steps) > 0):
                     raise ValueError(f"--partners part {part!r}: N in ROLE=BOT:N is the step at which ROLE's own "
                                      f"model takes over, a whole number >= 1, got {steps!r}")
                 n = int(steps)

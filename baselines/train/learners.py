@@ -400,7 +400,7 @@ class LLMLearner(Learner):
 @dataclass
 class Team:
     learners: list[Learner]
-    policies: dict[str, Policy]        # role -> the policy that plays it (learners' and scripted partners')
+    policies: dict[str, Policy]        # role -> the policy that plays it (learners', whole-run scripted partners')
     trainable: list[str]               # roles whose turns are trained
     # --partners ROLE=BOT:N (a curriculum): role -> the bot that plays it in steps 0..N-1 instead of
     # ``policies[role]`` (the role's own model, trained from step N on), and role -> N

@@ -29,7 +29,8 @@ def _cfg(tmp_path, name="run", **kw) -> TrainConfig:
 
 
 @pytest.mark.parametrize("partners", ["thinker=reference:0", "thinker=reference:-1", "thinker=reference:x",
-                                      "thinker=reference:", "thinker=reference:1.5", "thinker=reference:١"])
+                                      "thinker=reference:", "thinker=reference:1.5", "thinker=reference:١",
+                                      "thinker=reference:" + "9" * 5000])
 def test_a_switch_step_that_is_not_a_whole_number_from_1_is_refused(tmp_path, partners):
     with pytest.raises(ValueError, match=re.escape("N in ROLE=BOT:N is the step at which ROLE's own model takes "
                                                    "over, a whole number >= 1")):
