@@ -85,7 +85,11 @@ class TrainConfig:
                              "benchmarks/RESULTS.md, issue 43); 0 = every layer")
     frozen: str = _f("", "comma-separated roles whose policy plays but is not trained (e.g. 'solver')")
     partners: str = _f("", "roles played by a scripted bot: 'player_1=reference' (the env's reference bot) or "
-                           "'player_1=random'")
+                           "'player_1=random'; 'ROLE=BOT:N' is a curriculum: the bot plays ROLE in steps 0..N-1 "
+                           "(ROLE is not trained then), ROLE's own model (--model) plays it and is trained from step "
+                           "N on (e.g. 'thinker=reference:10': the solver first learns to read a relayed clue; "
+                           "metrics.jsonl logs partners_playing; the phase follows from the step, so --resume "
+                           "across step N is exact)")
     alternate_every: int = _f(0, "train one role at a time, switching every N steps (CCPO's schedule); 0 = all "
                                  "roles every step")
     # ---- credit
@@ -240,17 +244,36 @@ class TrainConfig:
         return parse_model(self.model)
 
     def partner_by_role(self, roles: Sequence[str]) -> dict[str, str]:
-        out = {}
+        """Role -> the bot of ``--partners`` that plays it (``"reference"`` or ``"random"``), or a ``ValueError``
+        naming the part at fault."""
+        return {role: kind for role, (kind, _) in self._partner_parts(roles).items()}
+
+    def partner_steps(self, roles: Sequence[str]) -> dict[str, int]:
+        """Role -> N for every ``ROLE=BOT:N`` of ``--partners`` (the curriculum: the bot plays the role in steps
+        0..N-1, the role's model from step N on); the roles a bot plays all run are not in it."""
+        return {role: n for role, (_, n) in self._partner_parts(roles).items() if n is not None}
+
+    def _partner_parts(self, roles: Sequence[str]) -> dict[str, tuple[str, int | None]]:
+        out: dict[str, tuple[str, int | None]] = {}
         for part in (p.strip() for p in self.partners.split(",") if p.strip()):
-            role, sep, kind = part.partition("=")
+            role, sep, bot = part.partition("=")
+            kind, colon, steps = bot.partition(":")
             if not sep or kind not in ("reference", "random"):
-                raise ValueError(f"--partners part {part!r} is not ROLE=reference or ROLE=random")
+                raise ValueError(f"--partners part {part!r} is not ROLE=reference or ROLE=random (or ROLE=BOT:N, "
+                                 "the bot for the first N steps)")
+            n = None
+            if colon:
+                if not (steps.isascii() and steps.isdigit() and len(steps) < 10 and int(steps) > 0):
+                    raise ValueError(f"--partners part {part!r}: N in ROLE=BOT:N is the step at which ROLE's own "
+                                     f"model takes over, a whole number >= 1, got {steps!r}")
+                n = int(steps)
             if role not in roles:
                 raise ValueError(f"--partners names role {role!r}, which {self.env} does not have; its roles: "
                                  f"{', '.join(roles)}")
-            if role in out and out[role] != kind:      # the last would win without a word
-                raise ValueError(f"--partners gives role {role!r} two bots ({out[role]} and {kind})")
-            out[role] = kind
+            if role in out and out[role] != (kind, n):      # the last would win without a word
+                raise ValueError(f"--partners gives role {role!r} two bots ({out[role][0]} and {kind}) or two "
+                                 "switch steps")
+            out[role] = (kind, n)
         return out
 
     def frozen_roles(self, roles: Sequence[str]) -> list[str]:
@@ -290,6 +313,10 @@ class TrainConfig:
             raise ValueError(f"--seed must be below 65536 (each seed owns 2**24 training tasks below the evaluation "
                              f"seeds at 2**40), got {self.seed!r}")
 
+        if new_run and self.credit == "oracle" and ":" in self.partners:
+            raise ValueError("--credit oracle scores its counterfactuals with the team's learned policies, which do "
+                             "not play a role of --partners ROLE=BOT:N before step N: train oracle without a "
+                             "curriculum")
         if self.steps * self.tasks_per_step > SEED_STREAM:      # each step's seeds check it too: here, before step 0
             raise ValueError(f"--steps x --tasks-per-step is {self.steps * self.tasks_per_step:,} training tasks; a "
                              f"seed owns {SEED_STREAM:,} (the next seed's tasks start there): fewer steps or tasks")

@@ -10,7 +10,8 @@ Which weights, as a choice and not a fork of the code (:func:`build_team`):
   :func:`top_layers`);
 * separate models per role, possibly of different sizes (``--model thinker=smollm2-135m,solver=tiny``);
 * frozen roles (``--frozen solver``: played, never updated) and scripted partners (``--partners
-  player_1=reference``);
+  player_1=reference``), for the whole run or, with ``--partners player_1=reference:N``, for its first N steps only
+  (a curriculum: the role's own model plays it and is trained from step N on; :class:`Team`);
 * a small MLP on the numeric observation (``--model mlp``, discrete mode): the micro tier.
 
 Who plays the roles: the learner's own model (``--backend hf``, the default), or with ``--backend vllm`` a vLLM
@@ -401,8 +402,25 @@ class LLMLearner(Learner):
 @dataclass
 class Team:
     learners: list[Learner]
-    policies: dict[str, Policy]        # role -> the policy that plays it (learners' and scripted partners')
+    policies: dict[str, Policy]        # role -> the policy that plays it (learners', whole-run scripted partners')
     trainable: list[str]               # roles whose turns are trained
+    # --partners ROLE=BOT:N (a curriculum): role -> the bot that plays it in steps 0..N-1 instead of
+    # ``policies[role]`` (the role's own model, trained from step N on), and role -> N
+    scripted: dict[str, Policy] = field(default_factory=dict)
+    scripted_steps: dict[str, int] = field(default_factory=dict)
+
+    def scripted_at(self, k: int) -> list[str]:
+        """The roles the curriculum's bots play at step ``k`` (sorted)."""
+        return sorted(r for r, n in self.scripted_steps.items() if k < n)
+
+    def playing(self, k: int) -> dict[str, Policy]:
+        """Role -> the policy that plays it at step ``k``."""
+        return {**self.policies, **{r: self.scripted[r] for r in self.scripted_at(k)}}
+
+    def trainable_at(self, k: int) -> list[str]:
+        """The roles trained at step ``k``: :attr:`trainable` less the roles a bot plays then."""
+        now = set(self.scripted_at(k))
+        return [r for r in self.trainable if r not in now]
 
 
 def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Team:
@@ -415,11 +433,18 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     with ``--compile`` (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's
     checkpoint player)."""
     partners = cfg.partner_by_role(roles)
+    curriculum = cfg.partner_steps(roles)     # role -> the step at which its bot hands it to its model
     spec = cfg.model_spec
-    models = spec.for_roles(roles, cfg.env, partners)
+    try:
+        models = spec.for_roles(roles, cfg.env, [r for r in partners if r not in curriculum])
+    except ValueError as e:
+        if not curriculum:
+            raise
+        raise ValueError(f"{e} (--partners ROLE=BOT:N: the role's own model plays it from step N on)") from None
     frozen = cfg.frozen_roles(roles)
     for role in partners:
-        models.pop(role, None)
+        if role not in curriculum:
+            models.pop(role, None)
         if role in frozen:
             raise ValueError(f"role {role!r} is a scripted partner; it cannot also be --frozen")
     if not models:
@@ -431,7 +456,8 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
             groups[0][1].append(role)
         else:
             groups.append((name, [role]))
-    policies = _partner_policies(cfg, partners)
+    scripted = _partner_policies(cfg, partners)
+    policies = {r: p for r, p in scripted.items() if r not in curriculum}
     learners: list[Learner] = []
     for n, (name, group_roles) in enumerate(groups):
         trainable = [r for r in group_roles if r not in frozen]
@@ -449,6 +475,10 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     trained = [r for lr in learners for r in lr.trainable]
     if not trained:
         raise ValueError(f"every role is frozen or scripted ({', '.join(roles)}): nothing would be trained")
+    if curriculum and not [r for r in trained if r not in partners]:      # step 0: every bot plays
+        raise ValueError(f"--partners {cfg.partners}: at step 0 the bots play every trained role "
+                         f"({', '.join(trained)}): nothing would be trained then. Leave a trained role to its "
+                         "model from step 0 (--partners names fewer roles)")
     if prepare is not None:
         for learner in learners:
             if learner.trainable:
@@ -456,7 +486,7 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
                     learner.keep_reference()     # the initial weights, before any update (a resume loads the saved)
                 # the one place TrainConfig becomes this learner's update settings (per-model defaults filled in)
                 learner.set_up_training(cfg.learner_settings(learner.model_name), prepare, cfg.compile)
-    return Team(learners, policies, trained)
+    return Team(learners, policies, trained, {r: scripted[r] for r in curriculum}, curriculum)
 
 
 def _partner_policies(cfg, partners: dict[str, str]) -> dict[str, Policy]:

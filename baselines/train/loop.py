@@ -9,7 +9,10 @@ settings resolved once, :meth:`~baselines.train.config.TrainConfig.learner_setti
 A credit method with a learned critic (``mappo``, ``ippo``) gets the turns' states recorded
 (``RolloutEngine(record_state=method.needs_state)``) and trains it with ``method.update(episodes)`` right after
 ``advantages``; what it returns is logged as ``credit/<name>`` (e.g. ``credit/critic_loss``) and its state is in the
-checkpoint's ``credit`` entry. With ``--eval-every N`` the team's policies are scored exactly on held-out seeds
+checkpoint's ``credit`` entry. With ``--partners ROLE=BOT:N`` (a curriculum) the bot plays ROLE in steps 0..N-1
+and ROLE's own model from step N on (:meth:`Team.playing <baselines.train.learners.Team.playing>`); the phase is a
+function of the step, so a resumed run switches at the same step; the held-out evaluation always scores the models
+(a bot reports no distribution). With ``--eval-every N`` the team's policies are scored exactly on held-out seeds
 (:mod:`baselines.train.exact_eval`): ``eval_start/...`` in step 0's line, ``eval/...`` after every N-th update and
 the last. Under ``accelerate launch --num_processes N`` the steps run data parallel (:mod:`baselines.train.dist`).
 """
@@ -97,7 +100,7 @@ class State:
     run: Run
     dist: Dist
     team: Team                     # the learners (each with its resolved update settings) and every role's policy
-    engine: RolloutEngine
+    engines: dict[tuple[str, ...], RolloutEngine]   # by the roles a curriculum's bots play (): team.policies
     log: Log | None                # the main process's metrics (None on the other processes)
     start: int                     # the first step of this process: 0, or the resumed checkpoint's step
     freeze: bool                   # an MLP run: the garbage collector's schedule of _collect_once_per_step
@@ -130,8 +133,11 @@ def _train_in(cfg: TrainConfig, run: Run, dist: Dist, freeze: bool) -> dict[str,
         learner.sync_rollouts(start)     # --backend vllm: the engine starts from the trainer's (resumed) weights
     log = Log(cfg, run.out, start) if dist.main else None
     run.method.attach(team)      # a critic that reads the policy model (an LLM value head) gets it here
-    engine = RolloutEngine(team.policies, show_progress=False, record_state=run.method.needs_state)
-    state = State(cfg, run, dist, team, engine, log, start, freeze)
+    pool: dict = {}              # the engines' envs, shared
+    engines = {tuple(team.scripted_at(k)): RolloutEngine(team.playing(k), show_progress=False, env_pool=pool,
+                                                         record_state=run.method.needs_state)
+               for k in sorted({0, *team.scripted_steps.values()})}    # one per phase of the curriculum
+    state = State(cfg, run, dist, team, engines, log, start, freeze)
     metrics: dict[str, Any] = {}
     if freeze:
         gc.freeze()
@@ -196,6 +202,8 @@ def step(state: State, k: int) -> dict[str, Any]:
     metrics = step_metrics(k, episodes, advantages, run.family, diag)
     metrics.update(upd)
     metrics["roles_trained"] = ",".join(sorted(roles_now))
+    if team.scripted_steps:      # the curriculum's phase: the roles its bots play at this step (none from step N)
+        metrics["partners_playing"] = ",".join(team.scripted_at(k))
     metrics.update({"time/rollout": t1 - t0, "time/credit": t2 - t1, "time/update": t3 - t2,
                     "time/step": t3 - t0})
     metrics.update(initial)
@@ -220,19 +228,21 @@ def _rollout(state: State, k: int) -> tuple[list, slice]:
     (its shard of the step's tasks)."""
     cfg, dist = state.cfg, state.dist
     seeds = shard(training_seeds(cfg.seed, k, cfg.tasks_per_step), dist.rank, dist.world)
-    local = state.engine.run(cfg.env, len(seeds), cfg.group_size, seed=cfg.seed * 1_000_003 + k,
-                             env_kwargs=state.run.env_kwargs, branches=state.run.branches, seeds=seeds,
-                             run_id=f"step-{k}.{dist.rank}")
+    engine = state.engines[tuple(state.team.scripted_at(k))]
+    local = engine.run(cfg.env, len(seeds), cfg.group_size, seed=cfg.seed * 1_000_003 + k,
+                       env_kwargs=state.run.env_kwargs, branches=state.run.branches, seeds=seeds,
+                       run_id=f"step-{k}.{dist.rank}")
     shards = dist.gather(local)
     offset = sum(len(part) for part in shards[:dist.rank])      # where this process's episodes start
     return [e for part in shards for e in part], slice(offset, offset + len(local))
 
 
 def _roles_trained(cfg: TrainConfig, team: Team, k: int) -> set[str]:
-    """Every trained role, or with ``--alternate-every N`` one at a time, switching every N steps."""
+    """Every role trained at step ``k`` (all trained roles, less those a curriculum's bots play then), or with
+    ``--alternate-every N`` one of them at a time, switching every N steps."""
     if not cfg.alternate_every:
-        return set(team.trainable)
-    order = sorted(team.trainable)
+        return set(team.trainable_at(k))
+    order = sorted(team.trainable_at(k))
     return {order[(k // cfg.alternate_every) % len(order)]}
 
 
