@@ -40,7 +40,7 @@ from baselines.episode import write_jsonl
 from baselines.outputs import loads_bounded, read_capped, replace_text, writing
 from baselines.rollout import RolloutEngine
 from baselines.train import TrainConfig
-from baselines.train.config import RESULT_NEUTRAL_FIELDS
+from baselines.train.config import NEW_FIELD_DEFAULTS, RESULT_NEUTRAL_FIELDS
 from leaderboard.players import SeededMoves, credit_sha256, decision_stream, load_player, opponent_policy
 from leaderboard.protocol import Protocol, canonical_sha256
 from marl_llm_envs import make
@@ -128,9 +128,12 @@ def trainer_pins() -> dict[str, Any]:
 
 def check_pinned(cfg: dict[str, Any], want: dict[str, Any], owner: str, steps: int, where: str) -> None:
     """``cfg`` (a run's train config) has every value of ``want`` (the pins of ``owner``, a protocol or suite key)
-    and the method's bounded fields within the budget of ``steps`` (``ValueError`` naming the field otherwise)."""
+    and the method's bounded fields within the budget of ``steps`` (``ValueError`` naming the field otherwise). A
+    field the trainer gained later (:data:`~baselines.train.config.NEW_FIELD_DEFAULTS`) that a run's config lacks was
+    trained at its default: a run made before it existed is not refused for lacking it."""
     for key, value in want.items():
-        got = cfg.get(key, value if key in ("env_kwargs", "action_mode") else _MISSING)
+        absent = value if key in ("env_kwargs", "action_mode") else NEW_FIELD_DEFAULTS.get(key, _MISSING)
+        got = cfg.get(key, absent)
         if key == "action_mode" and got == "":
             got = value                     # empty: the env's own mode for the model, checked when the run is loaded
         if got != value or isinstance(got, bool) != isinstance(value, bool):
