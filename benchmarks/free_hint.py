@@ -48,6 +48,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from leaderboard.stats import mean_ci
+
 ENV = "think_solve-v0"
 KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words"}
 
@@ -136,14 +138,6 @@ def team_at(cfg, checkpoint_path: Path | None):
     return team
 
 
-def _interval(x) -> tuple[float, float, float]:
-    from scipy import stats
-
-    x = np.asarray(x, dtype=float)
-    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
-    return float(x.mean()), float(x.mean() - half), float(x.mean() + half)
-
-
 def main(argv=None) -> None:
     from baselines.train import checkpoint, train
 
@@ -197,7 +191,7 @@ def _write(result: dict, curve: dict, out: Path, wall: float) -> None:
     last = max(curve)
     diff = np.subtract(curve[last]["per_seed"], curve[0]["per_seed"])
     result.update({"curve": {str(k): v for k, v in curve.items()}, "wall_s": wall,
-                   "paired_final_minus_start": _interval(diff) if last else None,
+                   "paired_final_minus_start": mean_ci(diff) if last else None,
                    "step_s": float(np.mean([m["time/step"] for m in metrics])) if metrics else None,
                    "train_reward": [m.get("reward/team/team") for m in metrics]})
     out.mkdir(parents=True, exist_ok=True)
@@ -223,7 +217,7 @@ def table(result: dict) -> str:
     for k in sorted(curve):
         c = curve[k]
         diff = "(the control)" if k == 0 else "{:+.3f} [{:+.3f}, {:+.3f}]".format(
-            *_interval(np.subtract(c["per_seed"], curve[0]["per_seed"])))
+            *mean_ci(np.subtract(c["per_seed"], curve[0]["per_seed"])))
         probes = " | ".join("-" if c.get(key) is None else f"{c[key]:.3f}" for key in ("named_any", "train_word"))
         lines.append(f"| {k} | {c['reward']:.3f} | {diff} | {c['named_clue']:.3f} | {probes} | {c['hints'][0]!r} |")
     lines.append("training batch reward per step: " + " ".join(f"{r:.2f}" for r in result["train_reward"]))
