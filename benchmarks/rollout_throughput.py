@@ -71,20 +71,6 @@ def _measure(engine, env_id: str, episodes: int, env_kwargs: dict, group_size: i
             "work": work, "episodes_data": eps}
 
 
-def _first_prompts(policy, env_id: str, n: int, env_kwargs: dict):
-    """The first-turn requests of ``n`` envs (seeds 0..n-1)."""
-    from baselines.policies.base import Request
-    from marl_llm_envs import make
-
-    env, out = make(env_id, **env_kwargs), []
-    for i in range(n):
-        env.reset(seed=i)
-        agent = env.agent_selection
-        out.append(Request(env.env_id, agent, env.roles[agent], env.observe(agent)["text"],
-                           tuple(env.legal_actions(agent)), None))
-    return out
-
-
 def _plain_generate(policy, requests, max_new_tokens: int) -> tuple[float, int]:
     """transformers ``model.generate`` (sampling at temperature 1, no top-k) on the policy's prompts, left-padded:
     ``(wall seconds, new tokens up to and including EOS)``."""
@@ -119,10 +105,11 @@ def _saved(work: dict) -> str:
 
 
 def run_cpu(args) -> None:
+    import torch
+
+    from baselines.policies.base import first_turn_requests
     from baselines.policies.hf import TransformersPolicy
     from baselines.rollout import BranchSpec, RolloutEngine
-
-    import torch
 
     torch.set_num_threads(args.threads or torch.get_num_threads())
     _header(f"device cpu, {torch.get_num_threads()} torch threads; load average before the run "
@@ -176,7 +163,7 @@ def run_cpu(args) -> None:
         hn = args.hanabi_prompts if tiny else max(4, args.hanabi_prompts // 4)
         cf = TransformersPolicy(fast.model, fast.tokenizer, mode="choice", name="choice-fast")
         cp = TransformersPolicy(fast.model, fast.tokenizer, mode="choice", share_prefix=False, name="choice-plain")
-        reqs = _first_prompts(cf, args.hanabi_env, hn, {})
+        reqs = first_turn_requests(args.hanabi_env, hn)
         walls = {}
         for label, pol in (("plain", cp), ("fast", cf)):
             t0 = time.perf_counter()
@@ -191,7 +178,7 @@ def run_cpu(args) -> None:
 
         # 4. Tokens/s against transformers `generate` on the same first-turn prompts.
         gb = args.generate_batch if tiny else max(4, args.generate_batch // 4)
-        reqs = _first_prompts(fast, args.env, gb, args.kw)
+        reqs = first_turn_requests(args.env, gb, **args.kw)
         _plain_generate(fast, reqs[:2], 2)  # warm-up
         hf_wall, hf_tokens = _plain_generate(fast, reqs, args.max_new_tokens)
         rates = {"transformers `model.generate`": (hf_wall, hf_tokens)}
@@ -245,6 +232,7 @@ def run_cuda(args) -> None:
     from transformers import AutoModelForCausalLM
 
     from baselines.models import build_tiny_tokenizer
+    from baselines.policies.base import first_turn_requests
     from baselines.policies.hf import TransformersPolicy
     from baselines.rollout import RolloutEngine
     from marl_llm_envs import make
@@ -294,7 +282,7 @@ def run_cuda(args) -> None:
     plain()  # warm-up
     wall_plain, tok_plain = plain()
     rows = [(f"plain `model.generate` (batch {B}, one turn)", B, tok_plain, wall_plain)]
-    requests = _first_prompts(policy, args.env, B, args.kw)
+    requests = first_turn_requests(args.env, B, **args.kw)
     static = TransformersPolicy(model, tok, max_new_tokens=M, temperature=1.0, static_cache=True,
                                 name="qwen2-0.5b-like-static")
     for label, pol in (("TransformersPolicy.generate, plain", TransformersPolicy(
