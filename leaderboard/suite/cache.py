@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from baselines.outputs import read_json_object, replace_text
 from baselines.train import checkpoint
+from leaderboard.evaluate import file_sha256
 from leaderboard.protocol import canonical_sha256
 
 __all__ = ["PLACEMENT_DEFAULTS", "anchor_cache", "cache_root", "cached_score", "code_sha256", "run_content_sha256",
@@ -85,11 +86,7 @@ def anchor_cache(suite) -> Path:
 def _file_sha256(path: Path) -> str | None:
     if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_HASHED_BYTES:
         return None
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256(path)
 
 
 def run_content_sha256(run: Path) -> str | None:
