@@ -2,12 +2,14 @@
 re-checked on a second, fresh seed set (issue 40).
 
     python benchmarks/suite_claims.py OUT/credit-micro@4/results.json [MORE ...] [--recheck R/results.json ...]
+    python benchmarks/suite_claims.py board/entries/credit-micro@4/*.json [--recheck ...]
     python benchmarks/suite_claims.py --recheck-protocol benchmarks/credit_micro_recheck_4.json
 
 ``benchmark-credit`` writes one ``results.json`` per command (the methods of that command); pass several to combine
 methods run by different commands on the same suite (a method found twice must carry the same scores). Every number
 comes from those files (per-seed normalised scores: random = 0, optimum/reference = 1; the exact exploitability of
-the zero-sum settings; token counts). Nothing is re-run.
+the zero-sum settings; token counts) or from the board's stored entries of the suite (the same per-seed scores and
+tokens; an entry keeps no exploitability, so those two claims need a ``results.json``). Nothing is re-run.
 
 The claims are fixed here, before the certified run is looked at (the list below is the pre-registration; it is the
 list the README and RESULTS.md state, from credit-micro@3's findings): a claim is a direction ("A above B on F"),
@@ -69,22 +71,57 @@ def seed_slopes(knobs: Sequence[float], diffs: Sequence[Sequence[float]]) -> lis
     return [float(np.polyfit(x, y[:, k], 1)[0]) for k in range(y.shape[1])]
 
 
+def entry_method(entry: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """A board entry (schema ``marl_llm_entry``, ``board/entries/<suite>/<method>--<hash>.json``) as ``(suite,
+    method, scores)`` in the shape of ``results.json``'s ``scored.methods[method]``: per setting its knob and
+    per-seed scores, per family the per-seed mean over its settings (as the suite scores a family), and the tokens.
+    An entry keeps no side figures (exploitability), so claims on them need the ``results.json``."""
+    r, tokens = entry["results"], entry["manifest"]["tokens"]
+    settings = {s: {"knob": x["knob"], "seeds": list(x["seeds"])} for s, x in r["settings"].items()}
+    families = {}
+    for f, x in r["families"].items():
+        rows = r["scores"][f]
+        if any(len(row) != len(x["settings"]) for row in rows):
+            raise ValueError(f"family {f}: a seed's row does not hold one score per setting {x['settings']}")
+        families[f] = {"seeds": [sum(row) / len(row) for row in rows], "settings": list(x["settings"])}
+    return entry["protocol"], entry["method"], {
+        "settings": settings, "families": families, "side": {},
+        "tokens": {"main": int(tokens["train_main"]), "branches": int(tokens["train_branches"])}}
+
+
+def _seeds(m: dict[str, Any]) -> dict[str, list[float]]:
+    return {s: list(x["seeds"]) for s, x in m["settings"].items()}
+
+
 def load(paths: Sequence[str]) -> dict[str, Any]:
-    """Merge the ``scored.methods`` of several ``results.json`` of one suite; a clear error on a mismatch."""
+    """Merge the methods of several files of one suite: ``benchmark-credit``'s ``results.json`` (``scored.methods``)
+    or board entries (:func:`entry_method`). A method found in two files must carry the same per-seed scores (its
+    side figures are taken from whichever file has them); any mismatch is a clear error naming the file."""
     suite, methods = None, {}
     for path in paths:
         try:
             with open(path) as f:
-                scored = json.load(f)["scored"]
-            found = scored["methods"].items()
+                raw = json.load(f)
+            if isinstance(raw, dict) and raw.get("schema") == "marl_llm_entry":
+                key, name, m = entry_method(raw)
+                scored, found = {"suite": key}, [(name, m)]
+            else:
+                scored = raw["scored"]
+                found = list(scored["methods"].items())
+                for _, m in found:
+                    _seeds(m)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise SystemExit(f"{path}: not a benchmark-credit results.json ({exc})") from None
+            raise SystemExit(f"{path}: not a benchmark-credit results.json or a board entry ({exc})") from None
         if suite is not None and scored.get("suite") != suite:
             raise SystemExit(f"{path}: suite {scored.get('suite')!r}, the others are {suite!r}")
         suite = scored.get("suite")
         for name, m in found:
-            if name in methods and methods[name]["settings"] != m["settings"]:
-                raise SystemExit(f"{path}: method {name!r} appears with different scores in two files")
+            if name in methods:
+                if _seeds(methods[name]) != _seeds(m):
+                    raise SystemExit(f"{path}: method {name!r} appears with different scores in two files")
+                if not methods[name].get("side"):
+                    methods[name] = m
+                continue
             methods[name] = m
     return {"suite": suite, "methods": methods}
 

@@ -132,3 +132,50 @@ def test_the_recheck_protocol_has_the_same_settings_and_fresh_seeds(tmp_path):
     new = [x for s in fresh.settings for x in fresh.budget(s)["seeds"]]
     assert len(new) == len(set(new)) == len(old) and not old & set(new)
     assert all(len(fresh.budget(s)["seeds"]) == len(certified.budget(s)["seeds"]) for s in fresh.settings)
+
+
+def test_board_entries_give_the_same_claims_as_the_results_json_they_were_made_from(tmp_path):
+    """The claims can be re-derived from the board's stored entries: an entry made by the suite's own
+    :func:`leaderboard.suite.entry` loads as the same per-seed setting and family scores and tokens as the
+    ``results.json`` it came from, and a method whose scores differ between two files is refused."""
+    from leaderboard.suite import entry, load_suite, score
+
+    suite = load_suite("credit-micro-quick@2")            # team_size (n2, n8), message_credit, zero_sum; seeds 0-2
+    anchors = {s.name: {"zero": 0.0, "one": 1.0} for s in suite.settings}
+    (tmp_path / "anchors.json").write_text(json.dumps({"suite_sha256": suite.sha256, "anchors": anchors}))
+    results = [{"method": m, "setting": s.name, "seed": seed, "raw": 0.3 + 0.1 * seed + (0.2 if m == "loo" else 0)
+                + 0.01 * i, "curve": [0.0], "tokens": {"main": 7, "branches": 2 if m == "loo" else 0},
+                "free_riding": {}, "config_hash": f"{m}{s.name}{seed}"}
+               for m in ("broadcast", "loo") for i, s in enumerate(suite.settings) for seed in range(3)]
+    scored = score(suite, results, cache=tmp_path / "anchors.json")
+    (tmp_path / "results.json").write_text(json.dumps({"scored": scored}))
+    paths = []
+    for m in ("broadcast", "loo"):
+        paths.append(tmp_path / f"{m}.json")
+        paths[-1].write_text(json.dumps(entry(suite, scored, m, results)))
+    from_entries = claims.load([str(p) for p in paths])
+    from_results = claims.load([str(tmp_path / "results.json")])
+    assert from_entries["suite"] == from_results["suite"] == "credit-micro-quick@2"
+    for m in ("broadcast", "loo"):
+        got, want = from_entries["methods"][m], from_results["methods"][m]
+        assert got["tokens"] == want["tokens"] == {"main": 7 * 3 * len(suite.settings),
+                                                   "branches": (2 if m == "loo" else 0) * 3 * len(suite.settings)}
+        assert {s: x["seeds"] for s, x in got["settings"].items()} == {s: x["seeds"]
+                                                                      for s, x in want["settings"].items()}
+        for f, x in want["families"].items():
+            assert got["families"][f]["seeds"] == pytest.approx(x["seeds"], abs=1e-12)
+    # loo is 0.2 above broadcast at every seed of team size: the same verdict line either way
+    assert _row(claims.report(from_entries), "loo above broadcast on team_size") == \
+        _row(claims.report(from_results), "loo above broadcast on team_size")
+    # an entry and a results.json of the same method merge when their scores agree, and are refused otherwise
+    assert claims.load([str(paths[0]), str(tmp_path / "results.json")])["methods"]["broadcast"]["tokens"]
+    forged = json.loads(paths[1].read_text())
+    forged["method"] = "broadcast"
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    with pytest.raises(SystemExit, match="forged.json: method 'broadcast' appears with different scores"):
+        claims.load([str(paths[0]), str(tmp_path / "forged.json")])
+    broken = json.loads(paths[0].read_text())
+    broken["results"]["scores"]["team_size"][0].pop()
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    with pytest.raises(SystemExit, match="broken.json: not a benchmark-credit results.json or a board entry"):
+        claims.load([str(tmp_path / "broken.json")])
