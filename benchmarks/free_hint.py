@@ -17,7 +17,8 @@ Evaluation. Free text cannot be enumerated (no exact evaluation): a fixed set of
 (:func:`baselines.train.exact_eval.eval_seeds`, ``split="test"``: 60 words never seen in training), each played
 ``--eval-samples`` times with sampled hints, with the same sampling seed at every checkpoint. A checkpoint's score per
 held-out seed is the mean team reward of its samples; the claim compares the final checkpoint with step 0 (the
-untrained policy, the control) paired by held-out seed: mean difference and its 95% t-interval over seeds. Also
+untrained policy, the control) paired by held-out seed: mean difference and its 95% t-interval over seeds; the table tests every checkpoint printed
+against step 0 (exact sign-flip p, Holm over those checkpoints, :mod:`leaderboard.verdicts`). Also
 logged, as probes of what the hints say: ``named_clue`` (the share of hints whose first candidate word is the clue's
 word: what the reader follows), ``named_any`` (hints naming any candidate first) and ``train_word`` (hints holding a
 word of the training split, never a candidate on the held-out one: what a policy that memorised its training words
@@ -49,6 +50,7 @@ import numpy as np
 import torch
 
 from leaderboard.stats import mean_ci
+from leaderboard.verdicts import comparison, holm_family, verdict
 
 ENV = "think_solve-v0"
 KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words"}
@@ -211,13 +213,18 @@ def table(result: dict) -> str:
             f"lr {a['lr']}, max_new_tokens {a['max_new_tokens']}, training seed {a['seed']}; held out: {len(seeds)} "
             f"seeds (held-out seeds {first}..{first + len(seeds) - 1}) x {a['eval_samples']} sampled hints (optimum "
             f"on these seeds {optimum(seeds):.3f}); wall so far {result['wall_s']:.0f} s ({step_s})")
-    columns = ("updates", "held-out team reward", "- step 0, paired [95% t]", "hints naming the clue's word first",
-               "naming any candidate", "holding a training word", "example hint")
-    lines = [head, "", "| " + " | ".join(columns) + " |", "|---:|---:|---|---:|---:|---:|---|"]
+    columns = ("updates", "held-out team reward", "- step 0, paired [95% t]", "Holm p", "verdict",
+               "hints naming the clue's word first", "naming any candidate", "holding a training word", "example hint")
+    tested = holm_family([comparison(f"step {k}", "step 0", "the held-out seeds", curve[k]["per_seed"],
+                                     curve[0]["per_seed"]) for k in sorted(curve) if k > 0])
+    by_step = dict(zip(sorted(k for k in curve if k > 0), tested))
+    lines = [head, "", f"Every checkpoint against step 0 over the same held-out seeds: exact sign-flip p, Holm over the "
+             f"{len(tested)} checkpoints printed (family-wise 5%); a direction only where it rejects and the interval "
+             f"excludes 0.", "", "| " + " | ".join(columns) + " |", "|---:|---:|---|---:|---|---:|---:|---:|---|"]
     for k in sorted(curve):
-        c = curve[k]
-        diff = "(the control)" if k == 0 else "{:+.3f} [{:+.3f}, {:+.3f}]".format(
-            *mean_ci(np.subtract(c["per_seed"], curve[0]["per_seed"])))
+        c, r = curve[k], by_step.get(k)
+        diff = ("(the control) | | " if r is None else
+                f"{r.diff:+.3f} [{r.low:+.3f}, {r.high:+.3f}] | {r.p_holm:.4f} | {verdict(r)}")
         probes = " | ".join("-" if c.get(key) is None else f"{c[key]:.3f}" for key in ("named_any", "train_word"))
         lines.append(f"| {k} | {c['reward']:.3f} | {diff} | {c['named_clue']:.3f} | {probes} | {c['hints'][0]!r} |")
     lines.append("training batch reward per step: " + " ".join(f"{r:.2f}" for r in result["train_reward"]))

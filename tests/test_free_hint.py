@@ -98,6 +98,21 @@ def test_the_table_pairs_every_checkpoint_with_step_0_over_the_seeds():
     # mean +0.3125; sd 0.125 over 4 seeds, t(0.975, 3) = 3.182: half-width 0.199
     assert "+0.312 [+0.114, +0.511]" in rows["| 10"]
     assert "held-out seeds 0..3" in text and "| - | - |" in rows["| 10"]    # a run from before the probes: no value
+    # 4 seeds, all differences positive: exact two-sided sign-flip p = 2/16 = 0.125, Holm over the 2 checkpoints
+    # printed doubles it; step 5's differences are all 0 (p = 1): neither separates
+    assert "| 0.2500 | not separated" in rows["| 10"] and "| 1.0000 | not separated" in rows["| 5"]
+    assert "Holm over the 2 checkpoints printed" in text
+
+
+def test_a_checkpoint_is_called_above_step_0_only_after_holm_over_the_checkpoints():
+    start = [0.0, 0.25, 0.5, 0.25, 0.0, 0.25, 0.5, 0.25]
+    rows = {line.split(" | ")[0]: line for line in free_hint.table(_result(
+        {0: start, 5: [x + 0.25 for x in start], 10: [x + 0.5 for x in start], 15: start})).splitlines()
+        if line.startswith("| ")}
+    # 8 seeds all up: p = 2/256 = 0.0078 each; Holm over 3: 0.0234 for the smaller two (steps 5 and 10, tied), step
+    # 15 (p = 1) last
+    assert "| 0.0234 | above" in rows["| 5"] and "| 0.0234 | above" in rows["| 10"]
+    assert "| 1.0000 | not separated" in rows["| 15"]
 
 
 def test_report_prints_a_saved_runs_table(tmp_path, capsys):
