@@ -3,7 +3,7 @@ re-checked on a second, fresh seed set (issue 40).
 
     python benchmarks/suite_claims.py OUT/credit-micro@4/results.json [MORE ...] [--recheck R/results.json ...]
     python benchmarks/suite_claims.py board/entries/credit-micro@4/*.json [--recheck ...]
-    python benchmarks/suite_claims.py --recheck-protocol benchmarks/credit_micro_recheck_4.json
+    python benchmarks/suite_claims.py --recheck-protocol benchmarks/claims/credit-micro@4-recheck.json [--families F,..]
 
 ``benchmark-credit`` writes one ``results.json`` per command (the methods of that command); pass several to combine
 methods run by different commands on the same suite (a method found twice must carry the same scores). Every number
@@ -279,10 +279,14 @@ def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bo
     return "\n".join(lines)
 
 
-def recheck_protocol(suite_file: Path, out: Path) -> None:
+def recheck_protocol(suite_file: Path, out: Path, families: Sequence[str] | None = None) -> None:
     """Write the re-check protocol: ``suite_file`` (credit-micro@4) with id ``<id>-recheck`` and fresh seeds, each
     certified seed ``s`` replaced by ``s + RECHECK_OFFSET``: the same settings, budgets and scoring, no seed shared
-    with the certified run, and a setting appended to the suite later keeps the others' re-check seeds."""
+    with the certified run, and a setting appended to the suite later keeps the others' re-check seeds.
+
+    ``families``: keep only these families (a claim re-checked on its own family costs that family's runs). The id
+    stays ``<id>-recheck``: every setting keeps its own seeds, so a setting scores the same in any subset, and the
+    results of several subsets merge (``--recheck a.json b.json``) as one re-check."""
     raw = json.loads(suite_file.read_text())
     raw["id"] = f"{raw['id']}-recheck"
     raw["description"] = (f"The re-check of {suite_file.stem}'s claims on fresh seeds (benchmarks/suite_claims.py "
@@ -298,6 +302,12 @@ def recheck_protocol(suite_file: Path, out: Path) -> None:
     for s, seeds in zip(settings, fresh):
         s.setdefault("train", {})["seeds"] = seeds
     raw["train"]["seeds"] = [x + RECHECK_OFFSET for x in raw["train"]["seeds"]]
+    if families:
+        known = [f["name"] for f in raw["families"]]
+        if not set(families) <= set(known):
+            raise SystemExit(f"--families: unknown {sorted(set(families) - set(known))}; the suite has {known}")
+        raw["families"] = [f for f in raw["families"] if f["name"] in families]
+        raw["description"] += f" Only the families {', '.join(f['name'] for f in raw['families'])}."
     out.write_text(json.dumps(raw, indent=1) + "\n")
 
 
@@ -309,10 +319,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--recheck-protocol", type=Path, help="write the re-check protocol (fresh seeds) here and exit")
     p.add_argument("--suite", type=Path, default=Path("leaderboard/protocols/suite/credit-micro@4.json"),
                    help="with --recheck-protocol: the certified suite file")
+    p.add_argument("--families", help="with --recheck-protocol: only these comma-separated families")
     p.add_argument("--out", help="also write the markdown here")
     args = p.parse_args(argv)
     if args.recheck_protocol:
-        recheck_protocol(args.suite, args.recheck_protocol)
+        recheck_protocol(args.suite, args.recheck_protocol,
+                         args.families.split(",") if args.families else None)
         print(f"wrote {args.recheck_protocol}")
         return
     if not args.results:

@@ -132,6 +132,14 @@ def test_the_recheck_protocol_has_the_same_settings_and_fresh_seeds(tmp_path):
     new = [x for s in fresh.settings for x in fresh.budget(s)["seeds"]]
     assert len(new) == len(set(new)) == len(old) and not old & set(new)
     assert all(len(fresh.budget(s)["seeds"]) == len(certified.budget(s)["seeds"]) for s in fresh.settings)
+    # a subset of families: the same id, and each kept setting has exactly the full re-check's seeds
+    claims.main(["--recheck-protocol", str(tmp_path / "part.json"), "--families", "team_size,zero_sum"])
+    part = parse_suite(json.loads((tmp_path / "part.json").read_text()))
+    assert part.key == fresh.key and [f.name for f in part.families] == ["team_size", "zero_sum"]
+    assert {s.name: part.budget(s)["seeds"] for s in part.settings} == \
+        {s.name: fresh.budget(s)["seeds"] for s in fresh.settings if s.family in ("team_size", "zero_sum")}
+    with pytest.raises(SystemExit, match="unknown"):
+        claims.main(["--recheck-protocol", str(tmp_path / "x.json"), "--families", "teamsize"])
 
 
 def test_board_entries_give_the_same_claims_as_the_results_json_they_were_made_from(tmp_path):
