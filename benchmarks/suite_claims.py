@@ -34,6 +34,11 @@ Verdict rules (one family of comparisons, corrected together):
   the claim ... on both seed sets"); **did not replicate** when the second set does not separate it; **reversed**
   when the second set separates it the other way. Without ``--recheck`` a separated claim is "separated (not yet
   re-checked)", never "holds", and one against its direction says "not yet re-checked" too.
+
+``benchmarks/claims/`` keeps each re-check that was run: its protocol file and its ``scored`` results (the
+``results.json`` of ``benchmark-credit`` without the per-run curves), so a re-check's verdicts re-derive without the
+runs: ``python benchmarks/suite_claims.py board/entries/credit-micro@4/*.json --recheck
+benchmarks/claims/credit-micro@4-recheck-team_size.results.json``.
 """
 
 from __future__ import annotations
