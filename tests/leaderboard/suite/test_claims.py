@@ -187,3 +187,21 @@ def test_board_entries_give_the_same_claims_as_the_results_json_they_were_made_f
     (tmp_path / "broken.json").write_text(json.dumps(broken))
     with pytest.raises(SystemExit, match="broken.json: not a benchmark-credit results.json or a board entry"):
         claims.load([str(tmp_path / "broken.json")])
+
+
+def test_the_stored_recheck_of_comas_team_size_claim_re_derives_its_verdict():
+    """The README's "coma above broadcast on team size holds" re-derives from what the repository keeps: the board's
+    credit-micro@4 entries and the scored re-check in benchmarks/claims/ (fresh seeds, each certified seed + 39000)."""
+    root = SUITE_DIR.parents[2]
+    entries = sorted(str(p) for p in (root / "board" / "entries" / "credit-micro@4").glob("*.json"))
+    recheck = claims.load([str(root / "benchmarks" / "claims" / "credit-micro@4-recheck-team_size.results.json")])
+    assert set(recheck["methods"]) == {"coma", "broadcast"}
+    protocol = parse_suite(json.loads((root / "benchmarks" / "claims" /
+                                       "credit-micro@4-recheck-team_size.json").read_text()))
+    certified = parse_suite(json.loads((SUITE_DIR / "credit-micro@4.json").read_text()))
+    fresh = {s.name: protocol.budget(s)["seeds"] for s in protocol.settings}
+    assert fresh == {s.name: [x + claims.RECHECK_OFFSET for x in certified.budget(s)["seeds"]]
+                     for s in certified.settings if s.family == "team_size"}
+    text = claims.report(claims.load(entries), recheck)
+    assert _row(text, "coma above broadcast on team_size").endswith("| holds |")
+    assert "+0.143 [+0.117, +0.169] (n=16)" in _row(text, "coma above broadcast on team_size")
