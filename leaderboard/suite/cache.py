@@ -119,8 +119,14 @@ TRAINING_KEYS = ("method", "env_id", "env_kwargs", "action_mode", "model", "mode
                  "group_size", "seed", "partners", "checkpoints", "device", "dtype", "backend", "out")
 
 
-def _spec_key(spec: dict[str, Any]) -> str:
-    return canonical_sha256({k: spec[k] for k in TRAINING_KEYS if k in spec})
+def _spec_key(spec: dict[str, Any], resolve: bool = True) -> str:
+    """The receipt's key of ``spec``: its training keys, with ``out`` as the resolved path (the receipt's own file is
+    named by the resolved run folder, so one folder reached through a symlink or a relative ``--out`` is one run;
+    ``resolve=False``: the key receipts were written with before, the path as given)."""
+    keys = {k: spec[k] for k in TRAINING_KEYS if k in spec}
+    if resolve and "out" in keys:
+        keys["out"] = str(Path(keys["out"]).resolve())
+    return canonical_sha256(keys)
 
 
 def write_receipt(run: Path, spec: dict[str, Any]) -> None:
@@ -138,7 +144,7 @@ def verified_run(run: Path, spec: dict[str, Any]) -> str | None:
         receipt = read_json_object(_receipt(run), "it is trained again")
     except ValueError:
         return f"{run}: no receipt of this machine's training in {cache_root() / 'runs'} (a run made elsewhere)"
-    if receipt.get("spec") != _spec_key(spec):
+    if receipt.get("spec") not in (_spec_key(spec), _spec_key(spec, resolve=False)):
         return f"{run}: trained here from another spec"
     content = run_content_sha256(run)
     if content is None or receipt.get("content") != content:

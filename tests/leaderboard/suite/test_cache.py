@@ -49,6 +49,19 @@ def test_a_run_is_verified_only_from_its_receipt_and_unchanged_files(tmp_path, m
     assert "no receipt of this machine's training" in verified_run(run, spec)
 
 
+def test_a_run_reached_through_a_symlinked_out_folder_is_the_same_run_and_is_reused(tmp_path, monkeypatch):
+    """``--out`` given as a symlink (or a relative path) to the folder a run was trained in names the same run: it is
+    verified and reused, not emptied and trained again (which once lost a re-check's finished runs)."""
+    spec, run = _trained_run(tmp_path, monkeypatch, steps=1)
+    (tmp_path / "link").symlink_to(tmp_path / "out")
+    via = tmp_path / "link" / "run"
+    before = (run / "metrics.jsonl").stat().st_mtime_ns, sorted(p.name for p in run.rglob("*"))
+    assert verified_run(via, {**spec, "out": str(via)}) is None
+    assert train_run({**spec, "out": str(via)}) == str(via)
+    assert ((run / "metrics.jsonl").stat().st_mtime_ns, sorted(p.name for p in run.rglob("*"))) == before
+    assert "trained here from another spec" in verified_run(via, {**spec, "out": str(via), "seed": 1})
+
+
 def test_a_run_is_scored_once_per_content_and_an_edited_file_is_scored_again(tmp_path, monkeypatch):
     """A suite scores its runs and then validates its own submission folders (copies of the same files): the second
     scoring of the same bytes under the same spec reads the cache; an edit of a scored file, or another spec, scores
