@@ -1,11 +1,11 @@
 """Screenshots of the two pages as a reader sees them, at 1400 and 390 px, with headless Chromium: the leaderboard page
 (``board/index.html``, ``python -m leaderboard render``) and the credit suite's page (``benchmark-credit``'s
 ``index.html``), the latter rebuilt from a run's ``results.json`` (``--results``) or, by default, from the stored
-``credit-micro@3`` entries (their per-seed setting scores, anchors and tokens; the exploitability table needs a
+``credit-micro@4`` entries (their per-seed setting scores, anchors and tokens; the exploitability table needs a
 ``results.json``).
 
-    python benchmarks/page_screenshots.py [--board board/index.html] [--results OUT/credit-micro@3/results.json]
-        [--out benchmarks/screenshots] [--height 1800]
+    python benchmarks/page_screenshots.py [--board board/index.html] [--results OUT/credit-micro@4/results.json]
+        [--suite KEY] [--out benchmarks/screenshots] [--height 1800]
 
 Headless Chromium lays a page out at least 500 px wide whatever ``--window-size`` says, so each page is shown in an
 iframe of the screenshot's width; the PNGs are cut to that width and the top ``--height`` px (1.6 times that at
@@ -80,7 +80,7 @@ def main() -> int:
     p.add_argument("--board", default=str(ROOT / "board" / "index.html"))
     p.add_argument("--results", default=None, help="a benchmark-credit results.json (default: the stored entries)")
     p.add_argument("--store", default=str(ROOT / "board" / "entries"))
-    p.add_argument("--suite", default="credit-micro@3", help="the suite whose stored entries make the suite page")
+    p.add_argument("--suite", default="credit-micro@4", help="the suite whose stored entries make the suite page")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "screenshots"))
     p.add_argument("--height", type=int, default=1800)
     args = p.parse_args()
