@@ -17,13 +17,14 @@ Evaluation. Free text cannot be enumerated (no exact evaluation): a fixed set of
 (:func:`baselines.train.exact_eval.eval_seeds`, ``split="test"``: 60 words never seen in training), each played
 ``--eval-samples`` times with sampled hints, with the same sampling seed at every checkpoint. A checkpoint's score per
 held-out seed is the mean team reward of its samples; the claim compares the final checkpoint with step 0 (the
-untrained policy, the control) paired by held-out seed: mean difference and its 95% t-interval over seeds; the table tests every checkpoint printed
-against step 0 (exact sign-flip p, Holm over those checkpoints, :mod:`leaderboard.verdicts`). Also
-logged, as probes of what the hints say: ``named_clue`` (the share of hints whose first candidate word is the clue's
-word: what the reader follows), ``named_any`` (hints naming any candidate first) and ``train_word`` (hints holding a
-word of the training split, never a candidate on the held-out one: what a policy that memorised its training words
-would write). A claim is re-checked by a second run with another ``--seed`` and ``--eval-seed-offset`` at least the
-first run's ``--eval-seeds`` (held-out seeds disjoint from the first run's, on the same held-out words).
+untrained policy, the control) paired by held-out seed: mean difference and its 95% t-interval over seeds; the table
+tests every checkpoint printed against step 0 (exact sign-flip p, Holm over those checkpoints,
+:mod:`leaderboard.verdicts`). Also logged, as probes of what the hints say: ``named_clue`` (the share of hints
+whose first candidate word is the clue's word: what the reader follows), ``named_any`` (hints naming any candidate
+first) and ``train_word`` (hints holding a word of the training split, never a candidate on the held-out one: what a
+policy that memorised its training words would write). A claim is re-checked by a second run with another
+``--seed`` and ``--eval-seed-offset`` at least the first run's ``--eval-seeds`` (held-out seeds disjoint from the first
+run's, on the same held-out words).
 
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/free_hint.py --steps 30 --eval-every 5 --eval-seeds 16 \
         --temperature 0.5 --lr 3e-4 --out runs/free_hint
@@ -215,12 +216,13 @@ def table(result: dict) -> str:
             f"on these seeds {optimum(seeds):.3f}); wall so far {result['wall_s']:.0f} s ({step_s})")
     columns = ("updates", "held-out team reward", "- step 0, paired [95% t]", "Holm p", "verdict",
                "hints naming the clue's word first", "naming any candidate", "holding a training word", "example hint")
-    tested = holm_family([comparison(f"step {k}", "step 0", "the held-out seeds", curve[k]["per_seed"],
-                                     curve[0]["per_seed"]) for k in sorted(curve) if k > 0])
-    by_step = dict(zip(sorted(k for k in curve if k > 0), tested))
-    lines = [head, "", f"Every checkpoint against step 0 over the same held-out seeds: exact sign-flip p, Holm over the "
-             f"{len(tested)} checkpoints printed (family-wise 5%); a direction only where it rejects and the interval "
-             f"excludes 0.", "", "| " + " | ".join(columns) + " |", "|---:|---:|---|---:|---|---:|---:|---:|---|"]
+    later = [k for k in sorted(curve) if k > 0]
+    by_step = dict(zip(later, holm_family([comparison(f"step {k}", "step 0", "the held-out seeds",
+                                                      curve[k]["per_seed"], curve[0]["per_seed"]) for k in later])))
+    note = (f"Every checkpoint against step 0 over the same held-out seeds: exact sign-flip p, Holm over the "
+            f"{len(later)} checkpoints printed (family-wise 5%); a direction only where it rejects and the interval "
+            f"excludes 0.")
+    lines = [head, "", note, "", "| " + " | ".join(columns) + " |", "|---:|---:|---|---:|---|---:|---:|---:|---|"]
     for k in sorted(curve):
         c, r = curve[k], by_step.get(k)
         diff = ("(the control) | | " if r is None else
