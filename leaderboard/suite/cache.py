@@ -31,8 +31,9 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from baselines.outputs import read_json_object, replace_text
 from baselines.train import checkpoint
