@@ -98,10 +98,39 @@ def _seeds(m: dict[str, Any]) -> dict[str, list[float]]:
     return {s: list(x["seeds"]) for s, x in m["settings"].items()}
 
 
+def suite_of(key: str) -> str:
+    """The suite a results file belongs to, for merging: ``<id>-recheck-<anything>@<v>`` (a re-check kept to some
+    families under an id of its own, the form written by hand before ``--families`` kept the id) is the re-check
+    ``<id>-recheck@<v>``. Every setting of a re-check has its own seeds (certified + RECHECK_OFFSET), so a setting
+    scores the same in any subset, and the subsets are parts of one re-check."""
+    name, at, version = key.rpartition("@")
+    if not at or "-recheck-" not in name:
+        return key
+    return f"{name[:name.index('-recheck-')]}-recheck@{version}"
+
+
+def _merge(path: str, name: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """One method found in two files. Its settings and families are merged; one found in both must carry the same
+    per-seed scores (else a clear error naming the file). With the same coverage the file with side figures is kept;
+    across different coverage (re-checks run family by family) the method is the union of its parts and keeps no
+    aggregate or token count (each file's counts a part)."""
+    for part in ("settings", "families"):
+        a, b = old.get(part, {}), new.get(part, {})
+        if any(list(a[k]["seeds"]) != list(b[k]["seeds"]) for k in a.keys() & b.keys()):
+            raise SystemExit(f"{path}: method {name!r} appears with different scores in two files")
+    if old["settings"].keys() == new["settings"].keys():
+        return old if old.get("side") else new
+    side = {k: {**old.get("side", {}).get(k, {}), **new.get("side", {}).get(k, {})}
+            for k in old.get("side", {}).keys() | new.get("side", {}).keys()}
+    return {"settings": {**old["settings"], **new["settings"]},
+            "families": {**old.get("families", {}), **new.get("families", {})}, "side": side}
+
+
 def load(paths: Sequence[str]) -> dict[str, Any]:
     """Merge the methods of several files of one suite: ``benchmark-credit``'s ``results.json`` (``scored.methods``)
-    or board entries (:func:`entry_method`). A method found in two files must carry the same per-seed scores (its
-    side figures are taken from whichever file has them); any mismatch is a clear error naming the file."""
+    or board entries (:func:`entry_method`); parts of one re-check merge (:func:`suite_of`). A method found in two
+    files is merged by :func:`_merge`: a setting or family in both must carry the same per-seed scores, and any
+    mismatch is a clear error naming the file."""
     suite, methods = None, {}
     for path in paths:
         try:
@@ -115,19 +144,14 @@ def load(paths: Sequence[str]) -> dict[str, Any]:
                 found = list(scored["methods"].items())
                 for _, m in found:
                     _seeds(m)
+            key = suite_of(str(scored.get("suite")))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise SystemExit(f"{path}: not a benchmark-credit results.json or a board entry ({exc})") from None
-        if suite is not None and scored.get("suite") != suite:
+        if suite is not None and key != suite:
             raise SystemExit(f"{path}: suite {scored.get('suite')!r}, the others are {suite!r}")
-        suite = scored.get("suite")
+        suite = key
         for name, m in found:
-            if name in methods:
-                if _seeds(methods[name]) != _seeds(m):
-                    raise SystemExit(f"{path}: method {name!r} appears with different scores in two files")
-                if not methods[name].get("side"):
-                    methods[name] = m
-                continue
-            methods[name] = m
+            methods[name] = _merge(path, name, methods[name], m) if name in methods else m
     return {"suite": suite, "methods": methods}
 
 
@@ -276,7 +300,7 @@ def report(data: dict[str, Any], recheck: dict[str, Any] | None = None, cost: bo
     if retested:
         lines += ["", "The re-check:", ""] + [f"- {sentence(r)}" for r in retested.values()]
     m = data["methods"]
-    if cost and "coma" in m and "broadcast" in m:
+    if cost and "tokens" in m.get("coma", {}) and "tokens" in m.get("broadcast", {}):
         tok, base = m["coma"]["tokens"], m["broadcast"]["tokens"]
         ratio = (tok["main"] + tok["branches"]) / max(1, base["main"])
         lines += ["", (f"Cost (descriptive, no test): coma plays {tok['main']:,} main + {tok['branches']:,} "

@@ -120,6 +120,53 @@ def test_two_result_files_of_different_suites_are_refused_with_the_file_named(tm
         claims.load([str(tmp_path / "c.json")])
 
 
+def test_parts_of_one_recheck_run_family_by_family_merge_and_a_setting_in_two_parts_must_agree(tmp_path):
+    def scored(suite, methods):
+        return {"scored": {"suite": suite, "methods": methods}}
+
+    def part(settings, shift=0.0):
+        return {"settings": {s: {"knob": 1, "seeds": [0.5 + shift] * N} for s in settings},
+                "families": {settings[0].split("/")[0]: {"seeds": [0.5 + shift] * N}}, "side": {},
+                "tokens": {"main": 10, "branches": 0}}
+
+    assert claims.suite_of("credit-micro-recheck-team_size@4") == "credit-micro-recheck@4"
+    assert claims.suite_of("credit-micro-recheck@4") == "credit-micro-recheck@4"
+    assert claims.suite_of("credit-micro@4") == "credit-micro@4"
+    files = {"ts.json": scored("credit-micro-recheck-team_size@4", {"broadcast": part(["voting/a", "voting/b"]),
+                                                                     "coma": part(["voting/a", "voting/b"], 0.1)}),
+             "rest.json": scored("credit-micro-recheck@4", {"broadcast": part(["kuhn/x"], 0.2),
+                                                            "shuffled": part(["kuhn/x"], -0.5)})}
+    for name, raw in files.items():
+        (tmp_path / name).write_text(json.dumps(raw))
+    got = claims.load([str(tmp_path / "ts.json"), str(tmp_path / "rest.json")])
+    assert got["suite"] == "credit-micro-recheck@4" and set(got["methods"]) == {"broadcast", "coma", "shuffled"}
+    b = got["methods"]["broadcast"]
+    assert set(b["settings"]) == {"voting/a", "voting/b", "kuhn/x"} and set(b["families"]) == {"voting", "kuhn"}
+    assert "tokens" not in b and "tokens" in got["methods"]["coma"]     # a merged method's counts were of a part
+    # the same setting in two parts with different scores is refused, naming the file
+    (tmp_path / "clash.json").write_text(json.dumps(scored("credit-micro-recheck@4",
+                                                           {"broadcast": part(["voting/a"], 0.3)})))
+    with pytest.raises(SystemExit, match="clash.json: method 'broadcast' appears with different scores"):
+        claims.load([str(tmp_path / "ts.json"), str(tmp_path / "clash.json")])
+    # another suite is still refused
+    (tmp_path / "other.json").write_text(json.dumps(scored("credit-micro@4", {})))
+    with pytest.raises(SystemExit, match="other.json: suite"):
+        claims.load([str(tmp_path / "ts.json"), str(tmp_path / "other.json")])
+
+
+def test_the_stored_team_size_recheck_protocol_is_the_one_families_writes(tmp_path):
+    """The hand-written team_size re-check (id credit-micro-recheck-team_size) has exactly the settings, seeds, budget
+    and scoring that ``--recheck-protocol --families team_size`` writes: only its id differs, which is why its
+    results merge with the other parts of the re-check."""
+    claims.main(["--recheck-protocol", str(tmp_path / "ts.json"), "--families", "team_size"])
+    written = json.loads((tmp_path / "ts.json").read_text())
+    stored = json.loads((SUITE_DIR.parents[2] / "benchmarks" / "claims" /
+                         "credit-micro@4-recheck-team_size.json").read_text())
+    for raw in (written, stored):
+        raw.pop("id"), raw.pop("description")
+    assert written == stored
+
+
 def test_the_recheck_protocol_has_the_same_settings_and_fresh_seeds(tmp_path):
     out = tmp_path / "recheck.json"
     claims.main(["--recheck-protocol", str(out)])
