@@ -1,0 +1,174 @@
+"""Can the clue task's solver learn to read a hint at all? A supervised probe of issue 43 item 3's first obstacle.
+
+Every reinforcement-learning pilot of the shortcut-free clue task (``think_solve-v0``, ``clue_pool="words"``,
+discrete, choice mode) left the SmolLM2 solver at chance: held-out P(follow) 0.244-0.250, also with a scripted thinker
+that relays its clue every time (RESULTS.md, "A curriculum for the LLM team"). That is either an optimisation failure
+(the sampled reward is too sparse or too noisy for RL to find the word-to-label lookup) or a failure of the model and
+adapter configuration to represent the lookup at all. This probe separates the two: it trains the solver alone, with
+the *known* answer, on the task's own prompts.
+
+Each step draws ``--batch`` training episodes (seeds from the step's own stream, ``split="train"``: the training
+words). In each, the thinker's move is drawn uniformly from the ``K`` hints (each names one candidate by its word; the
+solver's menu is permuted per episode), and the solver's decision is trained towards the label of the candidate the
+hint names, by one of two objectives on the same decisions:
+
+* ``sft``: maximise ``log pi(target)`` (cross-entropy; the supervised upper bound);
+* ``pg``: maximise ``pi(target)``, the follow reward's *expected* value under the solver's own distribution: its
+  gradient ``pi(target) grad log pi(target)`` is exactly the policy gradient of that reward (no sampling noise), so
+  a run that learns here and not in the trainer fails on the sampled estimate, not on the objective.
+
+Held-out (exact, no sampling): every ``--eval-every`` steps, ``eval/p_follow`` of
+:func:`baselines.train.exact_eval.evaluate` on ``--eval-episodes`` held-out seeds (``split="test"``: 60 words never
+trained on), the same number the trainer logs. Step 0 is the untrained model.
+
+    OMP_NUM_THREADS=1 python benchmarks/solver_probe.py --model smollm2-135m --lora-layers 4 --lr 2e-4 \\
+        --objective sft --steps 40 --batch 32 --eval-every 10 --eval-episodes 32 --seed 0
+    python benchmarks/solver_probe.py --model tiny --steps 4 --eval-every 2 --eval-episodes 4   # seconds
+
+Prints one line per evaluation and a markdown table; ``--out FILE`` also writes the curve as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ENV = "think_solve-v0"
+ENV_KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words", "action_mode": "discrete"}
+
+
+def build(model: str, lora_layers: int, lr: float, seed: int):
+    """The trainer's team (per-role LoRA, choice mode, both roles' adapters) with its solver learner and optimizer."""
+    from baselines.train import TrainConfig
+    from baselines.train.dist import Dist
+    from baselines.train.learners import build_team
+    from marl_llm_envs import make
+
+    kwargs = {k: v for k, v in ENV_KWARGS.items() if k != "action_mode"}
+    cfg = TrainConfig(env=ENV, env_kwargs=kwargs, action_mode="discrete", model=model, mode="choice",
+                      adapters="per_role", lr=lr, lora_layers=lora_layers, seed=seed)
+    env = make(ENV, **ENV_KWARGS)
+    torch.manual_seed(seed)
+    team = build_team(cfg, env, sorted(set(env.roles.values())), prepare=Dist(cfg).prepare)
+    learner = next(x for x in team.learners if x.trainable)
+    return cfg, team, learner
+
+
+def hinted_decisions(policy, seeds: list[int], hints: list[int], gen_seed: int):
+    """The solver's decision in each episode after the thinker sent hint ``hints[i]`` (1..K: it names candidate
+    ``hints[i] - 1``, whose label in the solver's menu is legal move ``hints[i] - 1``) and the policy's generation."""
+    from baselines.policies.base import request_for
+    from baselines.rollout.engine import env_action
+    from marl_llm_envs import make
+
+    requests, targets = [], []
+    for seed, hint in zip(seeds, hints):
+        env = make(ENV, **ENV_KWARGS)
+        env.reset(seed=seed)
+        u = env.unwrapped
+        thinker = request_for(env, u.agent_selection, {"text", "legal_actions"})
+        env.step(env_action(u, u.agent_selection, thinker.legal_actions[hint], thinker.legal_actions))
+        if u.agent_selection != "solver":
+            raise RuntimeError(f"seed {seed}: the solver does not move after the thinker")
+        requests.append(request_for(env, "solver", set(policy.observes) | {"legal_actions"}))
+        targets.append(hint - 1)
+    return requests, targets, policy.generate(requests, seed=gen_seed)
+
+
+def samples_for(requests, targets, gens):
+    """One trained :class:`~baselines.train.learners.Sample` per decision, its recorded choice set to the target."""
+    from baselines.train.learners import Sample
+
+    out = []
+    for r, t, g in zip(requests, targets, gens):
+        lp = math.log(max(g.choice.probs[t], 1e-30))
+        out.append(Sample("solver", "choice", list(g.prompt_ids), list(g.completion_ids) or [0], [lp], [1.0],
+                          list(r.legal_actions), choice=replace(g.choice, index=t, logprob=lp)))
+    return out
+
+
+def step(cfg, learner, samples, objective: str) -> dict[str, float]:
+    """One optimizer step on the solver's adapter: ``-mean log pi(target)`` (sft) or ``-mean pi(target)`` (pg)."""
+    learner.optimizer.zero_grad(set_to_none=True)
+    total, n = 0.0, len(samples)
+    for mb in learner.micro_batches(samples, cfg.micro_batch_tokens):
+        lp, _ = learner.logprobs(mb)
+        loss = -(lp if objective == "sft" else lp.exp()).sum() / n
+        loss.backward()
+        total += float(lp.detach().exp().sum())
+    params = [p for p in learner.module.parameters() if p.grad is not None]
+    norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
+    learner.optimizer.step()
+    learner.optimizer.zero_grad(set_to_none=True)
+    return {"train/p_target": total / n, "grad_norm": float(norm)}
+
+
+def run(args) -> list[dict[str, float]]:
+    from baselines.train.exact_eval import evaluate
+
+    cfg, team, learner = build(args.model, args.lora_layers, args.lr, args.seed)
+    solver = team.policies["solver"]
+    kwargs = dict(ENV_KWARGS)
+    rng = np.random.default_rng(args.seed)
+    k = make_k()
+    curve, t0 = [], time.time()
+    for s in range(args.steps + 1):
+        if s % args.eval_every == 0 or s == args.steps:
+            got = evaluate(team.policies, ENV, kwargs, args.eval_episodes)
+            row = {"step": s, "p_follow": got["eval/p_follow"], "wall_s": time.time() - t0}
+            curve.append(row)
+            print(f"step {s:3d}  held-out P(follow) {row['p_follow']:.4f}  ({row['wall_s']:.0f} s)", flush=True)
+        if s == args.steps:
+            break
+        seeds = [int(x) for x in rng.integers(0, 2**40, size=args.batch)]
+        hints = [int(x) for x in rng.integers(1, k + 1, size=args.batch)]
+        requests, targets, gens = hinted_decisions(solver, seeds, hints, gen_seed=s)
+        stats = step(cfg, learner, samples_for(requests, targets, gens), args.objective)
+        print(f"  update {s:3d}: batch P(target) {stats['train/p_target']:.3f}, grad norm {stats['grad_norm']:.3f}",
+              flush=True)
+    return curve
+
+
+def make_k() -> int:
+    from marl_llm_envs import make
+
+    env = make(ENV, **ENV_KWARGS)
+    env.reset(seed=0)
+    return int(env.unwrapped.num_candidates)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="tiny")
+    p.add_argument("--lora-layers", type=int, default=0, help="the trainer's --lora-layers (0: every layer)")
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--objective", choices=("sft", "pg"), default="sft")
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--batch", type=int, default=32, help="decisions per step")
+    p.add_argument("--eval-every", type=int, default=10)
+    p.add_argument("--eval-episodes", type=int, default=32)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    if args.steps < 0 or args.batch < 1 or args.eval_every < 1 or args.eval_episodes < 1:
+        p.error("--steps >= 0, --batch, --eval-every and --eval-episodes >= 1")
+    curve = run(args)
+    print(f"\n{args.model}, --lora-layers {args.lora_layers}, lr {args.lr}, objective {args.objective}, "
+          f"{args.batch} decisions a step, seed {args.seed}; held-out P(follow) on {args.eval_episodes} seeds "
+          f"(chance 0.25):\n\n| step | P(follow) | wall s |\n|---:|---:|---:|")
+    for row in curve:
+        print(f"| {row['step']} | {row['p_follow']:.4f} | {row['wall_s']:.0f} |")
+    if args.out:
+        args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "curve": curve},
+                                       indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
