@@ -6,7 +6,8 @@ re-checked on a second, fresh seed set (issue 40).
     python benchmarks/suite_claims.py --recheck-protocol benchmarks/claims/credit-micro@4-recheck.json [--families F,..]
 
 ``benchmark-credit`` writes one ``results.json`` per command (the methods of that command); pass several to combine
-methods run by different commands on the same suite (a method found twice must carry the same scores). Every number
+methods run by different commands on the same suite, or the parts of a re-check run family by family (a method
+found twice is merged setting by setting, and a setting found twice must carry the same scores). Every number
 comes from those files (per-seed normalised scores: random = 0, optimum/reference = 1; the exact exploitability of
 the zero-sum settings; token counts) or from the board's stored entries of the suite (the same per-seed scores and
 tokens; an entry keeps no exploitability, so those two claims need a ``results.json``). Nothing is re-run.
@@ -38,7 +39,7 @@ Verdict rules (one family of comparisons, corrected together):
 ``benchmarks/claims/`` keeps each re-check that was run: its protocol file and its ``scored`` results (the
 ``results.json`` of ``benchmark-credit`` without the per-run curves), so a re-check's verdicts re-derive without the
 runs: ``python benchmarks/suite_claims.py board/entries/credit-micro@4/*.json --recheck
-benchmarks/claims/credit-micro@4-recheck-team_size.results.json``.
+benchmarks/claims/*.results.json``.
 """
 
 from __future__ import annotations

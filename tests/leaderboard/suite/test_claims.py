@@ -236,19 +236,31 @@ def test_board_entries_give_the_same_claims_as_the_results_json_they_were_made_f
         claims.load([str(tmp_path / "broken.json")])
 
 
-def test_the_stored_recheck_of_comas_team_size_claim_re_derives_its_verdict():
-    """The README's "coma above broadcast on team size holds" re-derives from what the repository keeps: the board's
-    credit-micro@4 entries and the scored re-check in benchmarks/claims/ (fresh seeds, each certified seed + 39000)."""
+def test_the_stored_rechecks_re_derive_every_verdict_of_the_readme():
+    """The README's claims table re-derives from what the repository keeps: the board's credit-micro@4 entries and
+    the scored re-checks in benchmarks/claims/ (fresh seeds, each certified seed + 39000, run family by family)."""
     root = SUITE_DIR.parents[2]
-    entries = sorted(str(p) for p in (root / "board" / "entries" / "credit-micro@4").glob("*.json"))
-    recheck = claims.load([str(root / "benchmarks" / "claims" / "credit-micro@4-recheck-team_size.results.json")])
-    assert set(recheck["methods"]) == {"coma", "broadcast"}
-    protocol = parse_suite(json.loads((root / "benchmarks" / "claims" /
-                                       "credit-micro@4-recheck-team_size.json").read_text()))
+    stored = root / "benchmarks" / "claims"
     certified = parse_suite(json.loads((SUITE_DIR / "credit-micro@4.json").read_text()))
-    fresh = {s.name: protocol.budget(s)["seeds"] for s in protocol.settings}
-    assert fresh == {s.name: [x + claims.RECHECK_OFFSET for x in certified.budget(s)["seeds"]]
-                     for s in certified.settings if s.family == "team_size"}
+    seeds = {s.name: certified.budget(s)["seeds"] for s in certified.settings}
+    protocols = [p for p in sorted(stored.glob("*.json")) if not p.name.endswith(".results.json")]
+    assert protocols
+    for path in protocols:            # every stored re-check protocol: the certified settings on fresh seeds
+        protocol = parse_suite(json.loads(path.read_text()))
+        assert {s.name: protocol.budget(s)["seeds"] for s in protocol.settings} == \
+            {s.name: [x + claims.RECHECK_OFFSET for x in seeds[s.name]] for s in protocol.settings}, path.name
+    entries = sorted(str(p) for p in (root / "board" / "entries" / "credit-micro@4").glob("*.json"))
+    recheck = claims.load(sorted(str(p) for p in stored.glob("*.results.json")))
+    assert recheck["suite"] == "credit-micro-recheck@4"
     text = claims.report(claims.load(entries), recheck)
-    assert _row(text, "coma above broadcast on team_size").endswith("| holds |")
+    holds = [f"broadcast above shuffled on {f}" for f in claims.FAMILIES] + [
+        "broadcast above none on team_size", "broadcast above none on zero_sum", "loo above broadcast on team_size",
+        "coma above broadcast on team_size"]
+    for claim in holds:
+        assert _row(text, claim).endswith("| holds |"), claim
+    for claim in ("marshal above broadcast on temporal",
+                  "marshal - broadcast slope above 0 on team_umbrella/* per doubling of delay"):
+        assert _row(text, claim).endswith("| against the claim (separated the other way on both seed sets) |")
+    assert "the re-check: Holm over the 12 claims it re-tested" in text
     assert "+0.143 [+0.117, +0.169] (n=16)" in _row(text, "coma above broadcast on team_size")
+    assert "+0.084 [+0.050, +0.117] (n=16)" in _row(text, "loo above broadcast on team_size")
