@@ -4,9 +4,7 @@ its table pairs every checkpoint with step 0 over the held-out seeds."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,18 +13,9 @@ import pytest
 from baselines.policies.scripted import ScriptedPolicy
 from marl_llm_envs.envs.clue_words import clue_words
 from marl_llm_envs.scripted import follower_solver
+from tests.benchmark_scripts import load
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("free_hint", ROOT / "benchmarks" / "free_hint.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-free_hint = _module()
+free_hint = load("free_hint")
 
 
 def test_a_recheck_offset_gives_held_out_seeds_disjoint_from_the_first_runs():

@@ -3,21 +3,11 @@ names in the solver's permuted menu, and a supervised step raises the probabilit
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.benchmark_scripts import load
 
-
-def _module():
-    spec = importlib.util.spec_from_file_location("solver_probe", ROOT / "benchmarks" / "solver_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-probe = _module()
+probe = load("solver_probe")
 
 
 def test_the_target_is_the_label_of_the_word_the_hint_names_in_the_solvers_menu_and_sft_raises_it():
@@ -27,7 +17,7 @@ def test_the_target_is_the_label_of_the_word_the_hint_names_in_the_solvers_menu_
     orders = set()
     for r, t in zip(requests, targets):
         word = re.search(r"the answer is (\w+)\.", r.text).group(1)
-        menu = dict((w, f"[{lab}]") for lab, w in re.findall(r"\(([A-D])\) (\w+)", r.text))
+        menu = {w: f"[{lab}]" for lab, w in re.findall(r"\(([A-D])\) (\w+)", r.text)}
         assert r.legal_actions[t] == menu[word]             # the label the hinted word carries in this menu
         assert f"[{word}]" not in r.text and word in r.text  # the hint names the word, never the label
         orders.add(tuple(menu))

@@ -3,26 +3,15 @@ claim printed, and "holds" only after a re-check on fresh seeds (issue 40, item 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 
 import pytest
 
 from leaderboard.suite import SUITE_DIR, parse_suite
+from tests.benchmark_scripts import load
 
-
-def _claims():
-    spec = importlib.util.spec_from_file_location("suite_claims", SUITE_DIR.parents[2] / "benchmarks" /
-                                                  "suite_claims.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["suite_claims"] = module            # a dataclass looks its module up while it is being built
-    spec.loader.exec_module(module)
-    return module
-
-
-claims = _claims()
+claims = load("suite_claims")
 N = 16
 
 

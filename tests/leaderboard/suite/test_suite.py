@@ -17,6 +17,7 @@ from leaderboard.board import build_board
 from leaderboard.protocol import ProtocolError
 from leaderboard.suite import SUITE_DIR, complete_run, entry, execute, list_suites, load_suite, parse_suite, plan, \
     score, score_run, score_tables
+from tests.benchmark_scripts import load
 from tests.leaderboard.suite.helpers import tiny
 
 
@@ -245,7 +246,7 @@ def test_benchmark_prints_families_writes_figures_and_entries_rank_on_the_board(
 
 
 def test_power_analysis_reads_a_pilot_that_is_not_the_certified_run(tmp_path):
-    power = _bench_module("suite_power")
+    power = load("suite_power")
     # every pilot difference is +0.1 on team_size and +0.3 on zero_sum: each simulated run is n equal differences,
     # exact sign-flip p = 2 / 2^n, so one comparison needs n = 6 (2/64 < 0.05 <= 2/32) on each family and on the
     # aggregate; a family whose differences centre on 0 never gets there
@@ -262,17 +263,6 @@ def test_power_analysis_reads_a_pilot_that_is_not_the_certified_run(tmp_path):
         power.power_rows({"a": a, "b": b}, "a", "b", certified=[201], max_seeds=8, reps=50)
     assert power.certified_seeds(SUITE_DIR / "credit-micro@3.json") == [0, 1, 2, 3, 4]
     assert len(power.certified_seeds(SUITE_DIR / "credit-micro@4.json")) == 27 * 16     # 25 + 2 both-roles settings
-
-
-def _bench_module(name):
-    import importlib.util
-
-    from leaderboard.suite import SUITE_DIR as _dir
-
-    spec = importlib.util.spec_from_file_location(name, _dir.parents[2] / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("edit, field", [
