@@ -112,16 +112,16 @@ def step(cfg, learner, samples, objective: str) -> dict[str, float]:
 
 def run(args) -> list[dict[str, float]]:
     from baselines.train.exact_eval import evaluate
+    from marl_llm_envs import make
 
     cfg, team, learner = build(args.model, args.lora_layers, args.lr, args.seed)
     solver = team.policies["solver"]
-    kwargs = dict(ENV_KWARGS)
     rng = np.random.default_rng(args.seed)
-    k = make_k()
+    k = make(ENV, **ENV_KWARGS).unwrapped.num_candidates      # the hints 1..K
     curve, t0 = [], time.time()
     for s in range(args.steps + 1):
         if s % args.eval_every == 0 or s == args.steps:
-            got = evaluate(team.policies, ENV, kwargs, args.eval_episodes)
+            got = evaluate(team.policies, ENV, ENV_KWARGS, args.eval_episodes)
             row = {"step": s, "p_follow": got["eval/p_follow"], "wall_s": time.time() - t0}
             curve.append(row)
             print(f"step {s:3d}  held-out P(follow) {row['p_follow']:.4f}  ({row['wall_s']:.0f} s)", flush=True)
@@ -134,14 +134,6 @@ def run(args) -> list[dict[str, float]]:
         print(f"  update {s:3d}: batch P(target) {stats['train/p_target']:.3f}, grad norm {stats['grad_norm']:.3f}",
               flush=True)
     return curve
-
-
-def make_k() -> int:
-    from marl_llm_envs import make
-
-    env = make(ENV, **ENV_KWARGS)
-    env.reset(seed=0)
-    return int(env.unwrapped.num_candidates)
 
 
 def main(argv=None) -> None:
