@@ -15,7 +15,13 @@ hint names, by one of two objectives on the same decisions:
 * ``sft``: maximise ``log pi(target)`` (cross-entropy; the supervised upper bound);
 * ``pg``: maximise ``pi(target)``, the follow reward's *expected* value under the solver's own distribution: its
   gradient ``pi(target) grad log pi(target)`` is exactly the policy gradient of that reward (no sampling noise), so
-  a run that learns here and not in the trainer fails on the sampled estimate, not on the objective.
+  a run that learns here and not in the trainer fails on the sampled estimate, not on the objective;
+* ``grpo``, ``maxrl``: the *sampled* estimators the trainer's credit methods use. Each decision draws
+  ``--group-size`` G moves from the solver's own distribution (reward 1 for the target), the group's advantages are
+  GRPO's ``(r - mean) / std`` (``broadcast``'s default) or MaxRL's ``(r - mean) / mean`` (Tajwar et al. 2026, arXiv
+  2602.02710: the unbiased estimator of ``grad log P(success)`` with the mean-reward control variate; 0 for a group
+  without a success; ``broadcast``'s ``{"std": "mean"}``), and the loss is the trainer's token-mean
+  ``-sum_i A_i log pi(a_i) / (n G)`` (one PPO epoch: the ratio is 1). One forward per decision scores all its moves.
 
 Held-out (exact, no sampling): every ``--eval-every`` steps, ``eval/p_follow`` of
 :func:`baselines.train.exact_eval.evaluate` on ``--eval-episodes`` held-out seeds (``split="test"``: 60 words never
@@ -110,15 +116,52 @@ def step(cfg, learner, samples, objective: str) -> dict[str, float]:
     return {"train/p_target": total / n, "grad_norm": float(norm)}
 
 
-def run(args) -> list[dict[str, float]]:
+def sampled_step(cfg, learner, samples, objective: str, group: int, rng) -> dict[str, float]:
+    """One optimizer step of a sampled estimator (``grpo`` or ``maxrl``, see the module docstring) on ``samples``:
+    each decision's G moves are drawn from its recorded distribution, and one forward scores all its moves."""
+    from baselines.credit.base import normalize
+    from baselines.train.learners import use_adapter
+
+    learner.optimizer.zero_grad(set_to_none=True)
+    policy = learner.hf_policy
+    lora = {p for name, p in learner.module.named_parameters() if "lora_" in name}
+    n, hit, zero = len(samples), 0.0, 0
+    for mb in learner.micro_batches(samples, cfg.micro_batch_tokens):
+        weights = []
+        for s in mb:
+            probs = np.asarray(s.choice.probs, dtype=np.float64)
+            moves = rng.choice(len(probs), size=group, p=probs / probs.sum())
+            r = (moves == s.choice.index).astype(np.float64)
+            hit += r.mean()
+            adv = (np.asarray(normalize(r.tolist(), "population")) if objective == "grpo"
+                   else (r - r.mean()) / r.mean() if r.mean() > 0 else np.zeros(group))
+            zero += not np.any(adv)
+            weights.append(np.bincount(moves, weights=adv, minlength=len(probs)))
+        use_adapter(learner.module, "solver")
+        for p in learner.module.parameters():     # as the learner's own scoring does: every adapter stays trainable
+            if p.dtype.is_floating_point and p in lora:
+                p.requires_grad_(True)
+        dists = policy.choice_log_policy([s.prompt_ids for s in mb], [policy.move_ids(s.legal, "label") for s in mb],
+                                         "label", model=learner.forward_module)
+        loss = sum(-(torch.as_tensor(w, dtype=logq.dtype) * logq).sum() for w, (logq, _) in zip(weights, dists))
+        (loss / (n * group)).backward()
+    params = [p for p in learner.module.parameters() if p.grad is not None]
+    norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
+    learner.optimizer.step()
+    learner.optimizer.zero_grad(set_to_none=True)
+    return {"train/p_target": hit / n, "grad_norm": float(norm), "zero_groups": zero}
+
+
+def run(args) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
     from baselines.train.exact_eval import evaluate
     from marl_llm_envs import make
 
     cfg, team, learner = build(args.model, args.lora_layers, args.lr, args.seed)
     solver = team.policies["solver"]
     rng = np.random.default_rng(args.seed)
+    draws = np.random.default_rng([args.seed, 1])        # the sampled estimators' moves: same episodes as sft's
     k = make(ENV, **ENV_KWARGS).unwrapped.num_candidates      # the hints 1..K
-    curve, t0 = [], time.time()
+    curve, updates, t0 = [], [], time.time()
     for s in range(args.steps + 1):
         if s % args.eval_every == 0 or s == args.steps:
             got = evaluate(team.policies, ENV, ENV_KWARGS, args.eval_episodes)
@@ -130,10 +173,15 @@ def run(args) -> list[dict[str, float]]:
         seeds = [int(x) for x in rng.integers(0, 2**40, size=args.batch)]
         hints = [int(x) for x in rng.integers(1, k + 1, size=args.batch)]
         requests, targets, gens = hinted_decisions(solver, seeds, hints, gen_seed=s)
-        stats = step(cfg, learner, samples_for(requests, targets, gens), args.objective)
-        print(f"  update {s:3d}: batch P(target) {stats['train/p_target']:.3f}, grad norm {stats['grad_norm']:.3f}",
-              flush=True)
-    return curve
+        samples = samples_for(requests, targets, gens)
+        if args.objective in ("sft", "pg"):
+            stats = step(cfg, learner, samples, args.objective)
+        else:
+            stats = sampled_step(cfg, learner, samples, args.objective, args.group_size, draws)
+        updates.append({"step": s, **stats})
+        print(f"  update {s:3d}: batch P(target) {stats['train/p_target']:.3f}, grad norm {stats['grad_norm']:.3f}"
+              + (f", groups without signal {stats['zero_groups']}" if "zero_groups" in stats else ""), flush=True)
+    return curve, updates
 
 
 def main(argv=None) -> None:
@@ -141,7 +189,8 @@ def main(argv=None) -> None:
     p.add_argument("--model", default="tiny")
     p.add_argument("--lora-layers", type=int, default=0, help="the trainer's --lora-layers (0: every layer)")
     p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--objective", choices=("sft", "pg"), default="sft")
+    p.add_argument("--objective", choices=("sft", "pg", "grpo", "maxrl"), default="sft")
+    p.add_argument("--group-size", type=int, default=8, help="G, the moves each decision draws (grpo, maxrl)")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--batch", type=int, default=32, help="decisions per step")
     p.add_argument("--eval-every", type=int, default=10)
@@ -149,16 +198,17 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
-    if args.steps < 0 or args.batch < 1 or args.eval_every < 1 or args.eval_episodes < 1:
-        p.error("--steps >= 0, --batch, --eval-every and --eval-episodes >= 1")
-    curve = run(args)
+    if args.steps < 0 or min(args.batch, args.eval_every, args.eval_episodes, args.group_size) < 1:
+        p.error("--steps >= 0, --batch, --eval-every, --eval-episodes and --group-size >= 1")
+    curve, updates = run(args)
     print(f"\n{args.model}, --lora-layers {args.lora_layers}, lr {args.lr}, objective {args.objective}, "
           f"{args.batch} decisions a step, seed {args.seed}; held-out P(follow) on {args.eval_episodes} seeds "
           f"(chance 0.25):\n\n| step | P(follow) | wall s |\n|---:|---:|---:|")
     for row in curve:
         print(f"| {row['step']} | {row['p_follow']:.4f} | {row['wall_s']:.0f} |")
     if args.out:
-        args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "curve": curve},
+        args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "curve": curve,
+                                        "updates": updates},
                                        indent=1) + "\n")
 
 

@@ -29,3 +29,27 @@ def test_the_target_is_the_label_of_the_word_the_hint_names_in_the_solvers_menu_
     _, _, after_gens = probe.hinted_decisions(team.policies["solver"], seeds, hints, gen_seed=0)
     after = [g.choice.probs[t] for g, t in zip(after_gens, targets)]
     assert sum(after) > sum(before) + 0.05
+
+
+def test_a_sampled_maxrl_step_raises_the_target_and_a_group_without_a_success_carries_no_signal():
+    import numpy as np
+
+    cfg, team, learner = probe.build("tiny", 0, 5e-3, seed=0)
+    seeds, hints = [21, 22, 23, 24, 25, 26, 27, 28], [1, 2, 3, 4, 4, 3, 2, 1]
+    requests, targets, gens = probe.hinted_decisions(team.policies["solver"], seeds, hints, gen_seed=0)
+    before = [g.choice.probs[t] for g, t in zip(gens, targets)]
+    rng = np.random.default_rng(0)
+    for k in range(4):       # each step draws its moves from the distribution the policy has then
+        _, _, gens = probe.hinted_decisions(team.policies["solver"], seeds, hints, gen_seed=k)
+        assert probe.sampled_step(cfg, learner, probe.samples_for(requests, targets, gens), "maxrl", 8,
+                                  rng)["grad_norm"] > 0
+    _, _, after_gens = probe.hinted_decisions(team.policies["solver"], seeds, hints, gen_seed=0)
+    after = [g.choice.probs[t] for g, t in zip(after_gens, targets)]
+    assert sum(after) > sum(before) + 0.05
+    # a distribution that never picks the target: every group fails, so there is no signal and the gradient is 0
+    never = probe.samples_for(requests, targets, after_gens)
+    for s in never:
+        s.choice = probe.replace(s.choice, probs=tuple(1.0 if k == (s.choice.index + 1) % 4 else 0.0
+                                                       for k in range(4)))
+    assert probe.sampled_step(cfg, learner, never, "maxrl", 8, rng) == {"train/p_target": 0.0, "grad_norm": 0.0,
+                                                                          "zero_groups": len(never)}

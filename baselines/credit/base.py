@@ -33,7 +33,7 @@ episode, for every turn, one advantage per completion token (``adv[i][k][j]`` fo
 ``episodes[i].turns[k]``; one value for a turn without completion tokens). A decision scored as one unit (a choice-mode
 or MLP turn) takes the first value."""
 
-STD_MODES = ("population", "sample", None)
+STD_MODES = ("population", "sample", "mean", None)
 _REGISTRY: dict[str, type["CreditMethod"]] = {}
 
 
@@ -231,8 +231,16 @@ def check_positive(name: str, value: Any, upper: float | None = None) -> float:
 def normalize(values: Sequence[float], std: str | None = "population", eps: float = 1e-6) -> list[float]:
     """GRPO's group normalization ``(x - mean) / (std + eps)``.
 
-    ``std="population"`` (ddof 0), ``"sample"`` (ddof 1, as TRL and verl) or ``None`` (mean-centring only, as Dr.
-    GRPO). A group of one value gets mean 0 and std 1 (the value itself), as verl does."""
+    ``std="population"`` (ddof 0), ``"sample"`` (ddof 1, as TRL and verl), ``None`` (mean-centring only, as Dr.
+    GRPO) or ``"mean"``: MaxRL's ``(x - mean) / mean`` (Tajwar et al. 2026, "Maximum Likelihood Reinforcement
+    Learning", arXiv 2602.02710). With a 0/1 success reward, ``(1/G) sum_i A_i grad log pi(y_i)`` is then their
+    estimator ``(1/K) sum_{successes} grad log pi - (1/G) sum_i grad log pi`` (K the successes among the G samples;
+    0 when K = 0), whose expectation is ``(1 - (1 - p)^(G-1)) grad log p``: the gradient of their likelihood objective
+    truncated at order G - 1, ``-sum_{k<G} (1 - p)^k / k`` (enumerated in ``tests/baselines/credit/test_base.py``). A
+    prompt the policy rarely solves weighs almost as much as one it often solves, where GRPO's std weighs it by about
+    ``sqrt(p / (1 - p))`` and the plain expected reward by ``p``. Under ``"mean"`` a group whose mean is 0 (no
+    success) gets 0, and a negative value is refused (``log`` of an expected reward needs rewards >= 0). A group of
+    one value gets mean 0 and std 1 (the value itself), as verl does."""
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         return []
@@ -241,7 +249,19 @@ def normalize(values: Sequence[float], std: str | None = "population", eps: floa
     centred = x - x.mean()
     if std is None:
         return centred.tolist()
+    if std == "mean":
+        return _by_mean(x[None, :], centred[None, :])[0].tolist()
     return (centred / (x.std(ddof=1 if std == "sample" else 0) + eps)).tolist()
+
+
+def _by_mean(x: np.ndarray, centred: np.ndarray) -> np.ndarray:
+    """MaxRL's scaling of centred rows ``x - mean`` by each row's mean (0 where the mean is 0); refuses negatives."""
+    if (x < 0).any() or np.isnan(x).any():
+        bad = x[(x < 0) | np.isnan(x)][0]
+        raise ValueError(f"std='mean' (MaxRL) divides by the group's mean return and needs returns >= 0, got "
+                         f"{float(bad)!r}: use std='population' for a game with negative returns")
+    mean = x.mean(axis=1, keepdims=True)
+    return np.divide(centred, mean, out=np.zeros_like(centred), where=mean > 0)
 
 
 def normalize_many(rows: Sequence[Sequence[float]], std: str | None = "population",
@@ -263,7 +283,9 @@ def normalize_many(rows: Sequence[Sequence[float]], std: str | None = "populatio
     for which in by_length.values():
         x = np.asarray([rows[r] for r in which], dtype=np.float64)
         centred = x - x.mean(axis=1, keepdims=True)
-        if std is not None:
+        if std == "mean":
+            centred = _by_mean(x, centred)
+        elif std is not None:
             centred = centred / (x.std(axis=1, ddof=1 if std == "sample" else 0, keepdims=True) + eps)
         for r, row in zip(which, centred.tolist()):
             out[r] = row

@@ -4,6 +4,7 @@ every method."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -88,17 +89,41 @@ def test_normalize_helper_matches_the_formula():
     assert normalize([2.0, 4.0], "population") == approx([-1.0, 1.0])
     assert normalize([2.0, 4.0], "sample") == approx([-0.707107, 0.707107])
     assert normalize([3.0, 3.0, 3.0], "population") == [0.0, 0.0, 0.0]
+    # MaxRL: (x - mean) / mean; one success in four: the success gets 3, each failure -1 (1/K - 1/G, times G)
+    assert normalize([1.0, 0.0, 0.0, 0.0], "mean") == approx([3.0, -1.0, -1.0, -1.0])
+    assert normalize([2.0, 4.0], "mean") == approx([-1 / 3, 1 / 3])
+    assert normalize([0.0, 0.0, 0.0], "mean") == [0.0, 0.0, 0.0]      # no success: no signal
+    with pytest.raises(ValueError, match="returns >= 0"):
+        normalize([1.0, -1.0], "mean")
+    with pytest.raises(ValueError, match="returns >= 0"):
+        normalize_many([[1.0, 0.0], [0.5, -0.5]], "mean")
+
+
+def test_maxrl_scaling_estimates_the_gradient_of_log_success_truncated_at_order_g_minus_1():
+    # every G-tuple of moves of a 3-move softmax, enumerated: E[(1/G) sum_i A_i grad_z log pi(a_i)] must equal
+    # (1 - (1 - p)^(G-1)) grad_z log p with p = pi(target): the gradient of -sum_{k<G} (1-p)^k / k (MaxRL's objective
+    # truncated at G - 1; the 1/K-over-successes estimator with its control variate and 0 for a group without one)
+    pi, target, g = np.array([0.6, 0.3, 0.1]), 2, 3
+    expected = np.zeros(3)
+    for moves in itertools.product(range(3), repeat=g):
+        prob = float(np.prod(pi[list(moves)]))
+        adv = normalize([float(m == target) for m in moves], "mean")
+        expected += prob * sum(a * (np.eye(3)[m] - pi) for a, m in zip(adv, moves)) / g
+    p = pi[target]
+    assert expected == approx((1 - (1 - p) ** (g - 1)) * (np.eye(3)[target] - pi))
 
 
 def _bits(rows):
     return [np.asarray(r, dtype=np.float64).tobytes() for r in rows]
 
 
-@pytest.mark.parametrize("std", ["population", "sample", None])
+@pytest.mark.parametrize("std", ["population", "sample", "mean", None])
 def test_normalize_many_gives_normalize_of_each_row_bit_for_bit(std):
     # broadcast's advantages come from normalize_many (one NumPy call per group size); a run's results must be the
     # same floats as normalize() row by row, signed zeros, huge and tiny values, long rows (pairwise sums) included
     rows = hard_float_rows(11, 600, min_size=0)
+    if std == "mean":                                  # MaxRL's scaling takes returns >= 0 only
+        rows = [[abs(v) for v in row] for row in rows]
     got = normalize_many(rows, std, 1e-6)
     assert _bits(got) == _bits(normalize(r, std, 1e-6) for r in rows)
     assert normalize_many([], std) == []

@@ -14,6 +14,10 @@ def test_broadcast_textbook_group():
     assert [a[0] for a in sample] == approx([0.866025, -0.866025, -0.866025, 0.866025])  # 0.5 / sqrt(1/3)
     centred = make_credit("broadcast", std=None).advantages(episodes)
     assert [a[0] for a in centred] == approx([0.5, -0.5, -0.5, 0.5])
+    maxrl = make_credit("broadcast", std="mean").advantages(episodes)     # (r - 0.5) / 0.5
+    assert [a[0] for a in maxrl] == approx([1.0, -1.0, -1.0, 1.0])
+    one = [think_solve(1, r, sample=j) for j, r in enumerate([0.0, 1.0, 0.0, 0.0])]
+    assert [a[0] for a in make_credit("broadcast", std="mean").advantages(one)] == approx([-1.0, 3.0, -1.0, -1.0])
 
 
 def test_broadcast_zero_sum_seats_and_a_group_of_one():
