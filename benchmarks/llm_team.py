@@ -6,7 +6,7 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
 
 * a curriculum: the scripted thinker relays its clue for the first ``--relay-steps`` steps
   (``--partners thinker=reference:N``), then the thinker's own (untrained) adapter plays and both roles learn;
-* ``--tasks 32 --group 8`` and lr 1e-3;
+* ``--tasks 32 --group 8``, lr 1e-3 and ``--micro-batch-tokens 1024`` (memory: two runs side by side);
 * the method label ``broadcast-maxrl`` is broadcast with ``{"std": "mean"}`` (MaxRL's ``(R - mean) / mean``); any
   other label is a credit method with its own defaults.
 
@@ -64,6 +64,7 @@ def command(method: str, seed: int, args, out: Path, resume: bool) -> list[str]:
            "--env-kwargs", json.dumps(ENV_KWARGS), "--credit", credit, "--credit-options", json.dumps(options),
            "--tasks-per-step", str(args.tasks), "--group-size", str(args.group), "--lr", str(args.lr),
            "--partners", f"thinker=reference:{args.relay_steps}", "--steps", str(args.steps),
+           "--micro-batch-tokens", str(args.micro_batch_tokens),
            "--eval-every", str(args.eval_every), "--eval-episodes", str(args.eval_episodes), "--seed", str(seed),
            "--no-tensorboard", "--no-progress", "--out", str(out)]
     return cmd + (["--resume"] if resume else [])
@@ -165,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", type=int, default=32)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--micro-batch-tokens", type=int, default=1024,
+                   help="the trainer's gradient accumulation budget: at 4096 a both-roles step of 32 x 8 episodes "
+                        "peaks at about 15 GB, so two runs do not fit beside each other in 24 GB")
     p.add_argument("--eval-every", type=int, default=10)
     p.add_argument("--eval-episodes", type=int, default=32)
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (one process each)")

@@ -12,7 +12,8 @@ team = load("llm_team")
 
 def _args(**kw):
     ns = team.argparse.Namespace(model="smollm2-135m", steps=50, relay_steps=20, tasks=32, group=8, lr=1e-3,
-                                 eval_every=10, eval_episodes=32, out="unused")
+                                 eval_every=10, eval_episodes=32, out="unused",
+                                 micro_batch_tokens=1024)
     for k, v in kw.items():
         setattr(ns, k, v)
     return ns
