@@ -22,7 +22,7 @@ stopped part-way is resumed, ``--resume``), ``--jobs`` at a time, each a process
         --tasks 2 --group 2 --methods broadcast-maxrl,broadcast --seeds 0-1 --out /tmp/llm_team   # seconds
 
 The report: per method, the mean over seeds of each checkpoint (and ``n``, the seeds finished); then at the last
-checkpoint every method against its own untrained start and against the first method of ``--methods``, on the
+checkpoint (``--at K``: after K updates) every method against its own untrained start and against the first method of ``--methods``, on the
 held-out team reward, paired by training seed (the mean difference, its 95% t-interval, the exact sign-flip p), with
 Holm over every comparison printed: "above"/"below" only where the Holm p is below 0.05 and the interval excludes 0,
 else "not separated". Only seeds both sides finished are paired.
@@ -110,7 +110,7 @@ def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
     return found
 
 
-def report(out: Path, methods: list[str] | None = None) -> str:
+def report(out: Path, methods: list[str] | None = None, at: int | None = None) -> str:
     from leaderboard.verdicts import comparison, holm_family, verdict
 
     data = curves(out)
@@ -126,7 +126,7 @@ def report(out: Path, methods: list[str] | None = None) -> str:
             means = [sum(r[x] for r in rows) / len(rows) for x in METRICS]
             lines.append(f"| {m} | {k} | {len(rows)} | " + " | ".join(f"{v:.3f}" if i < 3 else f"{v:.4f}"
                                                                     for i, v in enumerate(means)) + " |")
-    last = {m: max(k for pts in data[m].values() for k in pts) for m in methods}
+    last = {m: at if at is not None else max(k for pts in data[m].values() for k in pts) for m in methods}
     final = {m: {s: pts[last[m]]["team_reward/team"] for s, pts in data[m].items() if last[m] in pts}
              for m in methods}
     start = {m: {s: pts[0]["team_reward/team"] for s, pts in data[m].items() if 0 in pts} for m in methods}
@@ -174,9 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (one process each)")
     p.add_argument("--out", default="runs/llm_team")
     p.add_argument("--report", metavar="DIR", help="print the tables of the runs under DIR and stop")
+    p.add_argument("--at", type=int, help="with --report: compare at this many updates (default: each method's last "
+                                          "checkpoint), e.g. 20 for the end of the relayed phase")
     args = p.parse_args(argv)
     if args.report:
-        print(report(Path(args.report)))
+        print(report(Path(args.report), at=args.at))
         return 0
     if min(args.steps, args.tasks, args.group, args.eval_every, args.eval_episodes, args.jobs) < 1 or \
             not 0 <= args.relay_steps <= args.steps:

@@ -59,6 +59,9 @@ def test_the_report_pairs_finished_seeds_and_corrects_every_comparison_together(
     # five seeds all one way: exact sign-flip p = 2/32, Holm x3 and x2 -> 0.1875 and 0.125: not separated
     row = next(line for line in text.splitlines() if line.startswith("| loo - broadcast-maxrl"))
     assert "| 5 | -0.236 [" in row and row.endswith("| 0.0625 | 0.1875 | not separated |")
+    # --at 2: the first checkpoint, where the stopped sixth seed counts too
+    early = team.report(tmp_path, ["broadcast-maxrl", "loo"], at=2)
+    assert "| loo after 2 updates - its untrained start | 6 | +0.133 [" in early
 
 
 def test_a_finished_run_is_kept_and_not_trained_again(tmp_path):
