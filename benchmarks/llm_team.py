@@ -22,8 +22,8 @@ stopped part-way is resumed, ``--resume``), ``--jobs`` at a time, each a process
         --tasks 2 --group 2 --methods broadcast-maxrl,broadcast --seeds 0-1 --out /tmp/llm_team   # seconds
 
 The report: per method, the mean over seeds of each checkpoint (and ``n``, the seeds finished); then at the last
-checkpoint (``--at K``: after K updates) every method against its own untrained start and against the first method of ``--methods``, on the
-held-out team reward, paired by training seed (the mean difference, its 95% t-interval, the exact sign-flip p), with
+checkpoint (``--at K``: after K updates) every method against its own untrained start and against the first method of
+``--methods``, on the held-out team reward (``--metric p_follow`` etc.), paired by training seed (the mean difference, its 95% t-interval, the exact sign-flip p), with
 Holm over every comparison printed: "above"/"below" only where the Holm p is below 0.05 and the interval excludes 0,
 else "not separated". Only seeds both sides finished are paired.
 """
@@ -110,7 +110,8 @@ def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
     return found
 
 
-def report(out: Path, methods: list[str] | None = None, at: int | None = None) -> str:
+def report(out: Path, methods: list[str] | None = None, at: int | None = None,
+           metric: str = "team_reward/team") -> str:
     from leaderboard.verdicts import comparison, holm_family, verdict
 
     data = curves(out)
@@ -127,23 +128,25 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None) -
             lines.append(f"| {m} | {k} | {len(rows)} | " + " | ".join(f"{v:.3f}" if i < 3 else f"{v:.4f}"
                                                                     for i, v in enumerate(means)) + " |")
     last = {m: at if at is not None else max(k for pts in data[m].values() for k in pts) for m in methods}
-    final = {m: {s: pts[last[m]]["team_reward/team"] for s, pts in data[m].items() if last[m] in pts}
-             for m in methods}
-    start = {m: {s: pts[0]["team_reward/team"] for s, pts in data[m].items() if 0 in pts} for m in methods}
+    if metric not in METRICS:
+        raise ValueError(f"metric {metric!r} is not one of {list(METRICS)}")
+    final = {m: {s: pts[last[m]][metric] for s, pts in data[m].items() if last[m] in pts} for m in methods}
+    start = {m: {s: pts[0][metric] for s, pts in data[m].items() if 0 in pts} for m in methods}
+    where = f"held-out {metric}"
     tests = []
     for m in methods:
         seeds = sorted(set(final[m]) & set(start[m]))
         if len(seeds) >= 2:
-            tests.append(comparison(f"{m} after {last[m]} updates", "its untrained start", "held-out R",
+            tests.append(comparison(f"{m} after {last[m]} updates", "its untrained start", where,
                                     [final[m][s] for s in seeds], [start[m][s] for s in seeds]))
     ref = methods[0]
     for m in methods[1:]:
         seeds = sorted(set(final[m]) & set(final[ref]))
         if len(seeds) >= 2 and last[m] == last[ref]:
-            tests.append(comparison(m, ref, "held-out R", [final[m][s] for s in seeds],
+            tests.append(comparison(m, ref, where, [final[m][s] for s in seeds],
                                     [final[ref][s] for s in seeds]))
     if tests:
-        lines += ["", ("Paired by training seed, 95% t-interval, exact sign-flip p, Holm over the "
+        lines += ["", (f"{where}, paired by training seed, 95% t-interval, exact sign-flip p, Holm over the "
                        f"{len(tests)} comparisons:"), "", "| comparison | n | difference [95% t] | p | Holm p | verdict |",
                   "|---|---:|---|---:|---:|---|"]
         for c in holm_family(tests):
@@ -176,9 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", metavar="DIR", help="print the tables of the runs under DIR and stop")
     p.add_argument("--at", type=int, help="with --report: compare at this many updates (default: each method's last "
                                           "checkpoint), e.g. 20 for the end of the relayed phase")
+    p.add_argument("--metric", default="team_reward/team", choices=METRICS, help="with --report: what is compared")
     args = p.parse_args(argv)
     if args.report:
-        print(report(Path(args.report), at=args.at))
+        print(report(Path(args.report), at=args.at, metric=args.metric))
         return 0
     if min(args.steps, args.tasks, args.group, args.eval_every, args.eval_episodes, args.jobs) < 1 or \
             not 0 <= args.relay_steps <= args.steps:

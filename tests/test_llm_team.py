@@ -62,6 +62,7 @@ def test_the_report_pairs_finished_seeds_and_corrects_every_comparison_together(
     # --at 2: the first checkpoint, where the stopped sixth seed counts too
     early = team.report(tmp_path, ["broadcast-maxrl", "loo"], at=2)
     assert "| loo after 2 updates - its untrained start | 6 | +0.133 [" in early
+    assert "held-out p_follow, paired" in team.report(tmp_path, ["loo"], metric="p_follow")
 
 
 def test_a_finished_run_is_kept_and_not_trained_again(tmp_path):
