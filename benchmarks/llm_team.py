@@ -23,9 +23,11 @@ stopped part-way is resumed, ``--resume``), ``--jobs`` at a time, each a process
 
 The report: per method, the mean over seeds of each checkpoint (and ``n``, the seeds finished); then at the last
 checkpoint (``--at K``: after K updates) every method against its own untrained start and against the first method of
-``--methods``, on the held-out team reward (``--metric p_follow`` etc.), paired by training seed (the mean difference, its 95% t-interval, the exact sign-flip p), with
-Holm over every comparison printed: "above"/"below" only where the Holm p is below 0.05 and the interval excludes 0,
-else "not separated". Only seeds both sides finished are paired.
+``--methods``, on the held-out team reward (``--metric p_follow`` etc.), paired by training seed (the mean difference,
+its 95% t-interval, the exact sign-flip p), with Holm over every comparison printed: "above"/"below" only where the Holm
+p is below 0.05 and the interval excludes 0, else "not separated". Only seeds both sides finished are paired. The
+exact sign-flip p of n seeds is at least 2 / 2^n: 5 seeds can never go below 0.0625, so a verdict needs 6 seeds for one
+comparison and 8 for four under Holm (a campaign of "5 seeds" cannot separate anything with this test).
 """
 
 from __future__ import annotations
