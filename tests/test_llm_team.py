@@ -68,3 +68,10 @@ def test_the_report_pairs_finished_seeds_and_corrects_every_comparison_together(
 def test_a_finished_run_is_kept_and_not_trained_again(tmp_path):
     _run(tmp_path, "coma", 0, [0.4, 0.5])
     assert team.train("coma", 0, _args(out=str(tmp_path), steps=4)) == "coma seed 0: kept"
+
+
+def test_the_stored_phase_1_runs_give_the_figures_of_results_md():
+    text = team.report(team.ROOT / "benchmarks" / "pilots" / "llm_team", at=20, metric="p_follow")
+    assert "| broadcast-maxrl | 20 | 4 | 0.233 | 0.890 |" in text
+    assert "| broadcast-maxrl after 20 updates - its untrained start | 4 | +0.642 [+0.507, +0.777] | 0.1250 |" in text
+    assert text.rstrip().endswith("| not separated |")
