@@ -19,8 +19,8 @@ hint names, by one of two objectives on the same decisions:
 * ``grpo``, ``maxrl``: the *sampled* estimators the trainer's credit methods use. Each decision draws
   ``--group-size`` G moves from the solver's own distribution (reward 1 for the target), the group's advantages are
   GRPO's ``(r - mean) / std`` (``broadcast``'s default) or MaxRL's ``(r - mean) / mean`` (Tajwar et al. 2026, arXiv
-  2602.02710: the unbiased estimator of ``grad log P(success)`` with the mean-reward control variate; 0 for a group
-  without a success; ``broadcast``'s ``{"std": "mean"}``), and the loss is the trainer's token-mean
+  2602.02710; 0 for a group without a success; ``broadcast``'s ``{"std": "mean"}``; in expectation
+  ``(1 - (1 - p)^(G-1)) grad log p``, see :func:`baselines.credit.base.normalize`), and the loss is the trainer's token-mean
   ``-sum_i A_i log pi(a_i) / (n G)`` (one PPO epoch: the ratio is 1). One forward per decision scores all its moves.
 
 Held-out (exact, no sampling): every ``--eval-every`` steps, ``eval/p_follow`` of
@@ -124,7 +124,7 @@ def sampled_step(cfg, learner, samples, objective: str, group: int, rng) -> dict
 
     learner.optimizer.zero_grad(set_to_none=True)
     policy = learner.hf_policy
-    lora = {p for name, p in learner.module.named_parameters() if "lora_" in name}
+    lora = [p for name, p in learner.module.named_parameters() if "lora_" in name]
     n, hit, zero = len(samples), 0.0, 0
     for mb in learner.micro_batches(samples, cfg.micro_batch_tokens):
         weights = []
@@ -133,14 +133,12 @@ def sampled_step(cfg, learner, samples, objective: str, group: int, rng) -> dict
             moves = rng.choice(len(probs), size=group, p=probs / probs.sum())
             r = (moves == s.choice.index).astype(np.float64)
             hit += r.mean()
-            adv = (np.asarray(normalize(r.tolist(), "population")) if objective == "grpo"
-                   else (r - r.mean()) / r.mean() if r.mean() > 0 else np.zeros(group))
+            adv = np.asarray(normalize(r.tolist(), "population" if objective == "grpo" else "mean"))
             zero += not np.any(adv)
             weights.append(np.bincount(moves, weights=adv, minlength=len(probs)))
         use_adapter(learner.module, "solver")
-        for p in learner.module.parameters():     # as the learner's own scoring does: every adapter stays trainable
-            if p.dtype.is_floating_point and p in lora:
-                p.requires_grad_(True)
+        for p in lora:             # as the learner's own scoring does: set_adapter froze the other adapters
+            p.requires_grad_(True)
         dists = policy.choice_log_policy([s.prompt_ids for s in mb], [policy.move_ids(s.legal, "label") for s in mb],
                                          "label", model=learner.forward_module)
         loss = sum(-(torch.as_tensor(w, dtype=logq.dtype) * logq).sum() for w, (logq, _) in zip(weights, dists))
