@@ -12,7 +12,8 @@ is normalized over its own returns. An agent that exists only in some episodes o
 ``std``: ``"population"`` (default), ``"sample"`` (TRL, verl), ``None`` (Dr. GRPO: mean-centring only) or ``"mean"``
 (MaxRL, Tajwar et al. 2026, arXiv 2602.02710: ``A_i = (R_i - mean_g R) / mean_g R``, 0 for a group whose mean is 0;
 returns must be >= 0; ``[0, 1, 0, 0] -> [-1, +3, -1, -1]``: in expectation ``(1 - (1 - p)^(G-1)) grad log p``, close
-to the gradient of ``log P(success)`` rather than of ``P(success)``; see :func:`baselines.credit.base.normalize`). Pass it as ``--credit-options '{"std": "mean"}'``.
+to the gradient of ``log P(success)`` rather than of ``P(success)``; see :func:`baselines.credit.base.normalize`).
+Pass it as ``--credit-options '{"std": "mean"}'``.
 
 Credit fidelity (``python -m leaderboard fidelity``): every agent's turns get the team's one number, so where the
 team reward is a sum of the agents' own terms (voting-v0 ``reward_scheme="fraction"``) an agent's own term is one of
