@@ -49,15 +49,6 @@ VARIANTS = {"broadcast-maxrl": ("broadcast", {"std": "mean"})}
 METRICS = ("team_reward/team", "p_follow", "p_pass", "mi_clue_message")
 
 
-def seed_list(text: str) -> list[int]:
-    """``"0-4"`` or ``"0,3"`` -> the seeds."""
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def command(method: str, seed: int, args, out: Path, resume: bool) -> list[str]:
     """The trainer's command line for one run of the recipe."""
     credit, options = VARIANTS.get(method, (method, {}))
@@ -191,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--steps, --tasks, --group, --eval-every, --eval-episodes, --jobs >= 1 and 0 <= --relay-steps <= "
                 "--steps")
     methods = [m for m in args.methods.split(",") if m]
+    from benchmarks.both_roles_pilot import seed_list  # "0-4" or "0,3" -> the seeds
+
     runs = [(m, s) for s in seed_list(args.seeds) for m in methods]
     with ThreadPoolExecutor(args.jobs) as pool:
         for line in pool.map(lambda r: train(*r, args), runs):
