@@ -58,6 +58,7 @@ def command(method: str, seed: int, args, out: Path, resume: bool) -> list[str]:
            "--tasks-per-step", str(args.tasks), "--group-size", str(args.group), "--lr", str(args.lr),
            "--partners", f"thinker=reference:{args.relay_steps}", "--steps", str(args.steps),
            "--micro-batch-tokens", str(args.micro_batch_tokens),
+           *(["--alternate-every", str(args.alternate_every)] if args.alternate_every else []),
            "--eval-every", str(args.eval_every), "--eval-episodes", str(args.eval_episodes), "--seed", str(seed),
            "--no-tensorboard", "--no-progress", "--out", str(out)]
     return cmd + (["--resume"] if resume else [])
@@ -159,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--relay-steps", type=int, default=20, help="steps the scripted thinker plays first (N)")
+    p.add_argument("--alternate-every", type=int, default=0, metavar="K",
+                   help="the trainer's --alternate-every: one role learns at a time, switching every K steps (step k "
+                        "trains the (k // K)-th of the roles learning then, by name, cyclically: with 20 relayed steps "
+                        "and K = 20, the solver in 0-19, the thinker in 20-39, the solver in 40-59); 0: every role "
+                        "learning then learns at every step")
     p.add_argument("--tasks", type=int, default=32)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -178,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         print(report(Path(args.report), at=args.at, metric=args.metric))
         return 0
     if min(args.steps, args.tasks, args.group, args.eval_every, args.eval_episodes, args.jobs) < 1 or \
-            not 0 <= args.relay_steps <= args.steps:
-        p.error("--steps, --tasks, --group, --eval-every, --eval-episodes, --jobs >= 1 and 0 <= --relay-steps <= "
-                "--steps")
+            not 0 <= args.relay_steps <= args.steps or args.alternate_every < 0:
+        p.error("--steps, --tasks, --group, --eval-every, --eval-episodes, --jobs >= 1, 0 <= --relay-steps <= "
+                "--steps and --alternate-every >= 0")
     methods = [m for m in args.methods.split(",") if m]
     from benchmarks.both_roles_pilot import seed_list  # "0-4" or "0,3" -> the seeds
 

@@ -13,7 +13,7 @@ team = load("llm_team")
 def _args(**kw):
     ns = team.argparse.Namespace(model="smollm2-135m", steps=50, relay_steps=20, tasks=32, group=8, lr=1e-3,
                                  eval_every=10, eval_episodes=32, out="unused",
-                                 micro_batch_tokens=1024)
+                                 micro_batch_tokens=1024, alternate_every=0)
     for k, v in kw.items():
         setattr(ns, k, v)
     return ns
@@ -28,6 +28,17 @@ def test_the_maxrl_label_is_broadcast_with_the_mean_scaling_and_other_labels_kee
     assert "--resume" not in cmd
     loo = team.command("loo", 0, _args(), tmp_path, resume=True)
     assert dict(zip(loo[3::2], loo[4::2]))["--credit-options"] == "{}" and loo[-1] == "--resume"
+
+
+def test_alternating_updates_reach_the_trainer_only_when_asked_and_the_trainer_accepts_the_command(tmp_path):
+    from baselines.train.config import TrainConfig
+
+    plain = team.command("broadcast-maxrl", 1, _args(), tmp_path, resume=False)
+    assert "--alternate-every" not in plain and TrainConfig.from_args(plain[3:]).alternate_every == 0
+    alt = team.command("broadcast-maxrl", 1, _args(alternate_every=20, steps=60), tmp_path, resume=True)
+    cfg = TrainConfig.from_args(alt[3:])
+    assert (cfg.alternate_every, cfg.steps, cfg.partners, cfg.resume) == (20, 60, "thinker=reference:20", True)
+    assert cfg.credit_options == {"std": "mean"} and cfg.micro_batch_tokens == 1024
 
 
 def _run(root, method, seed, finals, steps=4, every=2):
