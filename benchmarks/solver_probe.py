@@ -23,7 +23,13 @@ hint names, by one of two objectives on the same decisions:
   ``(1 - (1 - p)^(G-1)) grad log p``, see :func:`baselines.credit.base.normalize`), and the loss is the trainer's token-mean
   ``-sum_i A_i log pi(a_i) / (n G)`` (one PPO epoch: the ratio is 1). One forward per decision scores all its moves.
 
-Held-out (exact, no sampling): every ``--eval-every`` steps, ``eval/p_follow`` of
+``--role thinker``: the same objectives on the thinker's decision instead (the first move of each training episode,
+its prompt holding the clue; the target is the message that names the clue's word, legal move ``1 + k`` for the clue's
+candidate ``k``, whether or not the clue is right): can the thinker learn to pass its clue, the skill the trainer's
+thinker phase has to find (RESULTS.md, "Alternating updates")? Its held-out figure is ``eval/p_pass``.
+
+Held-out (exact, no sampling): every ``--eval-every`` steps, ``eval/p_follow`` (``eval/p_pass`` with ``--role
+thinker``) of
 :func:`baselines.train.exact_eval.evaluate` on ``--eval-episodes`` held-out seeds (``split="test"``: 60 words never
 trained on), the same number the trainer logs. Step 0 is the untrained model.
 
@@ -67,6 +73,24 @@ def build(model: str, lora_layers: int, lr: float, seed: int):
     return cfg, team, learner
 
 
+def clue_decisions(policy, seeds: list[int], gen_seed: int):
+    """The thinker's decision in each episode (its first move), the target (the message naming its clue's word) and
+    the policy's generation."""
+    from baselines.policies.base import request_for
+    from marl_llm_envs import make
+
+    requests, targets = [], []
+    for seed in seeds:
+        env = make(ENV, **ENV_KWARGS)
+        env.reset(seed=seed)
+        u = env.unwrapped
+        if u.agent_selection != "thinker":
+            raise RuntimeError(f"seed {seed}: the thinker does not move first")
+        requests.append(request_for(env, "thinker", set(policy.observes) | {"legal_actions"}))
+        targets.append(1 + u.candidates.index(u.clue()))       # legal moves: [none], then one per candidate
+    return requests, targets, policy.generate(requests, seed=gen_seed)
+
+
 def hinted_decisions(policy, seeds: list[int], hints: list[int], gen_seed: int):
     """The solver's decision in each episode after the thinker sent hint ``hints[i]`` (1..K: it names candidate
     ``hints[i] - 1``, whose label in the solver's menu is legal move ``hints[i] - 1``) and the policy's generation."""
@@ -88,14 +112,14 @@ def hinted_decisions(policy, seeds: list[int], hints: list[int], gen_seed: int):
     return requests, targets, policy.generate(requests, seed=gen_seed)
 
 
-def samples_for(requests, targets, gens):
+def samples_for(requests, targets, gens, role: str = "solver"):
     """One trained :class:`~baselines.train.learners.Sample` per decision, its recorded choice set to the target."""
     from baselines.train.learners import Sample
 
     out = []
     for r, t, g in zip(requests, targets, gens):
         lp = math.log(max(g.choice.probs[t], 1e-30))
-        out.append(Sample("solver", "choice", list(g.prompt_ids), list(g.completion_ids) or [0], [lp], [1.0],
+        out.append(Sample(role, "choice", list(g.prompt_ids), list(g.completion_ids) or [0], [lp], [1.0],
                           list(r.legal_actions), choice=replace(g.choice, index=t, logprob=lp)))
     return out
 
@@ -116,7 +140,7 @@ def step(cfg, learner, samples, objective: str) -> dict[str, float]:
     return {"train/p_target": total / n, "grad_norm": float(norm)}
 
 
-def sampled_step(cfg, learner, samples, objective: str, group: int, rng) -> dict[str, float]:
+def sampled_step(cfg, learner, samples, objective: str, group: int, rng, role: str = "solver") -> dict[str, float]:
     """One optimizer step of a sampled estimator (``grpo`` or ``maxrl``, see the module docstring) on ``samples``:
     each decision's G moves are drawn from its recorded distribution, and one forward scores all its moves."""
     from baselines.credit.base import normalize
@@ -136,7 +160,7 @@ def sampled_step(cfg, learner, samples, objective: str, group: int, rng) -> dict
             adv = np.asarray(normalize(r.tolist(), "population" if objective == "grpo" else "mean"))
             zero += not np.any(adv)
             weights.append(np.bincount(moves, weights=adv, minlength=len(probs)))
-        use_adapter(learner.module, "solver")
+        use_adapter(learner.module, role)
         for p in lora:             # as the learner's own scoring does: set_adapter froze the other adapters
             p.requires_grad_(True)
         dists = policy.choice_log_policy([s.prompt_ids for s in mb], [policy.move_ids(s.legal, "label") for s in mb],
@@ -155,7 +179,8 @@ def run(args) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
     from marl_llm_envs import make
 
     cfg, team, learner = build(args.model, args.lora_layers, args.lr, args.seed)
-    solver = team.policies["solver"]
+    policy = team.policies[args.role]
+    metric = "p_pass" if args.role == "thinker" else "p_follow"
     rng = np.random.default_rng(args.seed)
     draws = np.random.default_rng([args.seed, 1])        # the sampled estimators' moves: same episodes as sft's
     k = make(ENV, **ENV_KWARGS).unwrapped.num_candidates      # the hints 1..K
@@ -163,19 +188,22 @@ def run(args) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
     for s in range(args.steps + 1):
         if s % args.eval_every == 0 or s == args.steps:
             got = evaluate(team.policies, ENV, ENV_KWARGS, args.eval_episodes)
-            row = {"step": s, "p_follow": got["eval/p_follow"], "wall_s": time.time() - t0}
+            row = {"step": s, metric: got[f"eval/{metric}"], "wall_s": time.time() - t0}
             curve.append(row)
-            print(f"step {s:3d}  held-out P(follow) {row['p_follow']:.4f}  ({row['wall_s']:.0f} s)", flush=True)
+            print(f"step {s:3d}  held-out {metric} {row[metric]:.4f}  ({row['wall_s']:.0f} s)", flush=True)
         if s == args.steps:
             break
         seeds = [int(x) for x in rng.integers(0, 2**40, size=args.batch)]
         hints = [int(x) for x in rng.integers(1, k + 1, size=args.batch)]
-        requests, targets, gens = hinted_decisions(solver, seeds, hints, gen_seed=s)
-        samples = samples_for(requests, targets, gens)
+        if args.role == "thinker":
+            requests, targets, gens = clue_decisions(policy, seeds, gen_seed=s)
+        else:
+            requests, targets, gens = hinted_decisions(policy, seeds, hints, gen_seed=s)
+        samples = samples_for(requests, targets, gens, args.role)
         if args.objective in ("sft", "pg"):
             stats = step(cfg, learner, samples, args.objective)
         else:
-            stats = sampled_step(cfg, learner, samples, args.objective, args.group_size, draws)
+            stats = sampled_step(cfg, learner, samples, args.objective, args.group_size, draws, args.role)
         updates.append({"step": s, **stats})
         print(f"  update {s:3d}: batch P(target) {stats['train/p_target']:.3f}, grad norm {stats['grad_norm']:.3f}"
               + (f", groups without signal {stats['zero_groups']}" if "zero_groups" in stats else ""), flush=True)
@@ -188,6 +216,9 @@ def main(argv=None) -> None:
     p.add_argument("--lora-layers", type=int, default=0, help="the trainer's --lora-layers (0: every layer)")
     p.add_argument("--lr", type=float, default=2e-4)
     p.add_argument("--objective", choices=("sft", "pg", "grpo", "maxrl"), default="sft")
+    p.add_argument("--role", choices=("solver", "thinker"), default="solver",
+                   help="whose decision is trained: the solver's (target: the hinted candidate) or the thinker's "
+                        "(target: the message naming its clue)")
     p.add_argument("--group-size", type=int, default=8, help="G, the moves each decision draws (grpo, maxrl)")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--batch", type=int, default=32, help="decisions per step")
@@ -199,11 +230,12 @@ def main(argv=None) -> None:
     if args.steps < 0 or min(args.batch, args.eval_every, args.eval_episodes, args.group_size) < 1:
         p.error("--steps >= 0, --batch, --eval-every, --eval-episodes and --group-size >= 1")
     curve, updates = run(args)
-    print(f"\n{args.model}, --lora-layers {args.lora_layers}, lr {args.lr}, objective {args.objective}, "
-          f"{args.batch} decisions a step, seed {args.seed}; held-out P(follow) on {args.eval_episodes} seeds "
-          f"(chance 0.25):\n\n| step | P(follow) | wall s |\n|---:|---:|---:|")
+    metric, name = ("p_pass", "P(pass)") if args.role == "thinker" else ("p_follow", "P(follow)")
+    print(f"\n{args.model}, {args.role}, --lora-layers {args.lora_layers}, lr {args.lr}, objective {args.objective}, "
+          f"{args.batch} decisions a step, seed {args.seed}; held-out {name} on {args.eval_episodes} seeds "
+          f"(chance {'0.2' if args.role == 'thinker' else '0.25'}):\n\n| step | {name} | wall s |\n|---:|---:|---:|")
     for row in curve:
-        print(f"| {row['step']} | {row['p_follow']:.4f} | {row['wall_s']:.0f} |")
+        print(f"| {row['step']} | {row[metric]:.4f} | {row['wall_s']:.0f} |")
     if args.out:
         args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "curve": curve,
                                         "updates": updates},

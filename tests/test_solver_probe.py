@@ -53,3 +53,31 @@ def test_a_sampled_maxrl_step_raises_the_target_and_a_group_without_a_success_ca
                                                        for k in range(4)))
     assert probe.sampled_step(cfg, learner, never, "maxrl", 8, rng) == {"train/p_target": 0.0, "grad_norm": 0.0,
                                                                           "zero_groups": len(never)}
+
+
+def test_the_thinkers_target_names_its_clue_and_a_maxrl_step_on_it_moves_only_the_thinkers_adapter():
+    import numpy as np
+
+    cfg, team, learner = probe.build("tiny", 0, 5e-3, seed=0)
+    seeds = [31, 32, 33, 34, 35, 36, 37, 38]
+    requests, targets, gens = probe.clue_decisions(team.policies["thinker"], seeds, gen_seed=0)
+    for r, t in zip(requests, targets):
+        clue = re.search(r"your private clue[^:]*: the answer is (\w+)\.", r.text, re.IGNORECASE).group(1)
+        assert r.legal_actions[0] == "[none]"
+        assert f'{r.legal_actions[t]} ("I think the answer is {clue}")' in r.text     # the message naming the clue
+    assert len(set(targets)) > 1                            # the clue's position differs between episodes
+    before = {k: v.detach().clone() for k, v in learner.module.named_parameters() if "lora_" in k}
+    samples = probe.samples_for(requests, targets, gens, "thinker")
+    p0 = [g.choice.probs[t] for g, t in zip(gens, targets)]
+    for _ in range(3):
+        probe.sampled_step(cfg, learner, samples, "maxrl", 8, np.random.default_rng(0), "thinker")
+    moved = {k for k, v in learner.module.named_parameters() if "lora_" in k and not torch_equal(v, before[k])}
+    assert moved and all(".thinker." in k for k in moved)   # the solver's adapter is untouched
+    _, _, after = probe.clue_decisions(team.policies["thinker"], seeds, gen_seed=0)
+    assert sum(g.choice.probs[t] for g, t in zip(after, targets)) > sum(p0) + 0.05
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return torch.equal(a.detach(), b)

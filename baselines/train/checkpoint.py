@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from baselines.credit import CreditMethod
     from baselines.train.learners import Learner
 
-__all__ = ["CHECKPOINTS", "CheckpointError", "latest", "load", "restore_run", "resume_point", "rng_state", "save",
-           "save_run", "set_rng_state"]
+__all__ = ["CHECKPOINTS", "CheckpointError", "init_weights", "latest", "load", "restore_run", "resume_point",
+           "rng_state", "save", "save_run", "set_rng_state"]
 
 CHECKPOINTS = "checkpoints"         # a training run folder's checkpoint folder
 
@@ -262,6 +262,36 @@ def resume_point(out: Path) -> Path:
         why = why_none(out / CHECKPOINTS, "write one of those names into {latest} to resume from it")
         raise ValueError(f"--resume: no checkpoint in {out / CHECKPOINTS}{why}")
     return found
+
+
+def init_weights(source: Path, learners: list[Learner]) -> dict[str, Any]:
+    """``--init-from``: load the weights (only) of checkpoint ``source`` (a checkpoint folder, or a run folder: its
+    latest checkpoint) into ``learners``; returns ``{"checkpoint", "config_hash", "step"}`` of the source. A source
+    that is no checkpoint, or whose weights do not fit the learners (another model, adapters or roles), is a
+    ``ValueError`` naming ``--init-from``."""
+    source = Path(source)
+    path = source
+    if not (source / "meta.json").is_file() and (source / CHECKPOINTS).is_dir():
+        found = latest(source / CHECKPOINTS)
+        if found is None:
+            raise ValueError(f"--init-from: {source} holds no complete checkpoint"
+                             f"{why_none(source / CHECKPOINTS, 'write one of those names into {latest}')}")
+        path = found
+    try:
+        meta, tensors = load(path)
+    except CheckpointError as e:
+        raise ValueError(f"--init-from: {e}") from None
+    if len(tensors["learners"]) != len(learners):
+        raise ValueError(f"--init-from: {path} holds {len(tensors['learners'])} learners, this run builds "
+                         f"{len(learners)} (give the same --model and --adapters)")
+    try:
+        for learner, state in zip(learners, tensors["learners"]):
+            learner.load_state_dict(state["model"])
+    except (RuntimeError, KeyError, TypeError) as e:
+        raise ValueError(f"--init-from: the weights in {path} do not fit this run's models (another --model, "
+                         f"--adapters, --lora-r, --lora-layers or roles?) ({type(e).__name__}: {str(e)[:300]})"
+                         ) from None
+    return {"checkpoint": str(path), "config_hash": meta["config_hash"], "step": meta["step"]}
 
 
 def restore_run(path: Path, out: Path, config_hash: str, learners: list[Learner], method: CreditMethod) -> int:

@@ -44,7 +44,7 @@ BACKENDS = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16")        # --dtype: the training dtypes
 # Fields added after runs were hashed, with the default under which a run trains as it did before they existed:
 # TrainConfig.hash() leaves a field out at that value, so the hash of an older run (and its --resume) is unchanged.
-NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0, "lora_layers": 0}
+NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0, "lora_layers": 0, "init_from": ""}
 # config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
 LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
 
@@ -84,6 +84,12 @@ class TrainConfig:
                              "so the update's backward stops at the lowest adapted layer (measured in "
                              "benchmarks/RESULTS.md, issue 43); 0 = every layer")
     frozen: str = _f("", "comma-separated roles whose policy plays but is not trained (e.g. 'solver')")
+    init_from: str = _f("", "start from the weights of another run's checkpoint: a checkpoint folder "
+                            "(RUN/checkpoints/step-N) or a run folder (its latest checkpoint), made with the same "
+                            "--model, --adapters and roles; the optimizer, the step count and the RNGs start afresh. "
+                            "The KL reference (--kl-coef) is these weights with --adapters none, and with LoRA the "
+                            "base model (adapters off), as in any LoRA run. E.g. a curriculum's later phase on its "
+                            "own: --init-from RUN --frozen solver. Empty: the model's initial weights")
     partners: str = _f("", "roles played by a scripted bot: 'player_1=reference' (the env's reference bot) or "
                            "'player_1=random'; 'ROLE=BOT:N' is a curriculum: the bot plays ROLE in steps 0..N-1 "
                            "(ROLE is not trained then), ROLE's own model (--model) plays it and is trained from step "

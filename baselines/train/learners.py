@@ -304,6 +304,11 @@ class LLMLearner(Learner):
         return list(groups.values())
 
     def load_state_dict(self, state):
+        if self.adapters != "none":     # strict about the adapters (the base weights are not saved)
+            want, got = set(self.state_dict()), set(state)
+            if want != got:
+                raise RuntimeError(f"the adapter weights differ: {len(want - got)} missing, {len(got - want)} "
+                                   f"unexpected (e.g. {sorted(want ^ got)[:2]})")
         self.module.load_state_dict(state, strict=self.adapters == "none")
 
     def micro_batches(self, samples, budget):
@@ -479,6 +484,10 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
         raise ValueError(f"--partners {cfg.partners}: at step 0 the bots play every trained role "
                          f"({', '.join(trained)}): nothing would be trained then. Leave a trained role to its "
                          "model from step 0 (--partners names fewer roles)")
+    if getattr(cfg, "init_from", ""):    # before the KL reference is kept (full weights: the reference is these)
+        from baselines.train.checkpoint import init_weights
+
+        init_weights(Path(cfg.init_from), learners)
     if prepare is not None:
         for learner in learners:
             if learner.trainable:
