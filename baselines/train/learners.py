@@ -45,6 +45,7 @@ from baselines.policies.hf import TransformersPolicy, sequence_logprobs
 from baselines.policies.mlp import MLPPolicy
 from baselines.policies.scripted import RandomPolicy, ScriptedPolicy
 from baselines.policies.vllm import VLLMPolicy
+from baselines.train.checkpoint import init_weights
 from baselines.train.config import LearnerSettings
 from marl_llm_envs.reference import reference_policies
 
@@ -485,8 +486,6 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
                          f"({', '.join(trained)}): nothing would be trained then. Leave a trained role to its "
                          "model from step 0 (--partners names fewer roles)")
     if getattr(cfg, "init_from", ""):    # before the KL reference is kept (full weights: the reference is these)
-        from baselines.train.checkpoint import init_weights
-
         init_weights(Path(cfg.init_from), learners)
     if prepare is not None:
         for learner in learners:
