@@ -9,6 +9,7 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
 * ``--alternate-every K`` (off by default): one role learns at a time, switching every K steps (with K = 20 the
   solver in 0-19, the thinker alone in 20-39 against the solver that reads, the solver in 40-59); measured on two
   seeds, the thinker did not learn to pass its clue in its 20 updates (RESULTS.md, "Alternating updates");
+* ``--hint-required`` (off by default): the env's ``hint_optional=False``, the thinker's menu without ``[none]``;
 * ``--tasks 32 --group 8``, lr 1e-3 and ``--micro-batch-tokens 1024`` (memory: two runs side by side);
 * the method label ``broadcast-maxrl`` is broadcast with ``{"std": "mean"}`` (MaxRL's ``(R - mean) / mean``); any
   other label is a credit method with its own defaults.
@@ -57,7 +58,8 @@ def command(method: str, seed: int, args, out: Path, resume: bool) -> list[str]:
     credit, options = VARIANTS.get(method, (method, {}))
     cmd = [sys.executable, "-m", "baselines.train", "--env", "think_solve-v0", "--action-mode", "discrete",
            "--model", args.model, "--mode", "choice", "--adapters", "per_role",
-           "--env-kwargs", json.dumps(ENV_KWARGS), "--credit", credit, "--credit-options", json.dumps(options),
+           "--env-kwargs", json.dumps({**ENV_KWARGS, "hint_optional": False} if args.hint_required else ENV_KWARGS),
+           "--credit", credit, "--credit-options", json.dumps(options),
            "--tasks-per-step", str(args.tasks), "--group-size", str(args.group), "--lr", str(args.lr),
            "--partners", f"thinker=reference:{args.relay_steps}", "--steps", str(args.steps),
            "--micro-batch-tokens", str(args.micro_batch_tokens),
@@ -168,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
                         "trains the (k // K)-th of the roles learning then, by name, cyclically: with 20 relayed steps "
                         "and K = 20, the solver in 0-19, the thinker in 20-39, the solver in 40-59); 0: every role "
                         "learning then learns at every step")
+    p.add_argument("--hint-required", action="store_true",
+                   help="the env's hint_optional=False: the thinker's menu has no [none] (RESULTS.md, \"The [none] "
+                        "move blocks the thinker's look-up\")")
     p.add_argument("--tasks", type=int, default=32)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)

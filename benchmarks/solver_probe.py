@@ -24,9 +24,11 @@ hint names, by one of two objectives on the same decisions:
   ``-sum_i A_i log pi(a_i) / (n G)`` (one PPO epoch: the ratio is 1). One forward per decision scores all its moves.
 
 ``--role thinker``: the same objectives on the thinker's decision instead (the first move of each training episode,
-its prompt holding the clue; the target is the message that names the clue's word, legal move ``1 + k`` for the clue's
-candidate ``k``, whether or not the clue is right): can the thinker learn to pass its clue, the skill the trainer's
+its prompt holding the clue; the target is the message that names the clue's word, the clue's candidate's label among
+the legal moves, whether or not the clue is right): can the thinker learn to pass its clue, the skill the trainer's
 thinker phase has to find (RESULTS.md, "Alternating updates")? Its held-out figure is ``eval/p_pass``.
+``--hint-required`` plays the env with ``hint_optional=False`` (the thinker's menu without ``[none]``; RESULTS.md,
+"The [none] move blocks the thinker's look-up").
 
 Held-out (exact, no sampling): every ``--eval-every`` steps, ``eval/p_follow`` (``eval/p_pass`` with ``--role
 thinker``) of
@@ -56,24 +58,24 @@ ENV = "think_solve-v0"
 ENV_KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words", "action_mode": "discrete"}
 
 
-def build(model: str, lora_layers: int, lr: float, seed: int):
+def build(model: str, lora_layers: int, lr: float, seed: int, env_kwargs: dict = ENV_KWARGS):
     """The trainer's team (per-role LoRA, choice mode, both roles' adapters) with its solver learner and optimizer."""
     from baselines.train import TrainConfig
     from baselines.train.dist import Dist
     from baselines.train.learners import build_team
     from marl_llm_envs import make
 
-    kwargs = {k: v for k, v in ENV_KWARGS.items() if k != "action_mode"}
+    kwargs = {k: v for k, v in env_kwargs.items() if k != "action_mode"}
     cfg = TrainConfig(env=ENV, env_kwargs=kwargs, action_mode="discrete", model=model, mode="choice",
                       adapters="per_role", lr=lr, lora_layers=lora_layers, seed=seed)
-    env = make(ENV, **ENV_KWARGS)
+    env = make(ENV, **env_kwargs)
     torch.manual_seed(seed)
     team = build_team(cfg, env, sorted(set(env.roles.values())), prepare=Dist(cfg).prepare)
     learner = next(x for x in team.learners if x.trainable)
     return cfg, team, learner
 
 
-def clue_decisions(policy, seeds: list[int], gen_seed: int):
+def clue_decisions(policy, seeds: list[int], gen_seed: int, env_kwargs: dict = ENV_KWARGS):
     """The thinker's decision in each episode (its first move), the target (the message naming its clue's word) and
     the policy's generation."""
     from baselines.policies.base import request_for
@@ -81,17 +83,17 @@ def clue_decisions(policy, seeds: list[int], gen_seed: int):
 
     requests, targets = [], []
     for seed in seeds:
-        env = make(ENV, **ENV_KWARGS)
+        env = make(ENV, **env_kwargs)
         env.reset(seed=seed)
         u = env.unwrapped
         if u.agent_selection != "thinker":
             raise RuntimeError(f"seed {seed}: the thinker does not move first")
         requests.append(request_for(env, "thinker", set(policy.observes) | {"legal_actions"}))
-        targets.append(1 + u.candidates.index(u.clue()))       # legal moves: [none], then one per candidate
+        targets.append(u.action_names("thinker").index(u.labels[u.candidates.index(u.clue())]))   # [none] or not
     return requests, targets, policy.generate(requests, seed=gen_seed)
 
 
-def hinted_decisions(policy, seeds: list[int], hints: list[int], gen_seed: int):
+def hinted_decisions(policy, seeds: list[int], hints: list[int], gen_seed: int, env_kwargs: dict = ENV_KWARGS):
     """The solver's decision in each episode after the thinker sent hint ``hints[i]`` (1..K: it names candidate
     ``hints[i] - 1``, whose label in the solver's menu is legal move ``hints[i] - 1``) and the policy's generation."""
     from baselines.policies.base import request_for
@@ -100,11 +102,12 @@ def hinted_decisions(policy, seeds: list[int], hints: list[int], gen_seed: int):
 
     requests, targets = [], []
     for seed, hint in zip(seeds, hints):
-        env = make(ENV, **ENV_KWARGS)
+        env = make(ENV, **env_kwargs)
         env.reset(seed=seed)
         u = env.unwrapped
         thinker = request_for(env, u.agent_selection, {"text", "legal_actions"})
-        env.step(env_action(u, u.agent_selection, thinker.legal_actions[hint], thinker.legal_actions))
+        move = u.action_names("thinker").index(u.labels[hint - 1])     # the message naming candidate hint - 1
+        env.step(env_action(u, u.agent_selection, thinker.legal_actions[move], thinker.legal_actions))
         if u.agent_selection != "solver":
             raise RuntimeError(f"seed {seed}: the solver does not move after the thinker")
         requests.append(request_for(env, "solver", set(policy.observes) | {"legal_actions"}))
@@ -178,16 +181,17 @@ def run(args) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
     from baselines.train.exact_eval import evaluate
     from marl_llm_envs import make
 
-    cfg, team, learner = build(args.model, args.lora_layers, args.lr, args.seed)
+    env_kwargs = {**ENV_KWARGS, "hint_optional": False} if args.hint_required else ENV_KWARGS
+    cfg, team, learner = build(args.model, args.lora_layers, args.lr, args.seed, env_kwargs)
     policy = team.policies[args.role]
     metric = "p_pass" if args.role == "thinker" else "p_follow"
     rng = np.random.default_rng(args.seed)
     draws = np.random.default_rng([args.seed, 1])        # the sampled estimators' moves: same episodes as sft's
-    k = make(ENV, **ENV_KWARGS).unwrapped.num_candidates      # the hints 1..K
+    k = make(ENV, **env_kwargs).unwrapped.num_candidates      # the hints 1..K
     curve, updates, t0 = [], [], time.time()
     for s in range(args.steps + 1):
         if s % args.eval_every == 0 or s == args.steps:
-            got = evaluate(team.policies, ENV, ENV_KWARGS, args.eval_episodes)
+            got = evaluate(team.policies, ENV, env_kwargs, args.eval_episodes)
             row = {"step": s, metric: got[f"eval/{metric}"], "wall_s": time.time() - t0}
             curve.append(row)
             print(f"step {s:3d}  held-out {metric} {row[metric]:.4f}  ({row['wall_s']:.0f} s)", flush=True)
@@ -196,9 +200,9 @@ def run(args) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
         seeds = [int(x) for x in rng.integers(0, 2**40, size=args.batch)]
         hints = [int(x) for x in rng.integers(1, k + 1, size=args.batch)]
         if args.role == "thinker":
-            requests, targets, gens = clue_decisions(policy, seeds, gen_seed=s)
+            requests, targets, gens = clue_decisions(policy, seeds, gen_seed=s, env_kwargs=env_kwargs)
         else:
-            requests, targets, gens = hinted_decisions(policy, seeds, hints, gen_seed=s)
+            requests, targets, gens = hinted_decisions(policy, seeds, hints, gen_seed=s, env_kwargs=env_kwargs)
         samples = samples_for(requests, targets, gens, args.role)
         if args.objective in ("sft", "pg"):
             stats = step(cfg, learner, samples, args.objective)
@@ -219,6 +223,8 @@ def main(argv=None) -> None:
     p.add_argument("--role", choices=("solver", "thinker"), default="solver",
                    help="whose decision is trained: the solver's (target: the hinted candidate) or the thinker's "
                         "(target: the message naming its clue)")
+    p.add_argument("--hint-required", action="store_true",
+                   help="play the env with hint_optional=False: the thinker's moves are the labels, without [none]")
     p.add_argument("--group-size", type=int, default=8, help="G, the moves each decision draws (grpo, maxrl)")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--batch", type=int, default=32, help="decisions per step")
@@ -231,9 +237,9 @@ def main(argv=None) -> None:
         p.error("--steps >= 0, --batch, --eval-every, --eval-episodes and --group-size >= 1")
     curve, updates = run(args)
     metric, name = ("p_pass", "P(pass)") if args.role == "thinker" else ("p_follow", "P(follow)")
-    print(f"\n{args.model}, {args.role}, --lora-layers {args.lora_layers}, lr {args.lr}, objective {args.objective}, "
+    print(f"\n{args.model}, {args.role}{', --hint-required' if args.hint_required else ''}, --lora-layers {args.lora_layers}, lr {args.lr}, objective {args.objective}, "
           f"{args.batch} decisions a step, seed {args.seed}; held-out {name} on {args.eval_episodes} seeds "
-          f"(chance {'0.2' if args.role == 'thinker' else '0.25'}):\n\n| step | {name} | wall s |\n|---:|---:|---:|")
+          f"(chance {'0.2' if args.role == 'thinker' and not args.hint_required else '0.25'}):\n\n| step | {name} | wall s |\n|---:|---:|---:|")
     for row in curve:
         print(f"| {row['step']} | {row[metric]:.4f} | {row['wall_s']:.0f} |")
     if args.out:

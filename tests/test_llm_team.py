@@ -13,7 +13,7 @@ team = load("llm_team")
 def _args(**kw):
     ns = team.argparse.Namespace(model="smollm2-135m", steps=50, relay_steps=20, tasks=32, group=8, lr=1e-3,
                                  eval_every=10, eval_episodes=32, out="unused",
-                                 micro_batch_tokens=1024, alternate_every=0)
+                                 micro_batch_tokens=1024, alternate_every=0, hint_required=False)
     for k, v in kw.items():
         setattr(ns, k, v)
     return ns
@@ -39,6 +39,13 @@ def test_alternating_updates_reach_the_trainer_only_when_asked_and_the_trainer_a
     cfg = TrainConfig.from_args(alt[3:])
     assert (cfg.alternate_every, cfg.steps, cfg.partners, cfg.resume) == (20, 60, "thinker=reference:20", True)
     assert cfg.credit_options == {"std": "mean"} and cfg.micro_batch_tokens == 1024
+
+
+def test_a_required_hint_reaches_the_env_only_when_asked(tmp_path):
+    from baselines.train.config import TrainConfig
+
+    cfg = TrainConfig.from_args(team.command("loo", 2, _args(hint_required=True), tmp_path, resume=False)[3:])
+    assert cfg.env_kwargs == {"thinker_clue_accuracy": 0.9, "clue_pool": "words", "hint_optional": False}
 
 
 def _run(root, method, seed, finals, steps=4, every=2):

@@ -77,6 +77,23 @@ def test_the_thinkers_target_names_its_clue_and_a_maxrl_step_on_it_moves_only_th
     assert sum(g.choice.probs[t] for g, t in zip(after, targets)) > sum(p0) + 0.05
 
 
+def test_with_hint_required_the_thinkers_target_is_the_clues_label_among_four_moves():
+    kwargs = {**probe.ENV_KWARGS, "hint_optional": False}
+    _, team, _ = probe.build("tiny", 0, 5e-3, seed=0, env_kwargs=kwargs)
+    requests, targets, _ = probe.clue_decisions(team.policies["thinker"], [41, 42, 43, 44, 45, 46], 0, kwargs)
+    for r, t in zip(requests, targets):
+        clue = re.search(r"your private clue[^:]*: the answer is (\w+)\.", r.text, re.IGNORECASE).group(1)
+        assert list(r.legal_actions) == ["[A]", "[B]", "[C]", "[D]"] and "[none]" not in r.text
+        assert f'{r.legal_actions[t]} ("I think the answer is {clue}")' in r.text
+    assert len(set(targets)) > 1
+    # the solver's decisions after a hint: hint h names candidate h - 1 with or without [none] on the thinker's menu
+    requests, targets, _ = probe.hinted_decisions(team.policies["solver"], [41, 42], [1, 4], 0, kwargs)
+    assert targets == [0, 3]
+    for r, t in zip(requests, targets):
+        word = re.search(r"the answer is (\w+)\.", r.text).group(1)
+        assert f"({'ABCD'[t]}) {word}" in r.text
+
+
 def torch_equal(a, b) -> bool:
     import torch
 

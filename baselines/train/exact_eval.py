@@ -161,22 +161,25 @@ def evaluate(policies: Mapping[str, Policy], env_id: str, env_kwargs: Mapping[st
 
 
 def _clue_metrics(roots: list[Decision]) -> dict[str, float]:
-    """P(follow), P(pass) and I(clue; message) from the enumerated think_solve trees (thinker, then solver)."""
-    k = roots[0].env.unwrapped.num_candidates
+    """P(follow), P(pass) and I(clue; message) from the enumerated think_solve trees (thinker, then solver). The
+    thinker's moves are ``[none]`` and one per label, or the labels alone (``hint_optional=False``)."""
+    base = roots[0].env.unwrapped
+    k, moves = base.num_candidates, base.action_names("thinker")
     follow, passed = [], []
-    joint = np.zeros((k, 1 + k))          # clue label x message ([none], then one per label)
+    joint = np.zeros((k, len(moves)))          # clue label x message (the thinker's moves, in order)
     for root in roots:
         env = root.env.unwrapped
         clue = (env.candidates if env.clue_pool == "words" else env.labels).index(env.clue())   # its label index
-        if root.agent != "thinker" or len(root.probs) != 1 + k:
-            raise ValueError("the clue metrics need the thinker's [none] + one move per candidate at the root")
+        if root.agent != "thinker" or len(root.probs) != len(moves):
+            raise ValueError("the clue metrics need the thinker's moves ([none] and one per candidate, or one per "
+                             "candidate) at the root")
         joint[clue] += np.asarray(root.probs) / len(roots)
-        passed.append(root.probs[1 + clue])
+        passed.append(root.probs[moves.index(env.labels[clue])])
         hints = []
         for move, child in root.children:
-            if move == 0 or child.team_rewards is not None:
+            if moves[move] not in env.labels or child.team_rewards is not None:
                 continue
-            hints.append(child.probs[move - 1])        # the solver answers the label the hint named
+            hints.append(child.probs[env.labels.index(moves[move])])     # the solver answers the label the hint named
         follow.append(sum(hints) / k)
     pc, pm = joint.sum(1, keepdims=True), joint.sum(0, keepdims=True)
     nz = joint > 0

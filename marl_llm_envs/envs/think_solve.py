@@ -4,10 +4,10 @@
 |--------------------|-----------------------------------------------------------------------|
 | Family             | orchestration (one team, ``team``)                                    |
 | Agents             | ``thinker`` (role thinker) then ``solver`` (role solver)               |
-| Action space       | text: ``Text``; discrete: thinker ``Discrete(1 + num_candidates)``, solver ``Discrete(num_candidates)`` |
+| Action space       | text: ``Text``; discrete: thinker ``Discrete(1 + num_candidates)`` (``Discrete(num_candidates)`` with ``hint_optional=False``), solver ``Discrete(num_candidates)`` |
 | Observation space  | ``Dict(text=Text, observation=Box(-1, 1, (F + 2 * num_candidates + 4 [+ num_candidates],)), [action_mask])``, F = the task source's feature size; the last ``num_candidates`` only with ``thinker_clue_accuracy`` |
 | Reward range       | ``reward_scheme="binary"``: {0, 1}; ``"signed"``: {-1, +1}; ``invalid_penalty`` on an invalid move |
-| Kwargs             | ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_thought_chars=2000``, ``thinker_clue_accuracy=None``, ``clue_pool="labels"``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
+| Kwargs             | ``tasks="arithmetic"``, ``split="train"``, ``reward_scheme="binary"``, ``num_candidates=4``, ``max_thought_chars=2000``, ``thinker_clue_accuracy=None``, ``clue_pool="labels"``, ``hint_optional=True``, ``action_mode``, ``invalid_move``, ``invalid_penalty``, ``max_retries``, ``render_mode`` |
 | Reference policy   | ``reference_policies("think_solve-v0")["clue_relay"]`` (both seats; see :mod:`marl_llm_envs.reference.think_solve`) |
 
 The episode. A problem is drawn from ``tasks`` (see :mod:`marl_llm_envs.tasks`: ``"arithmetic"``,
@@ -194,11 +194,22 @@ candidates, its clue as "the answer is camel." and its moves as ``[C] ("I think 
 
     Answer with the label of your choice in square brackets: [A], [B], [C], [D].
 
+The hint made compulsory (``hint_optional=False``, the clue task in discrete mode only; default ``True`` = the
+thinker may send ``[none]``, everything above unchanged). The thinker's moves are the labels alone (``[A]``, ``[B]``,
+...: it must name a candidate), its prompt lists no ``[none]``, and its action space is ``Discrete(num_candidates)``;
+its vector keeps the same layout (the ``[none]`` slot of the sent-message one-hot stays 0). Why it exists: in the
+solver's prompt, a ``[none]`` move on the menu kept SmolLM2-135M from learning the clue look-up in 10 supervised
+steps where the same prompt without it learned (held-out 0.27 against 0.68; benchmarks/RESULTS.md, "The [none] move
+blocks the thinker's look-up"), and a compulsory hint is a credit setting of its own (no silent thinker). The optimum
+is unchanged (``a``: :func:`clue_relay` never sends ``[none]`` with a clue); ``ablate("thinker")`` and an invalid thinker
+move still leave the solver with no message.
+
 Version history. v0: first version. ``thinker_clue_accuracy`` added later (default ``None`` keeps every episode,
 observation and reward as before, so no version bump). ``clue_pool`` added later (default ``"labels"`` is recorded
 in no transcript and keeps every episode as before, so no version bump). The free-text hint (``clue_pool="words"``
 in text mode, which was refused before) added later: no setting that was accepted before changes, so no version
-bump.
+bump. ``hint_optional`` added later (default ``True`` is recorded in no transcript and keeps every episode as before,
+so no version bump).
 """
 
 from __future__ import annotations
@@ -235,7 +246,7 @@ class raw_env(ProblemEnv):
     metadata = {"render_modes": ["human", "ansi"], "name": "think_solve_v0", "is_parallelizable": False}
 
     def __init__(self, *, max_thought_chars: int = 2000, thinker_clue_accuracy: float | None = None,
-                 clue_pool: str = "labels", **kwargs: Any) -> None:
+                 clue_pool: str = "labels", hint_optional: bool = True, **kwargs: Any) -> None:
         max_thought_chars = check_int("max_thought_chars", max_thought_chars, 1)
         if clue_pool not in CLUE_POOLS:
             raise ValueError(f"clue_pool={clue_pool!r} is not one of {list(CLUE_POOLS)}")
@@ -248,6 +259,12 @@ class raw_env(ProblemEnv):
                 raise ValueError("thinker_clue_accuracy must be None or a number in [0, 1], "
                                  f"got {thinker_clue_accuracy!r}")
             thinker_clue_accuracy = float(thinker_clue_accuracy)
+        if not isinstance(hint_optional, bool):
+            raise ValueError(f"hint_optional must be True or False, got {hint_optional!r}")
+        if not hint_optional and (thinker_clue_accuracy is None or kwargs.get("action_mode", "text") != "discrete"):
+            raise ValueError("hint_optional=False is a setting of the clue task in discrete mode (the thinker's menu "
+                             "loses [none]): give thinker_clue_accuracy and action_mode='discrete' too")
+        self.hint_optional = hint_optional
         self.max_thought_chars = max_thought_chars
         self.thinker_clue_accuracy = thinker_clue_accuracy
         self.clue_pool = clue_pool
@@ -256,6 +273,8 @@ class raw_env(ProblemEnv):
             extra["thinker_clue_accuracy"] = thinker_clue_accuracy
         if clue_pool != "labels":       # the default is recorded nowhere: transcripts made before it stay the same
             extra["clue_pool"] = clue_pool
+        if not hint_optional:           # likewise: the default is recorded nowhere
+            extra["hint_optional"] = False
         super().__init__(max_thought_chars=max_thought_chars, **extra, **kwargs)
 
     @property
@@ -287,7 +306,9 @@ class raw_env(ProblemEnv):
     def action_names(self, agent: str) -> list[str]:
         if self.action_mode == "text":
             return list(self.labels) if self.free_hint and agent == "solver" else []
-        return [NO_HINT, *self.labels] if agent == "thinker" else list(self.labels)
+        if agent == "thinker":
+            return [NO_HINT, *self.labels] if self.hint_optional else list(self.labels)
+        return list(self.labels)
 
     # -------------------------------------------------------------- game
     def _draw_problem(self) -> None:
@@ -397,7 +418,8 @@ class raw_env(ProblemEnv):
             if self.action_mode == "discrete":
                 moves = ", ".join(f"[{label}] (\"I think the answer is {self._named(k)}\")"
                                   for k, label in enumerate(self.labels))
-                task = (f"Choose your message: [{NO_HINT}] (send no hint) or one of {moves}.\n"
+                none = f"[{NO_HINT}] (send no hint) or " if self.hint_optional else ""
+                task = (f"Choose your message: {none}one of {moves}.\n"
                         "Reply with exactly one choice in square brackets.")
             elif self.free_hint:
                 task = ("Reply with one short sentence that names the answer by its word, for example \"I think "
@@ -490,7 +512,7 @@ class raw_env(ProblemEnv):
         self._problem_vector(out)
         k = self.problem_size
         if self._thought_sent and self.action_mode == "discrete" and self.thought is not None:
-            out[k + self.action_names("thinker").index(self.thought)] = 1.0
+            out[k + [NO_HINT, *self.labels].index(self.thought)] = 1.0    # the same layout without [none]
         k += 1 + self.num_candidates
         out[k] = 0.0 if "thinker" in self.ablated else 1.0
         out[k + 1] = 1.0 if agent == "solver" else 0.0

@@ -39,7 +39,9 @@ def clue_relay(env, agent: str, rng: np.random.Generator) -> Any:
             return 0  # [none]
         k = base.problem_size + (1 + base.num_candidates) + 3
         clue = obs["observation"][k:k + base.num_candidates]
-        return 1 + int(clue.argmax()) if clue.any() else 0
+        if not clue.any():
+            return 0
+        return base.action_names(agent).index(base.labels[int(clue.argmax())])    # with or without [none] first
     found = _CLUE.search(obs["text"])
     if found is None:
         return "No hint from me."

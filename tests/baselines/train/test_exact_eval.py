@@ -38,11 +38,12 @@ Q, R, F = 0.6, 0.1, 0.7      # thinker: names its clue w.p. Q, [none] w.p. R; so
 
 
 def _thinker(r):
+    """Names its clue w.p. Q, [none] (when it is a move) w.p. R, each other label alike."""
     env = r.env.unwrapped
-    clue = env.candidates.index(env.clue())
-    p = [R] + [(1 - Q - R) / 3] * 4
-    p[1 + clue] = Q
-    return p
+    label = env.labels[env.candidates.index(env.clue())]
+    moves = [a.strip("[]") for a in r.legal_actions]      # "[none]", "[A]", ...
+    other = (1 - Q - (R if "none" in moves else 0)) / 3
+    return [R if a == "none" else Q if a == label else other for a in moves]
 
 
 def _solver(r):
@@ -54,23 +55,26 @@ def _solver(r):
     return p
 
 
-def test_exact_values_equal_the_closed_form_on_the_same_seeds():
+@pytest.mark.parametrize("hint_optional", [True, False])
+def test_exact_values_equal_the_closed_form_on_the_same_seeds(hint_optional):
     thinker, solver = _Fixed(_thinker), _Fixed(_solver)
     thinker.observes = solver.observes = frozenset({"text", "legal_actions", "env"})
     n = 40
-    got = evaluate({"thinker": thinker, "solver": solver}, "think_solve-v0", CLUE, n)
+    clue = CLUE if hint_optional else {**CLUE, "hint_optional": False}
+    r = R if hint_optional else 0.0             # the [none] mass; without [none] the thinker's moves are 4 labels
+    got = evaluate({"thinker": thinker, "solver": solver}, "think_solve-v0", clue, n)
     # by hand, seed by seed: sum over messages m and answers a of p(m) p(a | m) [a = Y]
-    kwargs = eval_env_kwargs("think_solve-v0", CLUE)
+    kwargs = eval_env_kwargs("think_solve-v0", clue)
     assert kwargs["split"] == "test"
-    expected, joint = 0.0, np.zeros((4, 5))
+    expected, joint = 0.0, np.zeros((4, 5))     # clue x message ([none], then the labels)
     for seed in eval_seeds(n):
         env = make("think_solve-v0", **kwargs)
         env.reset(seed=seed)
         y, c = env.answer_index(), env.candidates.index(env.clue())
-        pm = [R] + [(1 - Q - R) / 3] * 4
+        pm = [r] + [(1 - Q - r) / 3] * 4
         pm[1 + c] = Q
         joint[c] += np.array(pm) / n
-        value = R * 0.25
+        value = r * 0.25
         for m in range(4):
             value += pm[1 + m] * (F if m == y else (1 - F) / 3)
         expected += value / n
