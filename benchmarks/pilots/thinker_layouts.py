@@ -1,0 +1,123 @@
+"""Pilot (issue 43 item 3, 2026-12-07): why can the SmolLM2 thinker not learn to pass its clue when the solver learns
+the same look-up? The supervised thinker probe of ``benchmarks/solver_probe.py`` (its ``step``: ``-mean log pi(target)``,
+32 decisions a step, every LoRA layer, lr LR, seed 0) under thinker prompts and move sets patched into think_solve-v0
+(the env itself is not changed); held-out P(pass) from the thinker's exact distribution on 32 ``split="test"`` seeds
+(thinker only, no tree: the target's probability), every 5 steps. A throwaway script kept as run, with its results in
+``benchmarks/pilots/thinker_layouts/`` (RESULTS.md, "The [none] move blocks the thinker's look-up").
+
+    OMP_NUM_THREADS=1 python benchmarks/pilots/thinker_layouts.py VARIANT STEPS LR [SEED]
+
+VARIANT: ``base`` (the env's prompt), ``short_moves`` (moves listed by label only), ``solver_like`` (the solver's
+layout: list, clue line, then the labels), ``solver_copy`` (the solver's prompt exactly, the clue as the thinker's
+message; the thinker's moves [none] + labels), ``copy_head`` / ``copy_clue`` (the solver's prompt with the thinker's
+role line / with the clue block in place of the message), ``none_last`` (the env's prompt, [none] after the labels),
+``transfer`` (the thinker's adapter trained on the solver's decisions, the env's thinker prompt evaluated; also prints
+the adapter's P(follow) on solver prompts); a ``_nonone`` suffix (and every ``copy_*``) drops the [none] move.
+"""
+import json
+import sys
+import time
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+import numpy as np
+
+from baselines.policies.base import choice_probs, request_for
+from baselines.train.exact_eval import eval_seeds
+from benchmarks import solver_probe as sp
+from marl_llm_envs import make
+from marl_llm_envs.envs import think_solve as ts
+
+NO_NONE = ("copy_nonone", "base_nonone", "solver_like_nonone", "short_moves_nonone", "copy_head", "copy_clue")
+variant = sys.argv[1]; steps = int(sys.argv[2]); lr = float(sys.argv[3])
+seed = int(sys.argv[4]) if len(sys.argv) > 4 else 0      # the adapters' init and the training episodes' stream
+orig_text = ts.raw_env._text
+
+def text(self, agent):
+    if variant == "copy_nonone":
+        pass
+    if agent != "thinker" or variant in ("base", "transfer", "base_nonone", "none_last"):
+        return orig_text(self, agent)
+    head = ("You are the Thinker in a team of two. Your teammate, the Solver, sees the same problem and your message, "
+            "and\ngives the team's final answer; the team is scored only on that answer.\n\n")
+    clue = self.candidates[self._clue]
+    if variant == "clue_last":       # clue after the moves, right before the reply instruction
+        moves = ", ".join(f"[{l}] (\"I think the answer is {self._named(k)}\")" for k, l in enumerate(self.labels))
+        return (head + self._problem_text() + f"\n\nChoose your message: [none] (send no hint) or one of {moves}.\n\n"
+                + self._clue_text() + "Reply with exactly one choice in square brackets.")
+    if variant in ("short_moves", "short_moves_nonone"):     # moves without the repeated words: like the solver's menu
+        return (head + self._problem_text() + "\n\n" + self._clue_text()
+                + "Choose your message: " + ("" if variant.endswith("nonone") else "[none] (send no hint) or ") + "the label of the candidate you suggest to the Solver: "
+                + ", ".join(f"[{l}]" for l in self.labels) + ".\nReply with exactly one choice in square brackets.")
+    if variant in ("solver_like", "solver_like_nonone"):     # the solver's layout: list, then the clue sentence, then the labels
+        return (head + self._problem_text() + f"\n\nYour private clue (the Solver cannot see it):\nThe answer is {clue}."
+                + f" Such clues are right {self.thinker_clue_accuracy:.0%} of the time.\n\n"
+                + "Suggest an answer to the Solver with its label in square brackets"
+                + (": " + ", ".join(f"[{l}]" for l in self.labels) + "." if variant.endswith("nonone") else
+                   ", or [none] to send no hint: " + ", ".join(f"[{l}]" for l in self.labels) + ", [none]."))
+    if variant in ("solver_copy", "copy_nonone"):     # the solver's prompt exactly, with the clue as the thinker's message
+        return ("You are the Solver in a team of two. Your teammate, the Thinker, read the same problem and sent "
+                "you a message.\nThe team is scored only on your final answer.\n\n" + self._problem_text()
+                + f"\n\nMessage from the Thinker:\nI think the answer is {clue}.\n\n"
+                + "Answer with the label of your choice in square brackets: " + ", ".join(f"[{x}]" for x in self.labels) + ".")
+    solver_q = "Answer with the label of your choice in square brackets: " + ", ".join(f"[{x}]" for x in self.labels) + "."
+    if variant == "copy_head":       # the solver's prompt with the thinker's role line
+        return (head + self._problem_text() + f"\n\nMessage from the Thinker:\nI think the answer is {clue}.\n\n" + solver_q)
+    if variant == "copy_clue":       # the solver's prompt with the clue block in place of the message
+        return ("You are the Solver in a team of two. Your teammate, the Thinker, read the same problem and sent "
+                "you a message.\nThe team is scored only on your final answer.\n\n" + self._problem_text()
+                + f"\n\nYour private clue (the Solver cannot see it):\nThe answer is {clue}.\n\n" + solver_q)
+    raise SystemExit(variant)
+
+ts.raw_env._text = text
+if variant in NO_NONE:      # the solver's exact prompt and moves in the thinker's seat: no [none] move
+    orig_names = ts.raw_env.action_names
+    ts.raw_env.action_names = lambda self, agent: list(self.labels) if agent == "thinker" and self.action_mode == "discrete" else orig_names(self, agent)
+    orig_clue_dec = sp.clue_decisions
+    def clue_decisions(policy, seeds, gen_seed):
+        req, tg, gens = orig_clue_dec(policy, seeds, gen_seed)
+        return req, [t - 1 for t in tg], gens
+    sp.clue_decisions = clue_decisions
+if variant == "none_last":        # the env's thinker prompt; its moves the labels, then [none] (menu positions kept)
+    orig_names = ts.raw_env.action_names
+    ts.raw_env.action_names = lambda self, agent: [*self.labels, ts.NO_HINT] if agent == "thinker" and self.action_mode == "discrete" else orig_names(self, agent)
+    orig_clue_dec = sp.clue_decisions
+    def clue_decisions(policy, seeds, gen_seed):
+        req, tg, gens = orig_clue_dec(policy, seeds, gen_seed)
+        return req, [t - 1 for t in tg], gens
+    sp.clue_decisions = clue_decisions
+
+def p_follow(policy, n=32):
+    hints = [1 + i % 4 for i in range(n)]
+    _, tg, gens = sp.hinted_decisions(policy, [s for s in eval_seeds(n)], hints, gen_seed=0)
+    return float(np.mean([choice_probs(policy, g.choice)[t] for g, t in zip(gens, tg)]))
+
+def p_pass(policy, n=32):
+    reqs, tg = [], []
+    for seed in eval_seeds(n):
+        env = make(sp.ENV, **{**sp.ENV_KWARGS, "split": "test"}); env.reset(seed=seed); u = env.unwrapped
+        reqs.append(request_for(env, "thinker", set(policy.observes) | {"legal_actions"}))
+        tg.append(u.candidates.index(u.clue()) + (0 if variant in NO_NONE or variant == "none_last" else 1))
+    gens = policy.generate(reqs, seed=0)
+    ps = [choice_probs(policy, g.choice) for g in gens]
+    return float(np.mean([p[t] for p, t in zip(ps, tg)])), float(np.mean([p[-1 if variant == "none_last" else 0] for p in ps]) if variant not in NO_NONE else 0.0)
+
+cfg, team, learner = sp.build("smollm2", 0, lr, seed)
+policy = team.policies["thinker"]
+env = make(sp.ENV, **sp.ENV_KWARGS); env.reset(seed=1)
+print(env.unwrapped._text("thinker")); print(len(policy.tokenizer(env.unwrapped._text("thinker"))["input_ids"]) if hasattr(policy, "tokenizer") else "")
+rng = np.random.default_rng(seed); t0 = time.time(); rows = []
+for s in range(steps + 1):
+    if s % 5 == 0:
+        pp, pn = p_pass(policy); rows.append((s, pp))
+        if variant == "transfer": print("transfer: thinker adapter's held-out P(follow) on the solver's prompts (train split words)", p_follow(policy))
+        print(f"{variant} step {s} held-out P(pass) {pp:.3f} P(none) {pn:.3f} ({time.time()-t0:.0f} s)", flush=True)
+    if s == steps: break
+    seeds = [int(x) for x in rng.integers(0, 2**40, size=32)]
+    if variant == "transfer":     # the solver's decisions, trained on the thinker's adapter (a shared adapter's view)
+        hints = [int(x) for x in rng.integers(1, 5, size=32)]
+        req, tg, gens = sp.hinted_decisions(team.policies["solver"], seeds, hints, gen_seed=s)
+    else:
+        req, tg, gens = sp.clue_decisions(policy, seeds, gen_seed=s)
+    st = sp.step(cfg, learner, sp.samples_for(req, tg, gens, "thinker"), "sft")
+    print(f"  update {s}: batch P(target) {st['train/p_target']:.3f} ({time.time()-t0:.0f} s)", flush=True)
+(__import__("pathlib").Path(__file__).with_suffix("") / f"{variant}_{lr}_{steps}" + (f"_seed{seed}" if seed else "") + ".json").write_text(json.dumps(rows))
