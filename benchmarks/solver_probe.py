@@ -28,7 +28,7 @@ its prompt holding the clue; the target is the message that names the clue's wor
 the legal moves, whether or not the clue is right): can the thinker learn to pass its clue, the skill the trainer's
 thinker phase has to find (RESULTS.md, "Alternating updates")? Its held-out figure is ``eval/p_pass``.
 ``--hint-required`` plays the env with ``hint_optional=False`` (the thinker's menu without ``[none]``; RESULTS.md,
-"The [none] move blocks the thinker's look-up").
+"The thinker's look-up under eleven prompts").
 
 Held-out (exact, no sampling): every ``--eval-every`` steps, ``eval/p_follow`` (``eval/p_pass`` with ``--role
 thinker``) of

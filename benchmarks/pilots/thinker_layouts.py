@@ -3,7 +3,7 @@ the same look-up? The supervised thinker probe of ``benchmarks/solver_probe.py``
 32 decisions a step, every LoRA layer, lr LR, seed 0) under thinker prompts and move sets patched into think_solve-v0
 (the env itself is not changed); held-out P(pass) from the thinker's exact distribution on 32 ``split="test"`` seeds
 (thinker only, no tree: the target's probability), every 5 steps. A throwaway script kept as run, with its results in
-``benchmarks/pilots/thinker_layouts/`` (RESULTS.md, "The [none] move blocks the thinker's look-up").
+``benchmarks/pilots/thinker_layouts/`` (RESULTS.md, "The thinker's look-up under eleven prompts").
 
     OMP_NUM_THREADS=1 python benchmarks/pilots/thinker_layouts.py VARIANT STEPS LR [SEED]
 
@@ -120,4 +120,5 @@ for s in range(steps + 1):
         req, tg, gens = sp.clue_decisions(policy, seeds, gen_seed=s)
     st = sp.step(cfg, learner, sp.samples_for(req, tg, gens, "thinker"), "sft")
     print(f"  update {s}: batch P(target) {st['train/p_target']:.3f} ({time.time()-t0:.0f} s)", flush=True)
-(__import__("pathlib").Path(__file__).with_suffix("") / f"{variant}_{lr}_{steps}" + (f"_seed{seed}" if seed else "") + ".json").write_text(json.dumps(rows))
+name = f"{variant}_{lr}_{steps}" + (f"_seed{seed}" if seed else "") + ".json"
+(__import__("pathlib").Path(__file__).with_suffix("") / name).write_text(json.dumps(rows))

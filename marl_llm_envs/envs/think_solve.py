@@ -195,14 +195,15 @@ candidates, its clue as "the answer is camel." and its moves as ``[C] ("I think 
     Answer with the label of your choice in square brackets: [A], [B], [C], [D].
 
 The hint made compulsory (``hint_optional=False``, the clue task in discrete mode only; default ``True`` = the
-thinker may send ``[none]``, everything above unchanged). The thinker's moves are the labels alone (``[A]``, ``[B]``,
-...: it must name a candidate), its prompt lists no ``[none]``, and its action space is ``Discrete(num_candidates)``;
-its vector keeps the same layout (the ``[none]`` slot of the sent-message one-hot stays 0). Why it exists: in the
-solver's prompt, a ``[none]`` move on the menu kept SmolLM2-135M from learning the clue look-up in 10 supervised
-steps where the same prompt without it learned (held-out 0.27 against 0.68; benchmarks/RESULTS.md, "The [none] move
-blocks the thinker's look-up"), and a compulsory hint is a credit setting of its own (no silent thinker). The optimum
-is unchanged (``a``: :func:`clue_relay` never sends ``[none]`` with a clue); ``ablate("thinker")`` and an invalid thinker
-move still leave the solver with no message.
+thinker may send ``[none]``, everything above unchanged). The thinker's moves are the labels alone (``[A]``,
+``[B]``, ...: it must name a candidate), its prompt lists no ``[none]``, and its action space is
+``Discrete(num_candidates)``; its vector keeps the same layout (the ``[none]`` slot of the sent-message one-hot
+stays 0). Why it exists: a compulsory hint is a credit setting of its own (no silent thinker), and in one paired
+probe of SmolLM2-135M (the solver's prompt in the thinker's seat, seed 0) the look-up turned within 10 supervised
+steps without ``[none]`` and not with it (held-out 0.68 against 0.27); on seed 1 neither turned (0.21, 0.27), so no
+effect on learning is established (benchmarks/RESULTS.md, "The thinker's look-up under eleven prompts"). The optimum
+is unchanged (``a``: :func:`clue_relay` never sends ``[none]`` with a clue); ``ablate("thinker")`` and an invalid
+thinker move still leave the solver with no message.
 
 Version history. v0: first version. ``thinker_clue_accuracy`` added later (default ``None`` keeps every episode,
 observation and reward as before, so no version bump). ``clue_pool`` added later (default ``"labels"`` is recorded
