@@ -33,17 +33,11 @@ seed = int(sys.argv[4]) if len(sys.argv) > 4 else 0      # the adapters' init an
 orig_text = ts.raw_env._text
 
 def text(self, agent):
-    if variant == "copy_nonone":
-        pass
     if agent != "thinker" or variant in ("base", "transfer", "base_nonone", "none_last"):
         return orig_text(self, agent)
     head = ("You are the Thinker in a team of two. Your teammate, the Solver, sees the same problem and your message, "
             "and\ngives the team's final answer; the team is scored only on that answer.\n\n")
     clue = self.candidates[self._clue]
-    if variant == "clue_last":       # clue after the moves, right before the reply instruction
-        moves = ", ".join(f"[{l}] (\"I think the answer is {self._named(k)}\")" for k, l in enumerate(self.labels))
-        return (head + self._problem_text() + f"\n\nChoose your message: [none] (send no hint) or one of {moves}.\n\n"
-                + self._clue_text() + "Reply with exactly one choice in square brackets.")
     if variant in ("short_moves", "short_moves_nonone"):     # moves without the repeated words: like the solver's menu
         return (head + self._problem_text() + "\n\n" + self._clue_text()
                 + "Choose your message: " + ("" if variant.endswith("nonone") else "[none] (send no hint) or ") + "the label of the candidate you suggest to the Solver: "
@@ -69,22 +63,14 @@ def text(self, agent):
     raise SystemExit(variant)
 
 ts.raw_env._text = text
-if variant in NO_NONE:      # the solver's exact prompt and moves in the thinker's seat: no [none] move
+# the thinker's moves: the labels alone, or the labels then [none]; solver_probe.clue_decisions reads its targets
+# from action_names, so they follow the patch
+ORDER = {v: "labels" for v in NO_NONE} | {"none_last": "labels_then_none"}
+if variant in ORDER:
     orig_names = ts.raw_env.action_names
-    ts.raw_env.action_names = lambda self, agent: list(self.labels) if agent == "thinker" and self.action_mode == "discrete" else orig_names(self, agent)
-    orig_clue_dec = sp.clue_decisions
-    def clue_decisions(policy, seeds, gen_seed):
-        req, tg, gens = orig_clue_dec(policy, seeds, gen_seed)
-        return req, [t - 1 for t in tg], gens
-    sp.clue_decisions = clue_decisions
-if variant == "none_last":        # the env's thinker prompt; its moves the labels, then [none] (menu positions kept)
-    orig_names = ts.raw_env.action_names
-    ts.raw_env.action_names = lambda self, agent: [*self.labels, ts.NO_HINT] if agent == "thinker" and self.action_mode == "discrete" else orig_names(self, agent)
-    orig_clue_dec = sp.clue_decisions
-    def clue_decisions(policy, seeds, gen_seed):
-        req, tg, gens = orig_clue_dec(policy, seeds, gen_seed)
-        return req, [t - 1 for t in tg], gens
-    sp.clue_decisions = clue_decisions
+    extra = [ts.NO_HINT] if ORDER[variant] == "labels_then_none" else []
+    ts.raw_env.action_names = lambda self, agent: ([*self.labels, *extra] if agent == "thinker"
+                                                   and self.action_mode == "discrete" else orig_names(self, agent))
 
 def p_follow(policy, n=32):
     hints = [1 + i % 4 for i in range(n)]
@@ -96,10 +82,12 @@ def p_pass(policy, n=32):
     for seed in eval_seeds(n):
         env = make(sp.ENV, **{**sp.ENV_KWARGS, "split": "test"}); env.reset(seed=seed); u = env.unwrapped
         reqs.append(request_for(env, "thinker", set(policy.observes) | {"legal_actions"}))
-        tg.append(u.candidates.index(u.clue()) + (0 if variant in NO_NONE or variant == "none_last" else 1))
+        tg.append(u.action_names("thinker").index(u.labels[u.candidates.index(u.clue())]))
     gens = policy.generate(reqs, seed=0)
     ps = [choice_probs(policy, g.choice) for g in gens]
-    return float(np.mean([p[t] for p, t in zip(ps, tg)])), float(np.mean([p[-1 if variant == "none_last" else 0] for p in ps]) if variant not in NO_NONE else 0.0)
+    names = make(sp.ENV, **sp.ENV_KWARGS).unwrapped.action_names("thinker")
+    none = [p[names.index(ts.NO_HINT)] for p in ps] if ts.NO_HINT in names else [0.0]
+    return float(np.mean([p[t] for p, t in zip(ps, tg)])), float(np.mean(none))
 
 cfg, team, learner = sp.build("smollm2", 0, lr, seed)
 policy = team.policies["thinker"]

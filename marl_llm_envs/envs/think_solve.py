@@ -198,12 +198,12 @@ The hint made compulsory (``hint_optional=False``, the clue task in discrete mod
 thinker may send ``[none]``, everything above unchanged). The thinker's moves are the labels alone (``[A]``,
 ``[B]``, ...: it must name a candidate), its prompt lists no ``[none]``, and its action space is
 ``Discrete(num_candidates)``; its vector keeps the same layout (the ``[none]`` slot of the sent-message one-hot
-stays 0). Why it exists: a compulsory hint is a credit setting of its own (no silent thinker), and in one paired
-probe of SmolLM2-135M (the solver's prompt in the thinker's seat, seed 0) the look-up turned within 10 supervised
-steps without ``[none]`` and not with it (held-out 0.68 against 0.27); on seed 1 neither turned (0.21, 0.27), so no
-effect on learning is established (benchmarks/RESULTS.md, "The thinker's look-up under eleven prompts"). The optimum
-is unchanged (``a``: :func:`clue_relay` never sends ``[none]`` with a clue); ``ablate("thinker")`` and an invalid
-thinker move still leave the solver with no message.
+stays 0). Why it exists: a compulsory hint is a credit setting of its own (no silent thinker), and in a paired
+probe of SmolLM2-135M (the solver's prompt in the thinker's seat, seeds 0 and 1) the look-up turned within 10 supervised
+steps without ``[none]`` and not with it (held-out 0.68 against 0.27, and 0.65 against 0.27), though the
+env's own thinker prompt did not learn without it either (benchmarks/RESULTS.md, "The thinker's look-up under eleven
+prompts"). The optimum is unchanged (``a``: :func:`clue_relay` never sends ``[none]`` with a clue);
+``ablate("thinker")`` and an invalid thinker move still leave the solver with no message.
 
 Version history. v0: first version. ``thinker_clue_accuracy`` added later (default ``None`` keeps every episode,
 observation and reward as before, so no version bump). ``clue_pool`` added later (default ``"labels"`` is recorded
