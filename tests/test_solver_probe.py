@@ -82,9 +82,9 @@ def test_with_hint_required_the_thinkers_target_is_the_clues_label_among_four_mo
     _, team, _ = probe.build("tiny", 0, 5e-3, seed=0, env_kwargs=kwargs)
     requests, targets, _ = probe.clue_decisions(team.policies["thinker"], [41, 42, 43, 44, 45, 46], 0, kwargs)
     for r, t in zip(requests, targets):
-        clue = re.search(r"your private clue[^:]*: the answer is (\w+)\.", r.text, re.IGNORECASE).group(1)
+        clue = re.search(r"Message from your informant:\nI think the answer is (\w+)\.", r.text).group(1)
         assert list(r.legal_actions) == ["[A]", "[B]", "[C]", "[D]"] and "[none]" not in r.text
-        assert f'{r.legal_actions[t]} ("I think the answer is {clue}")' in r.text
+        assert f"({'ABCD'[t]}) {clue}" in r.text            # the target is the label of the clue's word
     assert len(set(targets)) > 1
     # the solver's decisions after a hint: hint h names candidate h - 1 with or without [none] on the thinker's menu
     requests, targets, _ = probe.hinted_decisions(team.policies["solver"], [41, 42], [1, 4], 0, kwargs)

@@ -11,7 +11,12 @@ VARIANT: ``base`` (the env's prompt), ``short_moves`` (moves listed by label onl
 layout: list, clue line, then the labels), ``solver_copy`` (the solver's prompt exactly, the clue as the thinker's
 message; the thinker's moves [none] + labels), ``copy_head`` / ``copy_clue`` (the solver's prompt with the thinker's
 role line / with the clue block in place of the message), ``none_last`` (the env's prompt, [none] after the labels),
-``transfer`` (the thinker's adapter trained on the solver's decisions, the env's thinker prompt evaluated; also prints
+``clue_message`` (``copy_head`` with the clue's accuracy line before the message and no "Message from the
+Thinker" heading), ``clue_line`` (a draft of the env's own ``hint_optional=False``
+prompt: the accuracy, then "Clue: the answer is <word>." just before "Suggest an answer ..."), ``informant`` (``copy_head`` with the clue as a
+message from the thinker's private informant, its accuracy at the end of the role paragraph), ``informant_noacc`` / ``copy_head_acc`` (``informant`` without the
+accuracy sentence / with copy_head's heading), ``informant_short`` (``copy_head_acc`` with the heading
+"Message from your informant:"), ``transfer`` (the thinker's adapter trained on the solver's decisions, the env's thinker prompt evaluated; also prints
 the adapter's P(follow) on solver prompts); a ``_nonone`` suffix (and every ``copy_*``) drops the [none] move.
 """
 import json
@@ -27,7 +32,9 @@ from benchmarks import solver_probe as sp
 from marl_llm_envs import make
 from marl_llm_envs.envs import think_solve as ts
 
-NO_NONE = ("copy_nonone", "base_nonone", "solver_like_nonone", "short_moves_nonone", "copy_head", "copy_clue")
+NO_NONE = ("copy_nonone", "base_nonone", "solver_like_nonone", "short_moves_nonone", "copy_head", "copy_clue",
+           "clue_message", "clue_line", "informant", "informant_noacc", "copy_head_acc",
+           "informant_short")
 variant = sys.argv[1]; steps = int(sys.argv[2]); lr = float(sys.argv[3])
 seed = int(sys.argv[4]) if len(sys.argv) > 4 else 0      # the adapters' init and the training episodes' stream
 orig_text = ts.raw_env._text
@@ -60,6 +67,35 @@ def text(self, agent):
         return ("You are the Solver in a team of two. Your teammate, the Thinker, read the same problem and sent "
                 "you a message.\nThe team is scored only on your final answer.\n\n" + self._problem_text()
                 + f"\n\nYour private clue (the Solver cannot see it):\nThe answer is {clue}.\n\n" + solver_q)
+    if variant == "clue_message":    # copy_head with the clue introduced as a clue: its accuracy, then its words as a message
+        return (head + self._problem_text() + f"\n\nYour private clue (the Solver cannot see it) is right "
+                f"{self.thinker_clue_accuracy:.0%} of the time; a wrong clue names one of the {self.num_candidates - 1}\n"
+                f"other candidates, chosen uniformly at random. It reads:\nI think the answer is {clue}.\n\n" + solver_q)
+    if variant == "clue_line":       # a draft of the env's hint_optional=False prompt (04:28-04:48 UTC), run then with
+        # solver_probe.py --role thinker --hint-required; the clue on a line of its own just before the question
+        return (head + self._problem_text() + f"\n\nYour private clue (the Solver cannot see it) is right "
+                f"{self.thinker_clue_accuracy:.0%} of the time; a wrong clue names one of the {self.num_candidates - 1}\n"
+                f"other candidates, chosen uniformly at random.\nClue: the answer is {clue}.\n\n"
+                "Suggest an answer to the Solver with its label in square brackets: "
+                + ", ".join(f"[{l}]" for l in self.labels) + ".")
+    if variant == "informant":       # copy_head with the clue as a message from an informant, its accuracy in the head
+        return (head[:-2] + f" Your private informant's message is right {self.thinker_clue_accuracy:.0%} of the time; when "
+                f"it is wrong it names\none of the {self.num_candidates - 1} other candidates, chosen uniformly at random.\n\n"
+                + self._problem_text() + "\n\nMessage from your informant (the Solver cannot see it):\n"
+                f"I think the answer is {clue}.\n\n" + solver_q)
+    acc = (f" Your private informant's message is right {self.thinker_clue_accuracy:.0%} of the time; when it is wrong "
+           f"it names\none of the {self.num_candidates - 1} other candidates, chosen uniformly at random.\n\n")
+    if variant == "informant_noacc":  # informant without the accuracy sentence: copy_head with another heading
+        return (head + self._problem_text() + "\n\nMessage from your informant (the Solver cannot see it):\n"
+                f"I think the answer is {clue}.\n\n" + solver_q)
+    if variant == "copy_head_acc":   # informant with copy_head's heading: copy_head with the accuracy sentence
+        return (head[:-2] + acc + self._problem_text() + f"\n\nMessage from the Thinker:\nI think the answer is {clue}.\n\n"
+                + solver_q)
+    if variant == "informant_short":  # copy_head_acc with the heading "Message from your informant:"
+        return (head[:-2] + " Your private informant's message (the Solver cannot see it) is right "
+                f"{self.thinker_clue_accuracy:.0%} of the time;\nwhen it is wrong it names one of the {self.num_candidates - 1} "
+                "other candidates, chosen uniformly at random.\n\n" + self._problem_text()
+                + f"\n\nMessage from your informant:\nI think the answer is {clue}.\n\n" + solver_q)
     raise SystemExit(variant)
 
 ts.raw_env._text = text

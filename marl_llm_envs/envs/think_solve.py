@@ -196,21 +196,37 @@ candidates, its clue as "the answer is camel." and its moves as ``[C] ("I think 
 
 The hint made compulsory (``hint_optional=False``, the clue task in discrete mode only; default ``True`` = the
 thinker may send ``[none]``, everything above unchanged). The thinker's moves are the labels alone (``[A]``,
-``[B]``, ...: it must name a candidate), its prompt lists no ``[none]``, and its action space is
-``Discrete(num_candidates)``; its vector keeps the same layout (the ``[none]`` slot of the sent-message one-hot
-stays 0). Why it exists: a compulsory hint is a credit setting of its own (no silent thinker), and in a paired
-probe of SmolLM2-135M (the solver's prompt in the thinker's seat, seeds 0 and 1) the look-up turned within 10 supervised
-steps without ``[none]`` and not with it (held-out 0.68 against 0.27, and 0.65 against 0.27), though the
-env's own thinker prompt did not learn without it either (benchmarks/RESULTS.md, "The thinker's look-up under eleven
-prompts"). The optimum is unchanged (``a``: :func:`clue_relay` never sends ``[none]`` with a clue);
-``ablate("thinker")`` and an invalid thinker move still leave the solver with no message.
+``[B]``, ...: it must name a candidate), and its action space is ``Discrete(num_candidates)``; its vector keeps the
+same layout (the ``[none]`` slot of the sent-message one-hot stays 0). Its prompt takes the solver's layout, the
+clue shown as a message from the thinker's private informant (the same episode, the same clue)::
+
+    You are the Thinker in a team of two. Your teammate, the Solver, sees the same problem and your message, and
+    gives the team's final answer; the team is scored only on that answer. Your private informant's message (the Solver cannot see it) is right 90% of the time;
+    when it is wrong it names one of the 3 other candidates, chosen uniformly at random.
+
+    Problem: hidden in this task (only the Thinker's private clue says which candidate is right).
+    Candidate answers: (A) circus, (B) berry, (C) camel, (D) sand
+
+    Message from your informant:
+    I think the answer is camel.
+
+    Answer with the label of your choice in square brackets: [A], [B], [C], [D].
+
+Why it exists: a compulsory hint is a credit setting of its own (no silent thinker), and it is the clue task in the
+form SmolLM2-135M's thinker can learn. In supervised probes (benchmarks/RESULTS.md, "The thinker's look-up under
+eleven prompts" and "A thinker prompt that begins to learn its look-up"), the solver's prompt in the thinker's seat turned within 10
+steps without ``[none]`` on the menu and not with it (held-out 0.68 against 0.27, and 0.65 against 0.27, seeds 0
+and 1); the default thinker prompt did not turn within 20 steps with or without ``[none]``, and this layout began to
+(0.31 and 0.38 at step 10, seeds 0 and 1). The optimum is unchanged (``a``: :func:`clue_relay` never sends
+``[none]`` with a clue); ``ablate("thinker")`` and an invalid thinker move still leave the solver with no message.
 
 Version history. v0: first version. ``thinker_clue_accuracy`` added later (default ``None`` keeps every episode,
 observation and reward as before, so no version bump). ``clue_pool`` added later (default ``"labels"`` is recorded
 in no transcript and keeps every episode as before, so no version bump). The free-text hint (``clue_pool="words"``
 in text mode, which was refused before) added later: no setting that was accepted before changes, so no version
 bump. ``hint_optional`` added later (default ``True`` is recorded in no transcript and keeps every episode as before,
-so no version bump).
+so no version bump). Its thinker prompt was the default's less the ``[none]`` entry until 2026-12-07 (the
+same day, before any recorded result but two probes, RESULTS.md), then the informant layout above.
 """
 
 from __future__ import annotations
@@ -416,11 +432,12 @@ class raw_env(ProblemEnv):
     def _text(self, agent: str) -> str:
         solo = "thinker" in self.ablated
         if agent == "thinker":
+            if not self.hint_optional:
+                return self._required_hint_text()
             if self.action_mode == "discrete":
                 moves = ", ".join(f"[{label}] (\"I think the answer is {self._named(k)}\")"
                                   for k, label in enumerate(self.labels))
-                none = f"[{NO_HINT}] (send no hint) or " if self.hint_optional else ""
-                task = (f"Choose your message: {none}one of {moves}.\n"
+                task = (f"Choose your message: [{NO_HINT}] (send no hint) or one of {moves}.\n"
                         "Reply with exactly one choice in square brackets.")
             elif self.free_hint:
                 task = ("Reply with one short sentence that names the answer by its word, for example \"I think "
@@ -448,6 +465,21 @@ class raw_env(ProblemEnv):
         else:
             task = BOXED_HINT
         return f"{head}\n\n{self._problem_text()}{message}\n\n{task}"
+
+    def _required_hint_text(self) -> str:
+        """The thinker's prompt with ``hint_optional=False`` (the manual's example): the solver's layout (the
+        candidates, then a message naming a word just before the question, then the labels), the clue shown as a
+        message from the thinker's private informant. Of the thinker layouts probed, the ones laid out so were the
+        ones SmolLM2-135M began to learn within 10 supervised steps (benchmarks/RESULTS.md, "A thinker prompt that
+        begins to learn its look-up")."""
+        return ("You are the Thinker in a team of two. Your teammate, the Solver, sees the same problem and your "
+                "message, and\ngives the team's final answer; the team is scored only on that answer. Your private "
+                "informant's message (the Solver cannot see it) is right "
+                f"{self.thinker_clue_accuracy:.0%} of the time;\nwhen it is wrong it names one of the "
+                f"{self.num_candidates - 1} other candidates, chosen uniformly at random.\n\n{self._problem_text()}"
+                f"\n\nMessage from your informant:\nI think the answer is {self._named(self._clue)}.\n\n"
+                "Answer with the label of your choice in square brackets: "
+                + ", ".join(f"[{x}]" for x in self.labels) + ".")
 
     def _clue_text(self) -> str:
         if self._clue is None:

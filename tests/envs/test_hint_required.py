@@ -28,10 +28,17 @@ def test_the_thinker_moves_are_the_labels_and_its_prompt_offers_no_none():
         text = env.observe("thinker")["text"]
         assert "[none]" not in text and "send no hint" not in text
         assert "[none] (send no hint)" in default.observe("thinker")["text"]
-        # the same episode otherwise: the prompts differ only in the menu's [none] entry
-        assert text == default.observe("thinker")["text"].replace("[none] (send no hint) or ", "")
-        assert env.observe("thinker")["action_mask"].tolist() == [1, 1, 1, 1]
         u = env.unwrapped
+        # the same episode, laid out like the solver's prompt: the candidates as the default shows them, the clue's
+        # accuracy, then the clue as a message naming its word just before the question, and the labels last
+        assert u.candidates == default.unwrapped.candidates and u.clue() == default.unwrapped.clue()
+        candidates = next(line for line in text.splitlines() if line.startswith("Candidate answers: "))
+        assert candidates in default.observe("thinker")["text"].splitlines()
+        assert "(the Solver cannot see it) is right 90% of the time" in text
+        assert text.endswith(f"Message from your informant:\nI think the answer is {u.clue()}.\n\nAnswer with the label "
+                             "of your choice in square brackets: [A], [B], [C], [D].")
+        assert text.count(u.clue()) == 2                # in the candidates' list and in the clue, nowhere else
+        assert env.observe("thinker")["action_mask"].tolist() == [1, 1, 1, 1]
         k = u.candidates.index(u.clue())
         env.step(k)                                   # move k names candidate k by its word
         assert thinker_message(env.observe("solver")["text"]) == f"I think the answer is {u.candidates[k]}."
