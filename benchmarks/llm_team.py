@@ -9,7 +9,9 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
 * ``--alternate-every K`` (off by default): one role learns at a time, switching every K steps (with K = 20 the
   solver in 0-19, the thinker alone in 20-39 against the solver that reads, the solver in 40-59); measured on two
   seeds, the thinker did not learn to pass its clue in its 20 updates (RESULTS.md, "Alternating updates");
-* ``--hint-required`` (off by default): the env's ``hint_optional=False``, the thinker's menu without ``[none]``;
+* ``--hint-required`` (off by default): the env's ``hint_optional=False``, the thinker's menu without ``[none]``
+  and its prompt in the solver's layout, the layout the thinker began to learn (RESULTS.md, "A thinker prompt
+  that begins to learn its look-up");
 * ``--tasks 32 --group 8``, lr 1e-3 and ``--micro-batch-tokens 1024`` (memory: two runs side by side);
 * the method label ``broadcast-maxrl`` is broadcast with ``{"std": "mean"}`` (MaxRL's ``(R - mean) / mean``); any
   other label is a credit method with its own defaults.

@@ -451,6 +451,9 @@ class Resolved:
 
     action_mode: str             # the env's action mode the run played (--action-mode, or what its empty value meant)
     config_hash: str | None      # TrainConfig.hash() when the run was written (None: a run folder that lacks it)
+    # --init-from: the checkpoint the weights started from, {"checkpoint": path, "config_hash": its run's hash,
+    # "step": its step}, so a run says which weights it began with even after the source folder changed; else None
+    init_source: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -462,12 +465,13 @@ class RunConfig:
     fields: dict[str, Any]       # the TrainConfig fields as stored (what the run was trained with), without "resolved"
 
 
-def write_run_config(folder: Path, cfg: TrainConfig, action_mode: str) -> None:
-    """Write ``folder/config.json``: ``cfg``'s fields and the ``"resolved"`` block (``action_mode``, ``cfg.hash()``)."""
-    resolved = Resolved(action_mode=action_mode, config_hash=cfg.hash())
+def write_run_config(folder: Path, cfg: TrainConfig, action_mode: str, init_source: dict | None = None) -> None:
+    """Write ``folder/config.json``: ``cfg``'s fields and the ``"resolved"`` block (``action_mode``, ``cfg.hash()``,
+    and with ``--init-from`` the source checkpoint's path, config hash and step; without it the block is as before)."""
+    resolved = Resolved(action_mode=action_mode, config_hash=cfg.hash(), init_source=init_source)
     # replaced in one step: a resume killed while it writes the file again never leaves a cut config.json
-    replace_text(Path(folder) / RUN_CONFIG, json.dumps({**cfg.to_dict(), "resolved": dataclasses.asdict(resolved)},
-                                                        indent=1))
+    block = {k: v for k, v in dataclasses.asdict(resolved).items() if k != "init_source" or v is not None}
+    replace_text(Path(folder) / RUN_CONFIG, json.dumps({**cfg.to_dict(), "resolved": block}, indent=1))
 
 
 def read_run_config(folder: Path) -> RunConfig:
@@ -486,7 +490,8 @@ def read_run_config(folder: Path) -> RunConfig:
     if block is None:
         block = legacy
     if not isinstance(block, dict) or set(block) - {f.name for f in dataclasses.fields(Resolved)}:
-        raise ValueError(f"{path}: 'resolved' must be an object with action_mode and config_hash, got {block!r}")
+        raise ValueError(f"{path}: 'resolved' must be an object with action_mode, config_hash (and init_source), "
+                         f"got {short_repr(block, 60)}")
     kinds = {f.name: f.type if isinstance(f.type, str) else f.type.__name__ for f in dataclasses.fields(TrainConfig)}
     for name, value in raw.items():
         if name in kinds and not _FIELD_TESTS[kinds[name]](value):
@@ -499,7 +504,14 @@ def read_run_config(folder: Path) -> RunConfig:
     for name in ("action_mode", "config_hash"):
         if name in block and not isinstance(block[name], str):
             raise ValueError(f"{path}: resolved.{name} must be a string, got {short_repr(block[name], 40)}")
-    resolved = Resolved(action_mode=block.get("action_mode", cfg.action_mode), config_hash=block.get("config_hash"))
+    source = block.get("init_source")
+    if source is not None and not (isinstance(source, dict) and set(source) == {"checkpoint", "config_hash", "step"}
+                                   and isinstance(source["checkpoint"], str) and isinstance(source["config_hash"], str)
+                                   and type(source["step"]) is int):
+        raise ValueError(f"{path}: resolved.init_source must be null or an object with checkpoint, config_hash and "
+                         f"step, got {short_repr(source, 60)}")
+    resolved = Resolved(action_mode=block.get("action_mode", cfg.action_mode), config_hash=block.get("config_hash"),
+                        init_source=source)
     return RunConfig(cfg, resolved, raw)
 
 

@@ -414,6 +414,8 @@ class Team:
     # ``policies[role]`` (the role's own model, trained from step N on), and role -> N
     scripted: dict[str, Policy] = field(default_factory=dict)
     scripted_steps: dict[str, int] = field(default_factory=dict)
+    # --init-from: the source checkpoint the weights were loaded from ({"checkpoint", "config_hash", "step"}), or None
+    init_source: dict | None = None
 
     def scripted_at(self, k: int) -> list[str]:
         """The roles the curriculum's bots play at step ``k`` (sorted)."""
@@ -485,8 +487,9 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
         raise ValueError(f"--partners {cfg.partners}: at step 0 the bots play every trained role "
                          f"({', '.join(trained)}): nothing would be trained then. Leave a trained role to its "
                          "model from step 0 (--partners names fewer roles)")
+    init_source = None
     if getattr(cfg, "init_from", ""):    # before the KL reference is kept (full weights: the reference is these)
-        init_weights(Path(cfg.init_from), learners)
+        init_source = init_weights(Path(cfg.init_from), learners)
     if prepare is not None:
         for learner in learners:
             if learner.trainable:
@@ -494,7 +497,7 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
                     learner.keep_reference()     # the initial weights, before any update (a resume loads the saved)
                 # the one place TrainConfig becomes this learner's update settings (per-model defaults filled in)
                 learner.set_up_training(cfg.learner_settings(learner.model_name), prepare, cfg.compile)
-    return Team(learners, policies, trained, {r: scripted[r] for r in curriculum}, curriculum)
+    return Team(learners, policies, trained, {r: scripted[r] for r in curriculum}, curriculum, init_source)
 
 
 def _partner_policies(cfg, partners: dict[str, str]) -> dict[str, Policy]:

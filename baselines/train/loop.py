@@ -35,7 +35,7 @@ from baselines.models import require_device
 from baselines.outputs import writing
 from baselines.rollout import BranchSpec, RolloutEngine, training_seeds
 from baselines.train import checkpoint
-from baselines.train.config import TrainConfig, write_run_config
+from baselines.train.config import RUN_CONFIG, TrainConfig, read_run_config, write_run_config
 from baselines.train.dist import Dist, shard
 from baselines.train.exact_eval import evaluate
 from baselines.train.learners import Team, build_team
@@ -127,7 +127,10 @@ def _train_in(cfg: TrainConfig, run: Run, dist: Dist, freeze: bool) -> dict[str,
             keep_metrics(run.out / METRICS, start)      # the steps after the checkpoint are written again
     if dist.main:
         run.out.mkdir(parents=True, exist_ok=True)
-        write_run_config(run.out, cfg, run.action_mode)
+        source = team.init_source
+        if run.resume_from is not None and (run.out / RUN_CONFIG).is_file():   # the weights the run began with
+            source = read_run_config(run.out).resolved.init_source or source    # (the source's latest may have moved)
+        write_run_config(run.out, cfg, run.action_mode, source)
     for learner in team.learners:
         learner.set_version(start)
         learner.sync_rollouts(start)     # --backend vllm: the engine starts from the trainer's (resumed) weights

@@ -88,3 +88,30 @@ def test_a_source_that_is_no_checkpoint_or_does_not_fit_is_refused_by_name(sourc
         _team(_cfg(tmp_path / "b", init_from=str(out), lora_r=4))
     with pytest.raises(ValueError, match="--init-from.*learners"):         # one model per role: two learners
         _team(_cfg(tmp_path / "b", init_from=str(out), model="thinker=tiny,solver=tiny"))
+
+
+def test_the_run_records_the_checkpoint_it_started_from_and_keeps_it_on_resume(source, tmp_path):
+    import shutil
+
+    from baselines.train.config import read_run_config
+
+    src = tmp_path / "source"
+    shutil.copytree(source[0], src)               # a copy: this test extends it
+    started = read_run_config(src).resolved
+    assert started.init_source is None                        # a run from the model's own weights
+    run = tmp_path / "b"
+    train(_cfg(run, init_from=str(src), frozen="solver", steps=1))
+    got = read_run_config(run).resolved.init_source
+    assert got == {"checkpoint": str(src / checkpoint.CHECKPOINTS / "step-0000002"),
+                   "config_hash": started.config_hash, "step": 2}
+    # the source run goes on, so its latest checkpoint moves; the resumed run still names the one it began with
+    train(_cfg(src, steps=3, resume=True))
+    assert checkpoint.latest(src / checkpoint.CHECKPOINTS).name == "step-0000003"
+    train(_cfg(run, init_from=str(src), frozen="solver", steps=2, resume=True))
+    assert read_run_config(run).resolved.init_source == got
+    # a config.json whose record was edited into nonsense is refused by name
+    text = (run / "config.json").read_text()
+    assert '"step": 2' in text
+    (run / "config.json").write_text(text.replace('"step": 2', '"step": "two"'))
+    with pytest.raises(ValueError, match="resolved.init_source must be null or an object"):
+        read_run_config(run)
