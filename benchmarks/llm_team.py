@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                         "and K = 20, the solver in 0-19, the thinker in 20-39, the solver in 40-59); 0: every role "
                         "learning then learns at every step")
     p.add_argument("--hint-required", action="store_true",
-                   help="the env's hint_optional=False: the thinker's menu has no [none] (RESULTS.md, \"The "
-                        "thinker's look-up under eleven prompts\")")
+                   help="the env's hint_optional=False: the thinker's menu has no [none] and its prompt takes the "
+                        "solver's layout (RESULTS.md, \"A thinker prompt that begins to learn its look-up\")")
     p.add_argument("--tasks", type=int, default=32)
     p.add_argument("--group", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)

@@ -78,13 +78,11 @@ def text(self, agent):
                 f"other candidates, chosen uniformly at random.\nClue: the answer is {clue}.\n\n"
                 "Suggest an answer to the Solver with its label in square brackets: "
                 + ", ".join(f"[{l}]" for l in self.labels) + ".")
-    if variant == "informant":       # copy_head with the clue as a message from an informant, its accuracy in the head
-        return (head[:-2] + f" Your private informant's message is right {self.thinker_clue_accuracy:.0%} of the time; when "
-                f"it is wrong it names\none of the {self.num_candidates - 1} other candidates, chosen uniformly at random.\n\n"
-                + self._problem_text() + "\n\nMessage from your informant (the Solver cannot see it):\n"
-                f"I think the answer is {clue}.\n\n" + solver_q)
     acc = (f" Your private informant's message is right {self.thinker_clue_accuracy:.0%} of the time; when it is wrong "
            f"it names\none of the {self.num_candidates - 1} other candidates, chosen uniformly at random.\n\n")
+    if variant == "informant":       # copy_head with the clue as a message from an informant, its accuracy in the head
+        return (head[:-2] + acc + self._problem_text() + "\n\nMessage from your informant (the Solver cannot see it):\n"
+                f"I think the answer is {clue}.\n\n" + solver_q)
     if variant == "informant_noacc":  # informant without the accuracy sentence: copy_head with another heading
         return (head + self._problem_text() + "\n\nMessage from your informant (the Solver cannot see it):\n"
                 f"I think the answer is {clue}.\n\n" + solver_q)
