@@ -16,6 +16,16 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
 * the method label ``broadcast-maxrl`` is broadcast with ``{"std": "mean"}`` (MaxRL's ``(R - mean) / mean``); any
   other label is a credit method with its own defaults.
 
+* ``--solver-steps N`` (off by default): the campaign's layout (RESULTS.md, "Credit methods on the thinker's phase").
+  The solver's phase does not depend on the thinker's credit method (the scripted thinker relays its clue and is not
+  trained), so it runs once per seed and every method shares it: ``OUT/_solver/seed<k>``, ``broadcast-maxrl``, the
+  solver alone for N steps on the relayed clue. Each method's run then starts from its last checkpoint
+  (``--init-from``) with the solver frozen (``--frozen solver``) and trains the thinker alone for ``--steps`` steps;
+  its ``eval_start`` is the shared phase's end, so "updates" in the report are the thinker's. ``--relay-steps`` and
+  ``--alternate-every`` do not apply. The solver's turns are not trained, so ``coma`` plays its resample branches for
+  the thinker only (``{"roles": ["thinker"]}``: the thinker's advantages are the same, the solver's branches would
+  be wasted).
+
 Every ``--eval-every`` steps the trainer logs the exact held-out evaluation (``eval/...`` in ``metrics.jsonl``: team
 reward, P(follow), P(pass), I(clue; message), on ``--eval-episodes`` held-out seeds and the test split's words), and
 ``eval_start/...`` for the untrained team. Runs are kept in ``--out/<method>/seed<k>`` and reused by a later call (a run
@@ -23,6 +33,8 @@ stopped part-way is resumed, ``--resume``), ``--jobs`` at a time, each a process
 
     OMP_NUM_THREADS=1 python benchmarks/llm_team.py --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 0-4 \\
         --out runs/llm_team --jobs 2
+    OMP_NUM_THREADS=1 python benchmarks/llm_team.py --hint-required --solver-steps 20 --steps 20 --eval-every 5 \
+        --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-8 --out runs/llm_team_credit --jobs 2   # the campaign
     python benchmarks/llm_team.py --report runs/llm_team        # the tables of what has finished so far
     python benchmarks/llm_team.py --model tiny --steps 4 --relay-steps 2 --eval-every 2 --eval-episodes 2 \\
         --tasks 2 --group 2 --methods broadcast-maxrl,broadcast --seeds 0-1 --out /tmp/llm_team   # seconds
@@ -52,20 +64,27 @@ if str(ROOT) not in sys.path:
 
 ENV_KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words"}
 VARIANTS = {"broadcast-maxrl": ("broadcast", {"std": "mean"})}
+THINKER_PHASE = {"coma": {"roles": ["thinker"]}}     # with the solver frozen (--solver-steps): options added
+SOLVER_RUN = "_solver"                               # OUT/_solver/seed<k>: the shared solver phase
 METRICS = ("team_reward/team", "p_follow", "p_pass", "mi_clue_message")
 
 
-def command(method: str, seed: int, args, out: Path, resume: bool) -> list[str]:
-    """The trainer's command line for one run of the recipe."""
+def command(method: str, seed: int, args, out: Path, resume: bool, init_from: Path | None = None) -> list[str]:
+    """The trainer's command line for one run of the recipe; with ``init_from`` (the shared solver phase's run) the
+    thinker's phase: the weights from there, the solver frozen, no scripted thinker, no alternation."""
     credit, options = VARIANTS.get(method, (method, {}))
+    if init_from is not None:
+        options = {**options, **THINKER_PHASE.get(credit, {})}
+        schedule = ["--init-from", str(init_from), "--frozen", "solver"]
+    else:
+        schedule = ["--partners", f"thinker=reference:{args.relay_steps}",
+                    *(["--alternate-every", str(args.alternate_every)] if args.alternate_every else [])]
     cmd = [sys.executable, "-m", "baselines.train", "--env", "think_solve-v0", "--action-mode", "discrete",
            "--model", args.model, "--mode", "choice", "--adapters", "per_role",
            "--env-kwargs", json.dumps({**ENV_KWARGS, "hint_optional": False} if args.hint_required else ENV_KWARGS),
            "--credit", credit, "--credit-options", json.dumps(options),
            "--tasks-per-step", str(args.tasks), "--group-size", str(args.group), "--lr", str(args.lr),
-           "--partners", f"thinker=reference:{args.relay_steps}", "--steps", str(args.steps),
-           "--micro-batch-tokens", str(args.micro_batch_tokens),
-           *(["--alternate-every", str(args.alternate_every)] if args.alternate_every else []),
+           *schedule, "--steps", str(args.steps), "--micro-batch-tokens", str(args.micro_batch_tokens),
            "--eval-every", str(args.eval_every), "--eval-episodes", str(args.eval_episodes), "--seed", str(seed),
            "--no-tensorboard", "--no-progress", "--out", str(out)]
     return cmd + (["--resume"] if resume else [])
@@ -78,8 +97,15 @@ def read_metrics(run: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def train(method: str, seed: int, args) -> str:
-    run = Path(args.out) / method / f"seed{seed}"
+def solver_args(args):
+    """The shared solver phase's settings: ``--solver-steps`` steps, all of them with the scripted thinker, and one
+    held-out evaluation at the end (the untrained thinker's team stays near chance there: RESULTS.md)."""
+    return argparse.Namespace(**{**vars(args), "steps": args.solver_steps, "relay_steps": args.solver_steps,
+                                 "alternate_every": 0, "eval_every": args.solver_steps})
+
+
+def train(method: str, seed: int, args, init_from: Path | None = None, run: Path | None = None) -> str:
+    run = run or Path(args.out) / method / f"seed{seed}"
     rows = read_metrics(run)
     if rows and rows[-1].get("step") == args.steps - 1:
         return f"{method} seed {seed}: kept"
@@ -87,17 +113,54 @@ def train(method: str, seed: int, args) -> str:
     run.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     with open(run / "train.log", "a", encoding="utf-8") as log:
-        rc = subprocess.run(command(method, seed, args, run, resume), cwd=ROOT, env=env, stdout=log,
+        rc = subprocess.run(command(method, seed, args, run, resume, init_from), cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, check=False).returncode
     if rc:
         raise RuntimeError(f"{method} seed {seed}: the trainer exited with {rc}; see {run / 'train.log'}")
     return f"{method} seed {seed}: trained"
 
 
+def campaign(methods: list[str], seeds: list[int], args, say=print) -> list[str]:
+    """Every (method, seed) run, ``--jobs`` at a time. With ``--solver-steps`` each seed's shared solver phase runs
+    first and its methods wait for it; the solver phase of seed k + 1 is queued before the methods of seed k, so a
+    worker rarely waits, and seeds finish one after another (a campaign stopped part-way has whole seeds). Each
+    run's line (kept / trained) goes to ``say`` when it ends; the lines are returned in the order of submission."""
+    def told(line: str) -> str:
+        say(line)
+        return line
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        if not args.solver_steps:
+            return list(pool.map(lambda r: told(train(*r, args)), [(m, s) for s in seeds for m in methods]))
+        first = solver_args(args)
+        phase = {}
+
+        def solver(s: int):
+            return told(train("broadcast-maxrl", s, first, run=Path(args.out) / SOLVER_RUN / f"seed{s}").replace(
+                "broadcast-maxrl", "solver phase", 1))
+
+        def thinker(m: str, s: int) -> str:
+            phase[s].result()            # submitted (so started) before this: no deadlock with a full pool
+            return told(train(m, s, args, init_from=Path(args.out) / SOLVER_RUN / f"seed{s}"))
+
+        jobs = []
+        for i, s in enumerate(seeds):
+            if i == 0:
+                phase[s] = pool.submit(solver, s)
+                jobs.append(phase[s])
+            if i + 1 < len(seeds):
+                phase[seeds[i + 1]] = pool.submit(solver, seeds[i + 1])
+                jobs.append(phase[seeds[i + 1]])
+            jobs += [pool.submit(thinker, m, s) for m in methods]
+        return [j.result() for j in jobs]
+
+
 def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
     """method -> seed -> updates done (0: untrained) -> the held-out metrics at that checkpoint."""
     found: dict[str, dict[int, dict[int, dict[str, float]]]] = {}
     for run in sorted(out.glob("*/seed*")):
+        if run.parent.name.startswith("_"):      # the shared solver phase (--solver-steps) is not a method
+            continue
         rows = read_metrics(run)
         if not rows:
             continue
@@ -172,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
                         "trains the (k // K)-th of the roles learning then, by name, cyclically: with 20 relayed steps "
                         "and K = 20, the solver in 0-19, the thinker in 20-39, the solver in 40-59); 0: every role "
                         "learning then learns at every step")
+    p.add_argument("--solver-steps", type=int, default=0, metavar="N",
+                   help="the campaign's layout: per seed, one shared run trains the solver alone for N steps on the "
+                        "scripted thinker's relayed clue (OUT/_solver/seed<k>); then each method's run starts from it "
+                        "with the solver frozen and trains the thinker alone for --steps steps (--relay-steps and "
+                        "--alternate-every do not apply); 0: one run per method and seed, as before")
     p.add_argument("--hint-required", action="store_true",
                    help="the env's hint_optional=False: the thinker's menu has no [none] and its prompt takes the "
                         "solver's layout (RESULTS.md, \"A thinker prompt that begins to learn its look-up\")")
@@ -194,16 +262,14 @@ def main(argv: list[str] | None = None) -> int:
         print(report(Path(args.report), at=args.at, metric=args.metric))
         return 0
     if min(args.steps, args.tasks, args.group, args.eval_every, args.eval_episodes, args.jobs) < 1 or \
-            not 0 <= args.relay_steps <= args.steps or args.alternate_every < 0:
+            args.solver_steps < 0 or args.alternate_every < 0 or \
+            not (args.solver_steps or 0 <= args.relay_steps <= args.steps):
         p.error("--steps, --tasks, --group, --eval-every, --eval-episodes, --jobs >= 1, 0 <= --relay-steps <= "
-                "--steps and --alternate-every >= 0")
+                "--steps (without --solver-steps), --alternate-every >= 0 and --solver-steps >= 0")
     methods = [m for m in args.methods.split(",") if m]
     from benchmarks.both_roles_pilot import seed_list  # "0-4" or "0,3" -> the seeds
 
-    runs = [(m, s) for s in seed_list(args.seeds) for m in methods]
-    with ThreadPoolExecutor(args.jobs) as pool:
-        for line in pool.map(lambda r: train(*r, args), runs):
-            print(line, flush=True)
+    campaign(methods, seed_list(args.seeds), args, say=lambda line: print(line, flush=True))
     print(report(Path(args.out), methods))
     return 0
 

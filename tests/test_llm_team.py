@@ -13,7 +13,8 @@ team = load("llm_team")
 def _args(**kw):
     ns = team.argparse.Namespace(model="smollm2-135m", steps=50, relay_steps=20, tasks=32, group=8, lr=1e-3,
                                  eval_every=10, eval_episodes=32, out="unused",
-                                 micro_batch_tokens=1024, alternate_every=0, hint_required=False)
+                                 micro_batch_tokens=1024, alternate_every=0, hint_required=False,
+                                 solver_steps=0, jobs=1)
     for k, v in kw.items():
         setattr(ns, k, v)
     return ns
@@ -93,3 +94,74 @@ def test_the_stored_phase_1_runs_give_the_figures_of_results_md():
     assert "| broadcast-maxrl | 20 | 4 | 0.233 | 0.890 |" in text
     assert "| broadcast-maxrl after 20 updates - its untrained start | 4 | +0.642 [+0.507, +0.777] | 0.1250 |" in text
     assert text.rstrip().endswith("| not separated |")
+
+
+def test_the_thinker_phase_starts_from_the_shared_solver_run_with_the_solver_frozen(tmp_path):
+    from baselines.train.config import TrainConfig
+
+    args = _args(solver_steps=20, steps=20, eval_every=5, hint_required=True, alternate_every=20)
+    source = tmp_path / team.SOLVER_RUN / "seed3"
+    cfg = TrainConfig.from_args(team.command("coma", 3, args, tmp_path / "coma", False, init_from=source)[3:])
+    assert (cfg.init_from, cfg.frozen, cfg.partners, cfg.alternate_every) == (str(source), "solver", "", 0)
+    assert cfg.credit_options == {"roles": ["thinker"]} and (cfg.steps, cfg.eval_every) == (20, 5)
+    maxrl = TrainConfig.from_args(team.command("broadcast-maxrl", 3, args, tmp_path, False, init_from=source)[3:])
+    assert maxrl.credit_options == {"std": "mean"} and maxrl.frozen == "solver"
+    # the shared phase: the scripted thinker all along, one evaluation at its end, no alternation
+    first = TrainConfig.from_args(team.command("broadcast-maxrl", 3, team.solver_args(args), source, False)[3:])
+    assert (first.steps, first.partners, first.alternate_every, first.eval_every) == (20, "thinker=reference:20", 0,
+                                                                                     20)
+    assert first.init_from == "" and first.frozen == ""
+
+
+def test_each_seed_s_methods_wait_for_its_solver_phase_and_seeds_finish_in_order(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    log, lock = [], threading.Lock()
+
+    def fake_train(method, seed, args, init_from=None, run=None):
+        with lock:
+            log.append(("start", method if run is None else "solver", seed, init_from))
+        time.sleep(0.01)
+        with lock:
+            log.append(("end", method if run is None else "solver", seed, init_from))
+        return f"{method} seed {seed}: trained"
+
+    monkeypatch.setattr(team, "train", fake_train)
+    for jobs in (1, 2, 3):
+        log.clear()
+        said = []
+        args = _args(out=str(tmp_path), solver_steps=2, steps=2, jobs=jobs)
+        lines = team.campaign(["broadcast-maxrl", "loo"], [4, 7], args, say=said.append)
+        assert sorted(lines) == sorted(said) and len(lines) == 6
+        assert lines[0] == "solver phase seed 4: trained"
+        for seed in (4, 7):
+            solver_end = log.index(("end", "solver", seed, None))
+            starts = [i for i, e in enumerate(log) if e[0] == "start" and e[1] != "solver" and e[2] == seed]
+            assert len(starts) == 2 and min(starts) > solver_end
+            assert all(log[i][3] == tmp_path / team.SOLVER_RUN / f"seed{seed}" for i in starts)
+        if jobs == 1:    # one worker: the second seed's solver phase comes before the first seed's methods
+            assert [e[1:3] for e in log if e[0] == "start"] == [("solver", 4), ("solver", 7), ("broadcast-maxrl", 4),
+                                                                ("loo", 4), ("broadcast-maxrl", 7), ("loo", 7)]
+
+
+def test_the_shared_solver_phase_is_not_a_method_of_the_report(tmp_path):
+    _run(tmp_path, team.SOLVER_RUN, 0, [0.3, 0.3])
+    _run(tmp_path, "loo", 0, [0.4, 0.5])
+    assert set(team.curves(tmp_path)) == {"loo"}
+
+
+def test_a_tiny_campaign_runs_end_to_end_and_the_thinker_starts_where_the_solver_phase_ended(tmp_path):
+    args = ["--model", "tiny", "--hint-required", "--solver-steps", "1", "--steps", "1", "--eval-every", "1",
+            "--eval-episodes", "2", "--tasks", "2", "--group", "2", "--methods", "ccpo_v2", "--seeds", "5",
+            "--out", str(tmp_path)]
+    assert team.main(args) == 0
+    solver, thinker = (team.read_metrics(tmp_path / d / "seed5") for d in (team.SOLVER_RUN, "ccpo_v2"))
+    assert [r["roles_trained"] for r in solver] == ["solver"] and [r["roles_trained"] for r in thinker] == ["thinker"]
+    # the thinker's run begins with the weights the solver's phase ended with: the same exact evaluation
+    assert {m: thinker[0][f"eval_start/{m}"] for m in team.METRICS} == {m: solver[-1][f"eval/{m}"]
+                                                                        for m in team.METRICS}
+    config = json.loads((tmp_path / "ccpo_v2" / "seed5" / "config.json").read_text())
+    assert config["resolved"]["init_source"]["checkpoint"].startswith(str(tmp_path / team.SOLVER_RUN / "seed5"))
+    assert team.main(args) == 0      # everything kept: nothing trains again
+    assert team.read_metrics(tmp_path / "ccpo_v2" / "seed5") == thinker
