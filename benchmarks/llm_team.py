@@ -26,6 +26,15 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
   the thinker only (``{"roles": ["thinker"]}``: the thinker's advantages are the same, the solver's branches would
   be wasted).
 
+* ``--fidelity`` (with ``--solver-steps``): credit fidelity where the campaign's thinker phase starts. Per seed, at
+  the weights its shared solver phase ended with (the solver reads the clue, the thinker is untrained), one training
+  batch (``--tasks`` x ``--group``, the seeds training would use) is played once with the ground truth's branches
+  and once per method with its own; each method's thinker advantages are scored against the exact true advantage
+  ``A*`` of every thinker turn (:mod:`baselines.fidelity`; the solver is frozen, so only the thinker's turns count),
+  with the ``shuffled`` control. Per seed results are kept in ``OUT/fidelity/seed<k>.json`` (a later call measures
+  only new seeds); ``OUT/fidelity/fidelity.md`` has the table over every seed measured and the paired verdicts of
+  each method against the first of ``--methods`` (cluster bootstrap over task groups, Holm).
+
 Every ``--eval-every`` steps the trainer logs the exact held-out evaluation (``eval/...`` in ``metrics.jsonl``: team
 reward, P(follow), P(pass), I(clue; message), on ``--eval-episodes`` held-out seeds and the test split's words), and
 ``eval_start/...`` for the untrained team. Runs are kept in ``--out/<method>/seed<k>`` and reused by a later call (a run
@@ -35,6 +44,8 @@ stopped part-way is resumed, ``--resume``), ``--jobs`` at a time, each a process
         --out runs/llm_team --jobs 2
     OMP_NUM_THREADS=1 python benchmarks/llm_team.py --hint-required --solver-steps 20 --steps 20 --eval-every 5 \
         --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-8 --out runs/llm_team_credit --jobs 2   # the campaign
+    OMP_NUM_THREADS=1 python benchmarks/llm_team.py --hint-required --solver-steps 20 --fidelity \
+        --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-8 --out runs/llm_team_credit    # fidelity at its start
     python benchmarks/llm_team.py --report runs/llm_team        # the tables of what has finished so far
     python benchmarks/llm_team.py --model tiny --steps 4 --relay-steps 2 --eval-every 2 --eval-episodes 2 \\
         --tasks 2 --group 2 --methods broadcast-maxrl,broadcast --seeds 0-1 --out /tmp/llm_team   # seconds
@@ -155,6 +166,71 @@ def campaign(methods: list[str], seeds: list[int], args, say=print) -> list[str]
         return [j.result() for j in jobs]
 
 
+def fidelity_spec(seed: int, methods: list[str], args) -> dict:
+    """What :func:`leaderboard.fidelity.measure` plays for ``seed``: one training batch at the weights of the seed's
+    shared solver phase, the solver frozen (only the thinker's turns are scored), every method as the thinker's
+    phase runs it, and the ``shuffled`` control."""
+    kwargs = {**ENV_KWARGS, "hint_optional": False} if args.hint_required else dict(ENV_KWARGS)
+    labels = list(dict.fromkeys([*methods, "shuffled"]))
+    variants = {}
+    for m in labels:
+        credit, options = VARIANTS.get(m, (m, {}))
+        variants[m] = [credit, {**options, **THINKER_PHASE.get(credit, {})}]
+    return {"suite": "llm_team", "family": "message_credit", "knob_name": "thinker_clue_accuracy",
+            "setting": "think_solve/words/a0.9" + ("/hint_required" if args.hint_required else ""), "knob": 0.9,
+            "env_id": "think_solve-v0", "env_kwargs": kwargs, "action_mode": "discrete", "model": args.model,
+            "mode": "choice", "adapters": "per_role", "lr": args.lr, "partners": "", "frozen": "solver",
+            "tasks_per_step": args.tasks, "group_size": args.group, "seed": int(seed), "batches": 1,
+            "continuations": 2, "methods": labels, "variants": variants, "policy": "run:solver-phase",
+            "run": str(Path(args.out) / SOLVER_RUN / f"seed{seed}"), "checkpoints": [], "by_role": False}
+
+
+def fidelity(methods: list[str], seeds: list[int], args, say=print) -> str:
+    """Credit fidelity at the start of the thinker's phase (``--fidelity``): each seed's solver phase trained first
+    where missing, each seed measured once (``OUT/fidelity/seed<k>.json``, measured again if its settings or methods
+    were others), then the table and the verdicts over the seeds asked, written to ``OUT/fidelity/fidelity.md`` and
+    returned."""
+    from baselines.outputs import replace_text
+    from leaderboard.fidelity import measure, summarize, table, verdicts
+
+    folder = Path(args.out) / "fidelity"
+    folder.mkdir(parents=True, exist_ok=True)
+    first = solver_args(args)
+    results = []
+    for s in seeds:
+        say(train("broadcast-maxrl", s, first, run=Path(args.out) / SOLVER_RUN / f"seed{s}").replace(
+            "broadcast-maxrl", "solver phase", 1))
+        spec, path = fidelity_spec(s, methods, args), folder / f"seed{s}.json"
+        kept = None
+        if path.is_file():
+            try:
+                kept = json.loads(path.read_text(encoding="utf-8"))
+                same = kept["spec"] == {k: v for k, v in spec.items() if k != "methods"} and \
+                    set(kept["methods"]) == set(spec["methods"])
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                raise ValueError(f"{path} is not a fidelity result ({type(e).__name__}: {e}); delete it to measure "
+                                 f"seed {s} again") from None
+            if not same:
+                say(f"fidelity seed {s}: {path} was measured with other settings or methods; measuring again")
+                kept = None
+        if kept is None:
+            kept = measure(spec)
+            replace_text(path, json.dumps(kept, default=float) + "\n")
+            say(f"fidelity seed {s}: measured in {kept['wall_s']:.0f} s")
+        else:
+            say(f"fidelity seed {s}: kept")
+        results.append(kept)
+    summary = summarize(results)
+    lines = verdicts(summary, methods[0], methods[1:] + ["shuffled"], per_setting=True)
+    head = (f"Credit fidelity of the thinker's turns where its phase starts (the solver phase's weights), seeds "
+            f"{sorted(r['spec']['seed'] for r in results)}, one training batch each:")
+    how = ("Verdicts (paired over the same turns; 95% cluster bootstrap over task groups; Holm's correction over the "
+           "comparisons printed):")
+    text = "\n".join([head, "", table(summary), "", how, *lines])
+    replace_text(folder / "fidelity.md", text + "\n")
+    return text
+
+
 def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
     """method -> seed -> updates done (0: untrained) -> the held-out metrics at that checkpoint."""
     found: dict[str, dict[int, dict[int, dict[str, float]]]] = {}
@@ -240,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
                         "scripted thinker's relayed clue (OUT/_solver/seed<k>); then each method's run starts from it "
                         "with the solver frozen and trains the thinker alone for --steps steps (--relay-steps and "
                         "--alternate-every do not apply); 0: one run per method and seed, as before")
+    p.add_argument("--fidelity", action="store_true",
+                   help="with --solver-steps: measure the methods' credit fidelity on the thinker's turns at each "
+                        "seed's solver-phase weights (OUT/fidelity/) instead of training the thinker's phase")
     p.add_argument("--hint-required", action="store_true",
                    help="the env's hint_optional=False: the thinker's menu has no [none] and its prompt takes the "
                         "solver's layout (RESULTS.md, \"A thinker prompt that begins to learn its look-up\")")
@@ -269,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     methods = [m for m in args.methods.split(",") if m]
     from benchmarks.both_roles_pilot import seed_list  # "0-4" or "0,3" -> the seeds
 
+    if args.fidelity:
+        if not args.solver_steps:
+            p.error("--fidelity measures at the shared solver phase's weights: give --solver-steps")
+        print(fidelity(methods, seed_list(args.seeds), args, say=lambda line: print(line, flush=True)))
+        return 0
     campaign(methods, seed_list(args.seeds), args, say=lambda line: print(line, flush=True))
     print(report(Path(args.out), methods))
     return 0

@@ -149,8 +149,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     methods: dict[str, Any] = {}
     out_methods: dict[str, dict[str, Any]] = {}
     for name in spec["methods"]:
+        # a label of the spec's "variants" is a method with options ({"broadcast-maxrl": ["broadcast", {...}]});
         # the oracle control's continuations are the ground truth's (its default 8 is the micro tier's)
-        m = make_credit(name, k=spec["continuations"]) if name == "oracle" else make_credit(name)
+        credit, options = spec.get("variants", {}).get(name, (name, {}))
+        m = make_credit(credit, **({"k": spec["continuations"]} if credit == "oracle" else {}), **options)
         try:
             m.branches(spec["env_id"])
         except ValueError as e:

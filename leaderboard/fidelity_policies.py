@@ -8,10 +8,15 @@ is measured at the identical policy:
   checkpoint), trained once into the spec's ``policy_dir`` (deterministic: the same run every time) and reused by
   every later command with that folder;
 * ``reference``: the env's reference bot with a uniformly random legal move ``EPSILON`` of the time
-  (:class:`~baselines.policies.scripted.MixedPolicy`, which reports the distribution it draws from).
+  (:class:`~baselines.policies.scripted.MixedPolicy`, which reports the distribution it draws from);
+* ``run:<label>`` (a spec's policy, not a ``--policies`` name): the weights of the training run in the spec's
+  ``run`` folder (its latest complete checkpoint, or a checkpoint folder), loaded as ``--init-from`` loads them;
+  ``<label>`` names the policy in the tables, so that specs of several seeds, each with its own run, pool into one
+  row (``benchmarks/llm_team.py --fidelity``: each seed's shared solver phase).
 
 The record of a policy: its kind, the weights' SHA-256 (:func:`leaderboard.players.weights_sha256`, as a player's
-provenance records it), the training run's folder, or the bot.
+provenance records it), the training run's folder (``run:``: the checkpoint, its run's config hash and step), or the
+bot.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ def train_config(spec: dict[str, Any], **over: Any) -> TrainConfig:
               "model": spec["model"], "mode": spec["mode"], "adapters": spec.get("adapters", "none"),
               "lr": float(spec.get("lr", 0.0)), "credit": "broadcast", "tasks_per_step": spec["tasks_per_step"],
               "group_size": spec["group_size"], "seed": spec["seed"], "partners": spec["partners"],
-              "tensorboard": False}
+              "frozen": spec.get("frozen", ""), "tensorboard": False}
     return TrainConfig(**{**fields, **over})
 
 
@@ -96,6 +101,14 @@ def policies_for(spec: dict[str, Any], team) -> tuple[dict[str, Any], dict[str, 
     if kind.startswith("broadcast@"):
         run = _trained_weights(spec, team, int(kind.split("@", 1)[1]))
         return policies, {"kind": kind, "weights_sha256": _weights_sha256(team), "run": run}
+    if kind.startswith("run:"):
+        if not spec.get("run"):
+            raise ValueError(f"policy {kind!r}: the spec names no run folder (\"run\")")
+        try:
+            source = checkpoint.init_weights(Path(spec["run"]), team.learners)
+        except ValueError as e:
+            raise ValueError(f"policy {kind!r}: {e}") from None
+        return policies, {"kind": kind, "weights_sha256": _weights_sha256(team), **source}
     if kind.startswith("reference+"):
         bots = reference_policies(spec["env_id"])
         if not bots:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.benchmark_scripts import load
 
 team = load("llm_team")
@@ -165,3 +167,17 @@ def test_a_tiny_campaign_runs_end_to_end_and_the_thinker_starts_where_the_solver
     assert config["resolved"]["init_source"]["checkpoint"].startswith(str(tmp_path / team.SOLVER_RUN / "seed5"))
     assert team.main(args) == 0      # everything kept: nothing trains again
     assert team.read_metrics(tmp_path / "ccpo_v2" / "seed5") == thinker
+    # --fidelity: at the solver phase's weights, the thinker's turns only, with the shuffled control; kept per seed
+    assert team.main(args + ["--fidelity", "--methods", "broadcast-maxrl,ccpo_v2"]) == 0
+    got = json.loads((tmp_path / "fidelity" / "seed5.json").read_text())
+    assert set(got["truth"]["role"]) == {"thinker"} and len(got["truth"]["role"]) == 4
+    assert got["policy"]["checkpoint"] == str(tmp_path / team.SOLVER_RUN / "seed5" / "checkpoints" / "step-0000001")
+    assert set(got["methods"]) == {"broadcast-maxrl", "ccpo_v2", "shuffled"}
+    text = (tmp_path / "fidelity" / "fidelity.md").read_text()
+    assert "4 turns in 2 task groups, seeds [5]" in text and "Holm-adjusted p" in text
+    stamp = (tmp_path / "fidelity" / "seed5.json").stat().st_mtime_ns
+    assert team.main(args + ["--fidelity", "--methods", "broadcast-maxrl,ccpo_v2"]) == 0
+    assert (tmp_path / "fidelity" / "seed5.json").stat().st_mtime_ns == stamp
+    (tmp_path / "fidelity" / "seed5.json").write_text("{not json")
+    with pytest.raises(ValueError, match="seed5.json is not a fidelity result .* delete it to measure seed 5 again"):
+        team.main(args + ["--fidelity", "--methods", "broadcast-maxrl,ccpo_v2"])

@@ -134,3 +134,39 @@ def test_the_small_tiers_checkpoint_is_trained_once_recorded_and_reused(tmp_path
     assert main(_command(out, "--policies", "broadcast")) == 0
     again = json.loads((out / "results.json").read_text())["summary"]["think_solve/words/a0.9 [broadcast@2]"]
     assert again["policies"][0]["weights_sha256"] == trained["weights_sha256"] and made.stat().st_mtime_ns == stamp
+
+
+def _measured_at(tmp_path, **over):
+    from leaderboard.fidelity import measure
+
+    spec = plan(["broadcast"], tier="small", settings=["think_solve/words/a0.9"], seeds=[2], policies=["initial"],
+                model="tiny")[0]
+    return measure({**spec, **over})
+
+
+def test_a_spec_can_freeze_a_role_and_name_a_method_with_options(tmp_path):
+    """``frozen``: only the other role's turns are scored; ``variants``: a label is a method with options (here
+    broadcast scaled by the group mean, MaxRL's, against the plain one: other values, the same signs)."""
+    got = _measured_at(tmp_path, frozen="solver", methods=["broadcast", "maxrl"],
+                       variants={"maxrl": ["broadcast", {"std": "mean"}]})
+    assert set(got["truth"]["role"]) == {"thinker"} and len(got["truth"]["role"]) == 32
+    plain, maxrl = (np.asarray(got["methods"][m]["adv"]) for m in ("broadcast", "maxrl"))
+    assert not np.allclose(plain, maxrl) and np.array_equal(np.sign(plain), np.sign(maxrl))
+
+
+def test_a_spec_measures_at_the_weights_of_a_training_run_and_records_them(tmp_path):
+    from baselines.train import train
+
+    spec = plan(["broadcast"], tier="small", settings=["think_solve/words/a0.9"], seeds=[2], policies=["initial"],
+                model="tiny")[0]
+    run = tmp_path / "run"
+    train(train_config(spec, steps=1, lr=0.05, out=str(run)))
+    initial = _measured_at(tmp_path)["policy"]
+    got = _measured_at(tmp_path, policy="run:trained", run=str(run))["policy"]
+    assert got["kind"] == "run:trained" and got["step"] == 1
+    assert got["checkpoint"] == str(run / "checkpoints" / "step-0000001")
+    assert len(got["weights_sha256"]) == 64 and got["weights_sha256"] != initial["weights_sha256"]
+    with pytest.raises(ValueError, match="names no run folder"):
+        _measured_at(tmp_path, policy="run:trained")
+    with pytest.raises(ValueError, match="policy 'run:trained': --init-from: .*empty: not a checkpoint"):
+        _measured_at(tmp_path, policy="run:trained", run=str(tmp_path / "empty"))
