@@ -431,7 +431,7 @@ class Team:
         return [r for r in self.trainable if r not in now]
 
 
-def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Team:
+def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None, init_source: dict | None = None) -> Team:
     """Learners and policies for ``cfg`` on ``env`` (a made env of the right action mode), or a clear error.
 
     With ``prepare`` (the trainer's data-parallel wrapping of a module and its optimizer; ``lambda m, o: (m, o)`` on
@@ -439,7 +439,11 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
     (:meth:`TrainConfig.learner_settings <baselines.train.config.TrainConfig.learner_settings>`, resolved here once,
     before step 0), its AdamW optimizer at their learning rate and weight decay, and its forward module, compiled
     with ``--compile`` (:meth:`Learner.set_up_training`). Without it the team only plays (the leaderboard's
-    checkpoint player)."""
+    checkpoint player).
+
+    ``--init-from`` loads the source checkpoint's weights, unless ``init_source`` (the record of a resumed run that
+    already began from it) is given: the resumed checkpoint holds every weight, so the source is not read again (it
+    may have moved on, or be gone) and the record is kept."""
     partners = cfg.partner_by_role(roles)
     curriculum = cfg.partner_steps(roles)     # role -> the step at which its bot hands it to its model
     spec = cfg.model_spec
@@ -487,9 +491,8 @@ def build_team(cfg, env, roles: list[str], prepare: Prepare | None = None) -> Te
         raise ValueError(f"--partners {cfg.partners}: at step 0 the bots play every trained role "
                          f"({', '.join(trained)}): nothing would be trained then. Leave a trained role to its "
                          "model from step 0 (--partners names fewer roles)")
-    init_source = None
-    if getattr(cfg, "init_from", ""):    # before the KL reference is kept (full weights: the reference is these)
-        init_source = init_weights(Path(cfg.init_from), learners)
+    if getattr(cfg, "init_from", "") and init_source is None:    # before the KL reference is kept (full weights:
+        init_source = init_weights(Path(cfg.init_from), learners)   # the reference is these)
     if prepare is not None:
         for learner in learners:
             if learner.trainable:

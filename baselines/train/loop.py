@@ -119,7 +119,10 @@ def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
 def _train_in(cfg: TrainConfig, run: Run, dist: Dist, freeze: bool) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed % 2**32)
-    team = build_team(cfg, run.env, run.roles, prepare=dist.prepare)     # resolves each learner's settings, once
+    began = None    # a resumed run that began from --init-from: its record (the checkpoint replaces every weight)
+    if run.resume_from is not None and cfg.init_from and (run.out / RUN_CONFIG).is_file():
+        began = read_run_config(run.out).resolved.init_source
+    team = build_team(cfg, run.env, run.roles, prepare=dist.prepare, init_source=began)   # each learner's settings
     start = 0
     if run.resume_from is not None:
         start = checkpoint.restore_run(run.resume_from, run.out, cfg.hash(), team.learners, run.method)
@@ -127,10 +130,7 @@ def _train_in(cfg: TrainConfig, run: Run, dist: Dist, freeze: bool) -> dict[str,
             keep_metrics(run.out / METRICS, start)      # the steps after the checkpoint are written again
     if dist.main:
         run.out.mkdir(parents=True, exist_ok=True)
-        source = team.init_source
-        if run.resume_from is not None and (run.out / RUN_CONFIG).is_file():   # the weights the run began with
-            source = read_run_config(run.out).resolved.init_source or source    # (the source's latest may have moved)
-        write_run_config(run.out, cfg, run.action_mode, source)
+        write_run_config(run.out, cfg, run.action_mode, team.init_source)    # the weights the run began with
     for learner in team.learners:
         learner.set_version(start)
         learner.sync_rollouts(start)     # --backend vllm: the engine starts from the trainer's (resumed) weights

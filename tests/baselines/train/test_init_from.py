@@ -115,3 +115,23 @@ def test_the_run_records_the_checkpoint_it_started_from_and_keeps_it_on_resume(s
     (run / "config.json").write_text(text.replace('"step": 2', '"step": "two"'))
     with pytest.raises(ValueError, match="resolved.init_source must be null or an object"):
         read_run_config(run)
+
+
+def test_a_resumed_run_does_not_read_its_source_again(source, tmp_path):
+    """The resumed checkpoint holds every weight: the source may be gone by then (a run folder cleaned up, another
+    machine), and the record of where the run began stays in config.json."""
+    import shutil
+
+    from baselines.train.config import read_run_config
+
+    src = tmp_path / "source"
+    shutil.copytree(source[0], src)
+    run = tmp_path / "b"
+    train(_cfg(run, init_from=str(src), frozen="solver", steps=1))
+    began = read_run_config(run).resolved.init_source
+    shutil.rmtree(src)
+    train(_cfg(run, init_from=str(src), frozen="solver", steps=2, resume=True))
+    assert checkpoint.latest(run / checkpoint.CHECKPOINTS).name == "step-0000002"
+    assert read_run_config(run).resolved.init_source == began
+    with pytest.raises(ValueError, match="--init-from"):        # a new run from it: the source is needed, and gone
+        train(_cfg(tmp_path / "c", init_from=str(src), frozen="solver", steps=1))
