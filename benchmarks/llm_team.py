@@ -235,8 +235,8 @@ def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
     """method -> seed -> updates done (0: untrained) -> the held-out metrics at that checkpoint."""
     found: dict[str, dict[int, dict[int, dict[str, float]]]] = {}
     for run in sorted(out.glob("*/seed*")):
-        if run.parent.name.startswith("_"):      # the shared solver phase (--solver-steps) is not a method
-            continue
+        if run.parent.name.startswith("_") or not run.is_dir():   # the shared solver phase is not a method, and
+            continue                                                # OUT/fidelity/seed<k>.json no run
         rows = read_metrics(run)
         if not rows:
             continue

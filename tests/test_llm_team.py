@@ -150,6 +150,8 @@ def test_each_seed_s_methods_wait_for_its_solver_phase_and_seeds_finish_in_order
 def test_the_shared_solver_phase_is_not_a_method_of_the_report(tmp_path):
     _run(tmp_path, team.SOLVER_RUN, 0, [0.3, 0.3])
     _run(tmp_path, "loo", 0, [0.4, 0.5])
+    (tmp_path / "fidelity").mkdir()
+    (tmp_path / "fidelity" / "seed0.json").write_text("{}")      # --fidelity's results: no run either
     assert set(team.curves(tmp_path)) == {"loo"}
 
 
