@@ -32,8 +32,8 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
   and once per method with its own; each method's thinker advantages are scored against the exact true advantage
   ``A*`` of every thinker turn (:mod:`baselines.fidelity`; the solver is frozen, so only the thinker's turns count),
   with the ``shuffled`` control. Per seed results are kept in ``OUT/fidelity/seed<k>.json`` (a later call measures
-  only new seeds); ``OUT/fidelity/fidelity.md`` has the table over every seed measured and the paired verdicts of
-  each method against the first of ``--methods`` (cluster bootstrap over task groups, Holm).
+  only new seeds); ``OUT/fidelity/fidelity_seeds_<seeds>.md`` has the table over the seeds asked and the paired
+  verdicts of each method against the first of ``--methods`` (cluster bootstrap over task groups, Holm).
 
 Every ``--eval-every`` steps the trainer logs the exact held-out evaluation (``eval/...`` in ``metrics.jsonl``: team
 reward, P(follow), P(pass), I(clue; message), on ``--eval-episodes`` held-out seeds and the test split's words), and
@@ -186,10 +186,11 @@ def fidelity_spec(seed: int, methods: list[str], args) -> dict:
 
 
 def fidelity(methods: list[str], seeds: list[int], args, say=print) -> str:
-    """Credit fidelity at the start of the thinker's phase (``--fidelity``): each seed's solver phase trained first
-    where missing, each seed measured once (``OUT/fidelity/seed<k>.json``, measured again if its settings or methods
-    were others), then the table and the verdicts over the seeds asked, written to ``OUT/fidelity/fidelity.md`` and
-    returned."""
+    """Credit fidelity at the start of the thinker's phase (``--fidelity``): each seed measured once
+    (``OUT/fidelity/seed<k>.json``, measured again if its settings or methods were others; its solver phase trained
+    first where missing), then the table and the verdicts over the seeds asked, written to
+    ``OUT/fidelity/fidelity_seeds_<seeds>.md`` and returned. A kept result needs no checkpoint: copy the json files
+    into a new ``OUT/fidelity`` (the same ``--out``: the spec names its run folder) and they are reused."""
     from baselines.outputs import replace_text
     from leaderboard.fidelity import measure, summarize, table, verdicts
 
@@ -198,8 +199,6 @@ def fidelity(methods: list[str], seeds: list[int], args, say=print) -> str:
     first = solver_args(args)
     results = []
     for s in seeds:
-        say(train("broadcast-maxrl", s, first, run=Path(args.out) / SOLVER_RUN / f"seed{s}").replace(
-            "broadcast-maxrl", "solver phase", 1))
         spec, path = fidelity_spec(s, methods, args), folder / f"seed{s}.json"
         kept = None
         if path.is_file():
@@ -214,6 +213,8 @@ def fidelity(methods: list[str], seeds: list[int], args, say=print) -> str:
                 say(f"fidelity seed {s}: {path} was measured with other settings or methods; measuring again")
                 kept = None
         if kept is None:
+            say(train("broadcast-maxrl", s, first, run=Path(args.out) / SOLVER_RUN / f"seed{s}").replace(
+                "broadcast-maxrl", "solver phase", 1))
             kept = measure(spec)
             replace_text(path, json.dumps(kept, default=float) + "\n")
             say(f"fidelity seed {s}: measured in {kept['wall_s']:.0f} s")
@@ -227,7 +228,7 @@ def fidelity(methods: list[str], seeds: list[int], args, say=print) -> str:
     how = ("Verdicts (paired over the same turns; 95% cluster bootstrap over task groups; Holm's correction over the "
            "comparisons printed):")
     text = "\n".join([head, "", table(summary), "", how, *lines])
-    replace_text(folder / "fidelity.md", text + "\n")
+    replace_text(folder / f"fidelity_seeds_{'_'.join(str(s) for s in seeds)}.md", text + "\n")
     return text
 
 

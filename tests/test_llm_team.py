@@ -175,11 +175,14 @@ def test_a_tiny_campaign_runs_end_to_end_and_the_thinker_starts_where_the_solver
     assert set(got["truth"]["role"]) == {"thinker"} and len(got["truth"]["role"]) == 4
     assert got["policy"]["checkpoint"] == str(tmp_path / team.SOLVER_RUN / "seed5" / "checkpoints" / "step-0000001")
     assert set(got["methods"]) == {"broadcast-maxrl", "ccpo_v2", "shuffled"}
-    text = (tmp_path / "fidelity" / "fidelity.md").read_text()
+    text = (tmp_path / "fidelity" / "fidelity_seeds_5.md").read_text()
     assert "4 turns in 2 task groups, seeds [5]" in text and "Holm-adjusted p" in text
     stamp = (tmp_path / "fidelity" / "seed5.json").stat().st_mtime_ns
+    import shutil
+    shutil.rmtree(tmp_path / team.SOLVER_RUN)     # a kept result needs no checkpoint: nothing trains, nothing is read
     assert team.main(args + ["--fidelity", "--methods", "broadcast-maxrl,ccpo_v2"]) == 0
     assert (tmp_path / "fidelity" / "seed5.json").stat().st_mtime_ns == stamp
+    assert not (tmp_path / team.SOLVER_RUN).exists()
     (tmp_path / "fidelity" / "seed5.json").write_text("{not json")
     with pytest.raises(ValueError, match="seed5.json is not a fidelity result .* delete it to measure seed 5 again"):
         team.main(args + ["--fidelity", "--methods", "broadcast-maxrl,ccpo_v2"])
