@@ -25,6 +25,10 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
   ``--alternate-every`` do not apply. The solver's turns are not trained, so ``coma`` plays its resample branches for
   the thinker only (``{"roles": ["thinker"]}``: the thinker's advantages are the same, the solver's branches would
   be wasted).
+  A campaign spread over machines: a finished thinker-phase run is kept by its ``metrics.jsonl`` alone, so copying
+  those (and ``config.json``) back into ``OUT/<method>/seed<k>`` skips it; a solver phase is needed only as the
+  starting weights of runs still to train, and is trained again where its checkpoint is missing (the same seed gives
+  the same weights, bit for bit: checked on seeds 1 and 2); its metrics without its checkpoint are refused by name.
 
 * ``--fidelity`` (with ``--solver-steps``): credit fidelity where the campaign's thinker phase starts. Per seed, at
   the weights its shared solver phase ended with (the solver reads the clue, the thinker is untrained), one training
@@ -131,6 +135,20 @@ def train(method: str, seed: int, args, init_from: Path | None = None, run: Path
     return f"{method} seed {seed}: trained"
 
 
+def solver_phase(seed: int, args) -> str:
+    """Train (or keep) ``seed``'s shared solver phase; its last checkpoint is what the thinker's phases start from,
+    so a finished run without it (its metrics copied from elsewhere) is refused by name."""
+    run = Path(args.out) / SOLVER_RUN / f"seed{seed}"
+    first = solver_args(args)
+    rows = read_metrics(run)
+    if rows and rows[-1].get("step") == first.steps - 1 and \
+            not (run / "checkpoints" / f"step-{first.steps:07d}" / "meta.json").is_file():
+        raise ValueError(f"{run} has its metrics but not its last checkpoint (checkpoints/step-{first.steps:07d}), "
+                         "which the thinker's phases start from: delete the folder to train it again (the same "
+                         "seed gives the same weights)")
+    return train("broadcast-maxrl", seed, first, run=run).replace("broadcast-maxrl", "solver phase", 1)
+
+
 def campaign(methods: list[str], seeds: list[int], args, say=print) -> list[str]:
     """Every (method, seed) run, ``--jobs`` at a time. With ``--solver-steps`` each seed's shared solver phase runs
     first and its methods wait for it; the solver phase of seed k + 1 is queued before the methods of seed k, so a
@@ -143,12 +161,10 @@ def campaign(methods: list[str], seeds: list[int], args, say=print) -> list[str]
     with ThreadPoolExecutor(args.jobs) as pool:
         if not args.solver_steps:
             return list(pool.map(lambda r: told(train(*r, args)), [(m, s) for s in seeds for m in methods]))
-        first = solver_args(args)
         phase = {}
 
         def solver(s: int):
-            return told(train("broadcast-maxrl", s, first, run=Path(args.out) / SOLVER_RUN / f"seed{s}").replace(
-                "broadcast-maxrl", "solver phase", 1))
+            return told(solver_phase(s, args))
 
         def thinker(m: str, s: int) -> str:
             phase[s].result()            # submitted (so started) before this: no deadlock with a full pool
@@ -196,7 +212,6 @@ def fidelity(methods: list[str], seeds: list[int], args, say=print) -> str:
 
     folder = Path(args.out) / "fidelity"
     folder.mkdir(parents=True, exist_ok=True)
-    first = solver_args(args)
     results = []
     for s in seeds:
         spec, path = fidelity_spec(s, methods, args), folder / f"seed{s}.json"
@@ -213,8 +228,7 @@ def fidelity(methods: list[str], seeds: list[int], args, say=print) -> str:
                 say(f"fidelity seed {s}: {path} was measured with other settings or methods; measuring again")
                 kept = None
         if kept is None:
-            say(train("broadcast-maxrl", s, first, run=Path(args.out) / SOLVER_RUN / f"seed{s}").replace(
-                "broadcast-maxrl", "solver phase", 1))
+            say(solver_phase(s, args))
             kept = measure(spec)
             replace_text(path, json.dumps(kept, default=float) + "\n")
             say(f"fidelity seed {s}: measured in {kept['wall_s']:.0f} s")

@@ -4,6 +4,7 @@ of finished and part-finished runs, and the paired report with Holm."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -178,7 +179,11 @@ def test_a_tiny_campaign_runs_end_to_end_and_the_thinker_starts_where_the_solver
     text = (tmp_path / "fidelity" / "fidelity_seeds_5.md").read_text()
     assert "4 turns in 2 task groups, seeds [5]" in text and "Holm-adjusted p" in text
     stamp = (tmp_path / "fidelity" / "seed5.json").stat().st_mtime_ns
-    import shutil
+    # the solver phase's metrics without its checkpoint (copied from elsewhere): refused, it cannot be started from
+    ckpt = tmp_path / team.SOLVER_RUN / "seed5" / "checkpoints"
+    shutil.move(ckpt, tmp_path / "moved")
+    with pytest.raises(ValueError, match="seed5 has its metrics but not its last checkpoint"):
+        team.solver_phase(5, team.argparse.Namespace(**{**vars(_args(out=str(tmp_path))), "solver_steps": 1}))
     shutil.rmtree(tmp_path / team.SOLVER_RUN)     # a kept result needs no checkpoint: nothing trains, nothing is read
     assert team.main(args + ["--fidelity", "--methods", "broadcast-maxrl,ccpo_v2"]) == 0
     assert (tmp_path / "fidelity" / "seed5.json").stat().st_mtime_ns == stamp
