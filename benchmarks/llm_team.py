@@ -24,7 +24,9 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
   its ``eval_start`` is the shared phase's end, so "updates" in the report are the thinker's. ``--relay-steps`` and
   ``--alternate-every`` do not apply. The solver's turns are not trained, so ``coma`` plays its resample branches for
   the thinker only (``{"roles": ["thinker"]}``: the thinker's advantages are the same, the solver's branches would
-  be wasted).
+  be wasted), and, in either layout, plays at most 256 rows at once (``--rollout-batch 256``: its 1,024-row calls
+  took 15 GB and were killed for memory beside two other runs; the other methods' calls are 256 rows or fewer, so
+  the flag would change nothing of theirs).
   A campaign spread over machines: a finished thinker-phase run is kept by its ``metrics.jsonl`` alone, so copying
   those (and ``config.json``) back into ``OUT/<method>/seed<k>`` skips it; a solver phase is needed only as the
   starting weights of runs still to train, and is trained again where its checkpoint is missing (the same seed gives
@@ -80,6 +82,7 @@ if str(ROOT) not in sys.path:
 ENV_KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words"}
 VARIANTS = {"broadcast-maxrl": ("broadcast", {"std": "mean"})}
 THINKER_PHASE = {"coma": {"roles": ["thinker"]}}     # with the solver frozen (--solver-steps): options added
+ROLLOUT_BATCH = {"coma": 256}   # the trainer's --rollout-batch: coma's 4 resamples a turn made 1,024-row calls (15 GB)
 SOLVER_RUN = "_solver"                               # OUT/_solver/seed<k>: the shared solver phase
 METRICS = ("team_reward/team", "p_follow", "p_pass", "mi_clue_message")
 
@@ -100,6 +103,7 @@ def command(method: str, seed: int, args, out: Path, resume: bool, init_from: Pa
            "--credit", credit, "--credit-options", json.dumps(options),
            "--tasks-per-step", str(args.tasks), "--group-size", str(args.group), "--lr", str(args.lr),
            *schedule, "--steps", str(args.steps), "--micro-batch-tokens", str(args.micro_batch_tokens),
+           *(["--rollout-batch", str(ROLLOUT_BATCH[credit])] if credit in ROLLOUT_BATCH else []),
            "--eval-every", str(args.eval_every), "--eval-episodes", str(args.eval_episodes), "--seed", str(seed),
            "--no-tensorboard", "--no-progress", "--out", str(out)]
     return cmd + (["--resume"] if resume else [])

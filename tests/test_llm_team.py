@@ -107,8 +107,9 @@ def test_the_thinker_phase_starts_from_the_shared_solver_run_with_the_solver_fro
     cfg = TrainConfig.from_args(team.command("coma", 3, args, tmp_path / "coma", False, init_from=source)[3:])
     assert (cfg.init_from, cfg.frozen, cfg.partners, cfg.alternate_every) == (str(source), "solver", "", 0)
     assert cfg.credit_options == {"roles": ["thinker"]} and (cfg.steps, cfg.eval_every) == (20, 5)
+    assert cfg.rollout_batch == 256        # coma's 1,024-row calls, bounded
     maxrl = TrainConfig.from_args(team.command("broadcast-maxrl", 3, args, tmp_path, False, init_from=source)[3:])
-    assert maxrl.credit_options == {"std": "mean"} and maxrl.frozen == "solver"
+    assert maxrl.credit_options == {"std": "mean"} and maxrl.frozen == "solver" and maxrl.rollout_batch == 0
     # the shared phase: the scripted thinker all along, one evaluation at its end, no alternation
     first = TrainConfig.from_args(team.command("broadcast-maxrl", 3, team.solver_args(args), source, False)[3:])
     assert (first.steps, first.partners, first.alternate_every, first.eval_every) == (20, "thinker=reference:20", 0,

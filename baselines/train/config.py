@@ -44,7 +44,7 @@ BACKENDS = ("hf", "vllm")
 DTYPES = ("float32", "bfloat16")        # --dtype: the training dtypes
 # Fields added after runs were hashed, with the default under which a run trains as it did before they existed:
 # TrainConfig.hash() leaves a field out at that value, so the hash of an older run (and its --resume) is unchanged.
-NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0, "lora_layers": 0, "init_from": ""}
+NEW_FIELD_DEFAULTS = {"backend": "hf", "tis_cap": 2.0, "lora_layers": 0, "init_from": "", "rollout_batch": 0}
 # config.json of runs written before the "resolved" block: the same values as top-level keys (key -> Resolved field)
 LEGACY_RESOLVED_KEYS = {"action_mode_resolved": "action_mode", "config_hash": "config_hash"}
 
@@ -127,6 +127,9 @@ class TrainConfig:
     ppo_epochs: int = _f(0, "optimizer passes over each batch; 0 = by what is trained: 4 for the 'tiny' model, 1 "
                             "otherwise")
     micro_batch_tokens: int = _f(4096, "gradient accumulation: at most this many prompt+completion tokens per forward")
+    rollout_batch: int = _f(0, "playing (--backend hf): at most this many sequences through an LLM at once, a bound on "
+                               "memory where a call is large (coma's K resamples of every turn: 32 x 8 x 4 rows of "
+                               "SmolLM2 took 15 GB); a call of at most N rows runs as before; 0 = every call whole")
     grad_clip: float = _f(1.0, "max gradient norm (0 = no clipping)")
     tis_cap: float = _f(2.0, "truncated importance sampling of the sampler against the trainer (--backend vllm): "
                              "each token's surrogate is weighted by min(exp(trainer_old - sampler logprob), cap); "
@@ -311,7 +314,7 @@ class TrainConfig:
                      "save_every", "keep_checkpoints", "lora_r", "lora_alpha"):
             positive(name, getattr(self, name))
         for name in ("lr", "ppo_epochs", "clip_low", "clip_high", "kl_coef", "weight_decay", "grad_clip",
-                     "alternate_every", "temperature", "seed", "lora_layers"):
+                     "alternate_every", "temperature", "seed", "lora_layers", "rollout_batch"):
             if not 0 <= getattr(self, name) < math.inf:      # NaN and inf too: a NaN lr trains to NaN weights
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number >= 0, "
                                  f"got {getattr(self, name)!r}")
