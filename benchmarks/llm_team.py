@@ -87,19 +87,29 @@ SOLVER_RUN = "_solver"                               # OUT/_solver/seed<k>: the 
 METRICS = ("team_reward/team", "p_follow", "p_pass", "mi_clue_message")
 
 
+def env_kwargs(args) -> dict:
+    """The env's kwargs of the recipe (``--hint-required``: ``hint_optional=False``)."""
+    return {**ENV_KWARGS, "hint_optional": False} if args.hint_required else dict(ENV_KWARGS)
+
+
+def credit_of(method: str, thinker_phase: bool) -> tuple[str, dict]:
+    """A method label's credit method and options, as its runs train it (and ``--fidelity`` measures it)."""
+    credit, options = VARIANTS.get(method, (method, {}))
+    return credit, {**options, **THINKER_PHASE.get(credit, {})} if thinker_phase else dict(options)
+
+
 def command(method: str, seed: int, args, out: Path, resume: bool, init_from: Path | None = None) -> list[str]:
     """The trainer's command line for one run of the recipe; with ``init_from`` (the shared solver phase's run) the
     thinker's phase: the weights from there, the solver frozen, no scripted thinker, no alternation."""
-    credit, options = VARIANTS.get(method, (method, {}))
+    credit, options = credit_of(method, init_from is not None)
     if init_from is not None:
-        options = {**options, **THINKER_PHASE.get(credit, {})}
         schedule = ["--init-from", str(init_from), "--frozen", "solver"]
     else:
         schedule = ["--partners", f"thinker=reference:{args.relay_steps}",
                     *(["--alternate-every", str(args.alternate_every)] if args.alternate_every else [])]
     cmd = [sys.executable, "-m", "baselines.train", "--env", "think_solve-v0", "--action-mode", "discrete",
            "--model", args.model, "--mode", "choice", "--adapters", "per_role",
-           "--env-kwargs", json.dumps({**ENV_KWARGS, "hint_optional": False} if args.hint_required else ENV_KWARGS),
+           "--env-kwargs", json.dumps(env_kwargs(args)),
            "--credit", credit, "--credit-options", json.dumps(options),
            "--tasks-per-step", str(args.tasks), "--group-size", str(args.group), "--lr", str(args.lr),
            *schedule, "--steps", str(args.steps), "--micro-batch-tokens", str(args.micro_batch_tokens),
@@ -175,13 +185,13 @@ def campaign(methods: list[str], seeds: list[int], args, say=print) -> list[str]
             return told(train(m, s, args, init_from=Path(args.out) / SOLVER_RUN / f"seed{s}"))
 
         jobs = []
-        for i, s in enumerate(seeds):
-            if i == 0:
-                phase[s] = pool.submit(solver, s)
-                jobs.append(phase[s])
-            if i + 1 < len(seeds):
-                phase[seeds[i + 1]] = pool.submit(solver, seeds[i + 1])
-                jobs.append(phase[seeds[i + 1]])
+        for s in seeds[:1]:
+            phase[s] = pool.submit(solver, s)
+            jobs.append(phase[s])
+        for s, following in zip(seeds, [*seeds[1:], None]):
+            if following is not None:
+                phase[following] = pool.submit(solver, following)
+                jobs.append(phase[following])
             jobs += [pool.submit(thinker, m, s) for m in methods]
         return [j.result() for j in jobs]
 
@@ -190,18 +200,16 @@ def fidelity_spec(seed: int, methods: list[str], args) -> dict:
     """What :func:`leaderboard.fidelity.measure` plays for ``seed``: one training batch at the weights of the seed's
     shared solver phase, the solver frozen (only the thinker's turns are scored), every method as the thinker's
     phase runs it, and the ``shuffled`` control."""
-    kwargs = {**ENV_KWARGS, "hint_optional": False} if args.hint_required else dict(ENV_KWARGS)
+    from leaderboard.fidelity_small import CONTINUATIONS  # A* is exact here: the minimum split halves need
+
     labels = list(dict.fromkeys([*methods, "shuffled"]))
-    variants = {}
-    for m in labels:
-        credit, options = VARIANTS.get(m, (m, {}))
-        variants[m] = [credit, {**options, **THINKER_PHASE.get(credit, {})}]
+    variants = {m: list(credit_of(m, thinker_phase=True)) for m in labels}
     return {"suite": "llm_team", "family": "message_credit", "knob_name": "thinker_clue_accuracy",
             "setting": "think_solve/words/a0.9" + ("/hint_required" if args.hint_required else ""), "knob": 0.9,
-            "env_id": "think_solve-v0", "env_kwargs": kwargs, "action_mode": "discrete", "model": args.model,
+            "env_id": "think_solve-v0", "env_kwargs": env_kwargs(args), "action_mode": "discrete", "model": args.model,
             "mode": "choice", "adapters": "per_role", "lr": args.lr, "partners": "", "frozen": "solver",
             "tasks_per_step": args.tasks, "group_size": args.group, "seed": int(seed), "batches": 1,
-            "continuations": 2, "methods": labels, "variants": variants, "policy": "run:solver-phase",
+            "continuations": CONTINUATIONS, "methods": labels, "variants": variants, "policy": "run:solver-phase",
             "run": str(Path(args.out) / SOLVER_RUN / f"seed{seed}"), "checkpoints": [], "by_role": False}
 
 

@@ -526,9 +526,9 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
                     choice_scoring=cfg.choice_scoring)
     backend = getattr(cfg, "backend", "hf")
     engine = _vllm_engine(cfg, name, label, model, tok, settings, roles) if backend == "vllm" else None
-    rows = {"batch_size": getattr(cfg, "rollout_batch", 0) or None}    # the hf policies' bound; vLLM batches itself
+    rows = getattr(cfg, "rollout_batch", 0) or None    # the hf policies' bound (--rollout-batch); vLLM batches itself
     if cfg.adapters == "none":
-        policy = TransformersPolicy(model, tok, name=f"hf:{name}:{cfg.mode}", **settings, **rows)
+        policy = TransformersPolicy(model, tok, name=f"hf:{name}:{cfg.mode}", **settings, batch_size=rows)
         played = {r: engine for r in roles} if engine is not None else {r: policy for r in roles}
         learner = LLMLearner(model, tok, played, trainable, label, name, "none", cfg.temperature, hf_policy=policy)
         learner.engine = engine
@@ -547,7 +547,7 @@ def _llm_learner(cfg, name: str, roles: list[str], trainable: list[str], label: 
         peft_model.add_adapter(adapter, lora)
     for n, p in peft_model.named_parameters():
         p.requires_grad_("lora_" in n)
-    inner = TransformersPolicy(peft_model, tok, name=f"hf:{name}:{cfg.mode}", **settings, **rows)
+    inner = TransformersPolicy(peft_model, tok, name=f"hf:{name}:{cfg.mode}", **settings, batch_size=rows)
     adapter_of = {r: r if cfg.adapters == "per_role" else "shared" for r in roles}
     if engine is not None:
         policies: dict[str, Policy] = {r: engine.for_adapter(a) for r, a in adapter_of.items()}
