@@ -163,11 +163,30 @@ def solver_phase(seed: int, args) -> str:
     return train("broadcast-maxrl", seed, first, run=run).replace("broadcast-maxrl", "solver phase", 1)
 
 
+def stranded(run: Path, steps: int) -> bool:
+    """Whether ``run`` holds a run stopped before its first checkpoint: metrics of unfinished steps and nothing to
+    resume from (the trainer would refuse it, a new run must not append to it)."""
+    rows = read_metrics(run)
+    return bool(rows) and rows[-1].get("step") != steps - 1 and \
+        not ((run / "checkpoints").is_dir() and any((run / "checkpoints").iterdir()))
+
+
 def campaign(methods: list[str], seeds: list[int], args, say=print) -> list[str]:
     """Every (method, seed) run, ``--jobs`` at a time. With ``--solver-steps`` each seed's shared solver phase runs
     first and its methods wait for it; the solver phase of seed k + 1 is queued before the methods of seed k, so a
     worker rarely waits, and seeds finish one after another (a campaign stopped part-way has whole seeds). Each
-    run's line (kept / trained) goes to ``say`` when it ends; the lines are returned in the order of submission."""
+    run's line (kept / trained) goes to ``say`` when it ends; the lines are returned in the order of submission.
+    A run folder stopped before its first checkpoint is refused by name before anything starts (not hours later,
+    when the queue reaches it)."""
+    out = Path(args.out)
+    runs = [(out / m / f"seed{s}", args.steps) for s in seeds for m in methods]
+    if args.solver_steps:
+        runs += [(out / SOLVER_RUN / f"seed{s}", args.solver_steps) for s in seeds]
+    bad = [str(r) for r, steps in runs if stranded(r, steps)]
+    if bad:
+        raise ValueError(f"{', '.join(bad)}: stopped before a first checkpoint, so nothing can be resumed; delete "
+                         "each such folder to train its run again")
+
     def told(line: str) -> str:
         say(line)
         return line

@@ -192,3 +192,18 @@ def test_a_tiny_campaign_runs_end_to_end_and_the_thinker_starts_where_the_solver
     (tmp_path / "fidelity" / "seed5.json").write_text("{not json")
     with pytest.raises(ValueError, match="seed5.json is not a fidelity result .* delete it to measure seed 5 again"):
         team.main(args + ["--fidelity", "--methods", "broadcast-maxrl,ccpo_v2"])
+
+
+def test_a_run_stopped_before_its_first_checkpoint_is_refused_before_anything_starts(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(team, "train", lambda *a, **k: started.append(a) or "trained")
+    args = _args(out=str(tmp_path), solver_steps=4, steps=4, jobs=2)
+    _run(tmp_path, "loo", 1, [0.4, 0.5])                       # finished: kept
+    _run(tmp_path, "coma", 1, [0.4], steps=1)                  # one step, no checkpoint (killed for memory)
+    _run(tmp_path, team.SOLVER_RUN, 2, [], steps=2)
+    with pytest.raises(ValueError, match=r"coma/seed1, .*_solver/seed2: stopped before a first checkpoint"):
+        team.campaign(["loo", "coma"], [1, 2], args)
+    assert started == []
+    (tmp_path / "coma" / "seed1" / "checkpoints" / "step-0000001").mkdir(parents=True)   # resumable: goes on
+    shutil.rmtree(tmp_path / team.SOLVER_RUN / "seed2")
+    assert len(team.campaign(["loo", "coma"], [1, 2], args)) == 6 and len(started) == 6

@@ -75,9 +75,18 @@ def eval_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any]) -> dict[str, Any
 
 
 def expand(policies: Mapping[str, Policy], env_id: str, env_kwargs: Mapping[str, Any],
-           seeds: Sequence[int]) -> list[Decision]:
+           seeds: Sequence[int], memo: Mapping[str, dict] | None = None) -> list[Decision]:
     """The game tree of each seed under ``policies`` (role -> policy), level by level: one ``generate`` call per
-    role and level for all the seeds' decisions. Returns the roots (one per seed)."""
+    role and level for all the seeds' decisions. Returns the roots (one per seed).
+
+    ``memo`` (role -> a dict kept by the caller) is for roles whose policy does not change between calls (a
+    trainer's frozen role: :meth:`Team.fixed_roles <baselines.train.learners.Team.fixed_roles>`): such a role's
+    distribution at a decision is computed once and read back on later calls, keyed by what the policy reads (its
+    prompt and legal moves; a policy that reads more, the env or a vector, is not memoised). Every checkpoint of a
+    run is evaluated on the same seeds, so after the first evaluation a frozen role costs nothing; the values are
+    the same bit for bit (the first call computes them in the same batch as without a memo)."""
+    memo = {r: m for r, m in (memo or {}).items()
+            if r in policies and set(policies[r].observes) <= {"text", "legal_actions"}}
     roots = []
     for k, seed in enumerate(seeds):
         env = make(env_id, **env_kwargs)
@@ -109,9 +118,18 @@ def expand(policies: Mapping[str, Policy], env_id: str, env_kwargs: Mapping[str,
                 if not r.legal_actions:
                     raise ValueError(f"exact evaluation of {env_id}: {n.agent}'s turn is free text; only turns with "
                                      "legal moves (discrete mode, choice mode) can be enumerated")
-            gens = policy.generate(requests, seed=0)
-            for n, r, g in zip(nodes, requests, gens):
-                n.legal, n.probs = r.legal_actions, _distribution(policy, r, g)
+            known = memo.get(role)
+            keys = [(r.text, r.legal_actions) for r in requests]
+            todo = [i for i, key in enumerate(keys) if known is None or key not in known]
+            got = dict(zip(todo, policy.generate([requests[i] for i in todo], seed=0) if todo else []))
+            for i, (n, r) in enumerate(zip(nodes, requests)):
+                if i in got:
+                    probs = _distribution(policy, r, got[i])
+                    if known is not None:
+                        known[keys[i]] = probs
+                else:
+                    probs = known[keys[i]]
+                n.legal, n.probs = r.legal_actions, probs
                 for i, p in enumerate(n.probs):      # every move, also one of probability 0 (it weighs 0)
                     child = n.env.clone()
                     child.step(env_action(child.unwrapped, n.agent, n.legal[i], n.legal))
@@ -143,11 +161,12 @@ def _leaves(node: Decision):
 
 
 def evaluate(policies: Mapping[str, Policy], env_id: str, env_kwargs: Mapping[str, Any],
-             episodes: int) -> dict[str, float]:
+             episodes: int, memo: Mapping[str, dict] | None = None) -> dict[str, float]:
     """The exact held-out evaluation of ``policies`` on ``episodes`` seeds (module docstring): ``eval/team_reward``
-    per team, and for think_solve-v0's clue task ``eval/p_follow``, ``eval/p_pass``, ``eval/mi_clue_message``."""
+    per team, and for think_solve-v0's clue task ``eval/p_follow``, ``eval/p_pass``, ``eval/mi_clue_message``.
+    ``memo``: the unchanging roles' distributions, kept between calls (:func:`expand`)."""
     kwargs = eval_env_kwargs(env_id, env_kwargs)
-    roots = expand(policies, env_id, kwargs, eval_seeds(episodes))
+    roots = expand(policies, env_id, kwargs, eval_seeds(episodes), memo)
     totals: dict[str, float] = {}
     for root in roots:
         for leaf in _leaves(root):

@@ -23,7 +23,7 @@ import gc
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,9 @@ class State:
     log: Log | None                # the main process's metrics (None on the other processes)
     start: int                     # the first step of this process: 0, or the resumed checkpoint's step
     freeze: bool                   # an MLP run: the garbage collector's schedule of _collect_once_per_step
+    # the exact evaluation's distributions of the roles whose policy never changes (team.fixed_roles()), computed
+    # at the run's first evaluation in this process and read back at the later ones
+    eval_memo: dict[str, dict] = field(default_factory=dict)
 
 
 def _train(cfg: TrainConfig, freeze: bool = False) -> dict[str, Any]:
@@ -179,7 +182,7 @@ def prepare(cfg: TrainConfig) -> Run:
 def step(state: State, k: int) -> dict[str, Any]:
     """Training step ``k``: rollout, credit, update, metrics, checkpoint; returns the step's metrics."""
     cfg, run, dist, team, method = state.cfg, state.run, state.dist, state.team, state.run.method
-    initial = _evaluate(cfg, run, team, "eval_start") if dist.main and k == 0 and cfg.eval_every else {}
+    initial = _evaluate(state, "eval_start") if dist.main and k == 0 and cfg.eval_every else {}
     t0 = time.perf_counter()
     # ---- rollout: fresh seeds per step, this process's shard of the tasks; every process gets the whole batch
     episodes, mine = _rollout(state, k)
@@ -211,7 +214,7 @@ def step(state: State, k: int) -> dict[str, Any]:
                     "time/step": t3 - t0})
     metrics.update(initial)
     if dist.main and cfg.eval_every and ((k + 1) % cfg.eval_every == 0 or k + 1 == cfg.steps):
-        metrics.update(_evaluate(cfg, run, team, "eval"))
+        metrics.update(_evaluate(state, "eval"))
     if state.log is not None:
         state.log.write(k, metrics)
     # ---- checkpoint
@@ -249,12 +252,15 @@ def _roles_trained(cfg: TrainConfig, team: Team, k: int) -> set[str]:
     return {order[(k // cfg.alternate_every) % len(order)]}
 
 
-def _evaluate(cfg: TrainConfig, run: Run, team: Team, prefix: str) -> dict[str, float]:
+def _evaluate(state: State, prefix: str) -> dict[str, float]:
     """The exact held-out evaluation of the team's policies now (:mod:`baselines.train.exact_eval`), as
     ``<prefix>/...`` metrics: ``eval_start/...`` in step 0's line (the untrained policy), ``eval/...`` after the
-    update of every ``--eval-every``-th step and of the last (with ``eval/time``, its seconds)."""
+    update of every ``--eval-every``-th step and of the last (with ``eval/time``, its seconds). The roles that never
+    change (a frozen role with weights of its own) are scored once per process and read back later."""
+    cfg, team = state.cfg, state.team
+    memo = {r: state.eval_memo.setdefault(r, {}) for r in team.fixed_roles()}
     t = time.perf_counter()
-    values = evaluate(team.policies, cfg.env, run.env_kwargs, cfg.eval_episodes)
+    values = evaluate(team.policies, cfg.env, state.run.env_kwargs, cfg.eval_episodes, memo)
     values["eval/time"] = time.perf_counter() - t
     return {prefix + k[len("eval"):]: v for k, v in values.items()}
 

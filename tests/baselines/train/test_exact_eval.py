@@ -148,3 +148,93 @@ def test_the_trainer_logs_the_evaluation_and_it_changes_nothing_it_trains(tmp_pa
     fresh = evaluate(team.policies, "think_solve-v0", {**cfg.env_kwargs, "action_mode": "discrete"}, 4)
     assert rows[0]["eval_start/team_reward/team"] == pytest.approx(fresh["eval/team_reward/team"], abs=1e-6)
     assert 0 <= rows[2]["eval/p_follow"] <= 1 and rows[0]["eval_start/mi_clue_message"] >= 0
+
+
+class _Counted(_Fixed):
+    """:class:`_Fixed` that counts the decisions it was asked for."""
+
+    def __init__(self, probs_of, observes=frozenset({"text", "legal_actions"})):
+        super().__init__(probs_of)
+        self.observes, self.asked = observes, 0
+
+    def generate(self, requests, seed=None):
+        self.asked += len(requests)
+        return super().generate(requests, seed)
+
+
+def _by_text(r):
+    """A distribution that is a function of the prompt alone (as an LLM's)."""
+    w = np.array([1.0 + (len(r.text) * (i + 3)) % 7 for i in range(len(r.legal_actions))])
+    return list(w / w.sum())
+
+
+def test_a_memo_scores_an_unchanging_role_once_and_changes_no_value():
+    plain = evaluate({"thinker": _Fixed(_by_text), "solver": _Fixed(_by_text)}, "think_solve-v0", CLUE, 6)
+    thinker, solver, memo = _Counted(_by_text), _Counted(_by_text), {"solver": {}}
+    first = evaluate({"thinker": thinker, "solver": solver}, "think_solve-v0", CLUE, 6, memo)
+    assert first == plain
+    assert solver.asked == 6 * 5 and len(memo["solver"]) == 30    # a seed: the solver after each of 5 messages
+    assert evaluate({"thinker": thinker, "solver": solver}, "think_solve-v0", CLUE, 6, memo) == plain
+    assert solver.asked == 30 and thinker.asked == 12           # the thinker (not in the memo) is asked again
+    # more seeds: only the new decisions are scored
+    more = evaluate({"thinker": thinker, "solver": solver}, "think_solve-v0", CLUE, 8, memo)
+    assert solver.asked == 40 and more == evaluate({"thinker": _Fixed(_by_text), "solver": _Fixed(_by_text)},
+                                                   "think_solve-v0", CLUE, 8)
+    # a policy that reads more than its prompt (here the env) is never memoised
+    reads_env = _Counted(_solver, frozenset({"text", "legal_actions", "env"}))
+    memo = {"solver": {}}
+    for _ in range(2):
+        evaluate({"thinker": _Counted(_thinker, reads_env.observes), "solver": reads_env}, "think_solve-v0", CLUE, 3,
+                 memo)
+    assert reads_env.asked == 2 * 3 * 5 and memo["solver"] == {}
+
+
+@pytest.mark.parametrize("model,adapters,frozen,fixed", [
+    ("tiny", "per_role", "solver", ["solver"]),    # the frozen role's own adapter: never updated
+    ("tiny", "shared", "solver", []),              # one adapter for both roles: the thinker's updates move it
+    ("tiny", "none", "solver", []),                # one set of full weights
+    ("tiny", "per_role", "", []),
+    ("mlp", "none", "solver", []),                 # one MLP plays both roles
+])
+def test_the_roles_an_evaluation_may_memoise_are_those_whose_weights_no_update_touches(model, adapters, frozen,
+                                                                                         fixed):
+    if adapters != "none":
+        pytest.importorskip("peft")
+    cfg = TrainConfig(env="think_solve-v0", env_kwargs={"clue_pool": "words"}, action_mode="discrete", model=model,
+                      mode="choice", adapters=adapters, frozen=frozen)
+    team = build_team(cfg, make("think_solve-v0", **CLUE), ["solver", "thinker"])
+    assert team.fixed_roles() == fixed
+
+
+def test_a_run_with_a_frozen_role_logs_the_same_evaluations_with_its_memo(tmp_path, monkeypatch):
+    import json
+
+    from baselines.train import loop, train
+    from baselines.train.learners import Team
+
+    pytest.importorskip("peft")
+    sizes = []
+
+    def run(name):
+        cfg = TrainConfig(env="think_solve-v0", env_kwargs={"thinker_clue_accuracy": 0.9, "clue_pool": "words"},
+                          action_mode="discrete", model="tiny", mode="choice", adapters="per_role", frozen="solver",
+                          lr=5e-2, steps=3, tasks_per_step=2, group_size=2, eval_every=1, eval_episodes=3,
+                          out=str(tmp_path / name), progress=False, tensorboard=False)
+        train(cfg)
+        return [json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+
+    real = loop.evaluate
+
+    def spy(policies, env_id, env_kwargs, episodes, memo=None):
+        sizes.append({r: len(m) for r, m in (memo or {}).items()})
+        return real(policies, env_id, env_kwargs, episodes, memo)
+
+    monkeypatch.setattr(loop, "evaluate", spy)
+    memoised = run("memo")
+    assert sizes == [{"solver": 0}] + [{"solver": 3 * 5}] * 3      # filled by the first of the four evaluations
+    monkeypatch.setattr(Team, "fixed_roles", lambda self: [])
+    plain = run("plain")
+    evals = [{k: v for k, v in r.items() if k.startswith("eval") and not k.endswith("/time")} for r in memoised]
+    assert evals == [{k: v for k, v in r.items() if k.startswith("eval") and not k.endswith("/time")} for r in plain]
+    assert len({r["eval/p_pass"] for r in memoised}) == 3      # the thinker trains: its part is scored each time
+    assert len({r["eval/p_follow"] for r in memoised}) == 1    # the frozen solver's skill stays
