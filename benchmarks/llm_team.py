@@ -316,6 +316,24 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None,
     last = {m: at if at is not None else max(k for pts in data[m].values() for k in pts) for m in methods}
     if metric not in METRICS:
         raise ValueError(f"metric {metric!r} is not one of {list(METRICS)}")
+    seeds_seen = sorted({s for m in methods for s in data[m]})
+    lines += ["", (f"Per seed, held-out {metric}: untrained start -> after each method's last checkpoint compared "
+                   "(its updates; a run not there yet: where it is now, in brackets):"), "",
+              "| seed | " + " | ".join(f"{m} ({last[m]})" for m in methods) + " |",
+              "|---:|" + "---|" * len(methods)]
+    for s in seeds_seen:
+        cells = []
+        for m in methods:
+            pts = data[m].get(s)
+            if not pts or 0 not in pts:
+                cells.append("")
+            elif last[m] in pts:
+                cells.append(f"{pts[0][metric]:.3f} -> {pts[last[m]][metric]:.3f}")
+            else:
+                k = max(pts)
+                cells.append(f"{pts[0][metric]:.3f} -> ({pts[k][metric]:.3f} at {k})" if k else
+                             f"{pts[0][metric]:.3f} -> (started)")
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
     final = {m: {s: pts[last[m]][metric] for s, pts in data[m].items() if last[m] in pts} for m in methods}
     start = {m: {s: pts[0][metric] for s, pts in data[m].items() if 0 in pts} for m in methods}
     where = f"held-out {metric}"

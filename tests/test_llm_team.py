@@ -78,6 +78,9 @@ def test_the_report_pairs_finished_seeds_and_corrects_every_comparison_together(
     text = team.report(tmp_path, ["broadcast-maxrl", "loo"])
     assert "| loo | 2 | 6 | 0.383 |" in text and "| loo | 4 | 5 | 0.614 |" in text
     assert "Holm over the 3 comparisons" in text
+    # the per-seed table: each seed's start and end, a run not at the last checkpoint where it is now
+    assert "| seed | broadcast-maxrl (4) | loo (4) |" in text
+    assert "| 0 | 0.250 -> 0.800 | 0.250 -> 0.600 |" in text and "| 5 |  | 0.250 -> (0.300 at 2) |" in text
     # five seeds all one way: exact sign-flip p = 2/32, Holm x3 and x2 -> 0.1875 and 0.125: not separated
     row = next(line for line in text.splitlines() if line.startswith("| loo - broadcast-maxrl"))
     assert "| 5 | -0.236 [" in row and row.endswith("| 0.0625 | 0.1875 | not separated |")
