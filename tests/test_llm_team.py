@@ -210,3 +210,20 @@ def test_a_run_stopped_before_its_first_checkpoint_is_refused_before_anything_st
     (tmp_path / "coma" / "seed1" / "checkpoints" / "step-0000001").mkdir(parents=True)   # resumable: goes on
     shutil.rmtree(tmp_path / team.SOLVER_RUN / "seed2")
     assert len(team.campaign(["loo", "coma"], [1, 2], args)) == 6 and len(started) == 6
+
+
+def test_the_stored_fidelity_results_give_the_figures_of_results_md():
+    from leaderboard.fidelity import summarize, table, verdicts
+
+    folder = team.ROOT / "benchmarks" / "pilots" / "llm_team_credit" / "fidelity"
+    kept = [json.loads((folder / f"seed{s}.json").read_text()) for s in (1, 2, 3, 4)]
+    for seeds, rows in (((0, 1), ["ccpo_v2      +0.90 [+0.86, +0.94]", "coma         +0.84 [+0.81, +0.87]"]),
+                        ((2, 3), ["broadcast-maxrl +0.73 [+0.67, +0.79]", "ccpo_v2      +0.91 [+0.88, +0.94]",
+                                  "loo          +0.63 [+0.57, +0.70]", "coma         +0.86 [+0.83, +0.89]"])):
+        summary = summarize([kept[i] for i in seeds])
+        text = table(summary)
+        assert all(r in text for r in rows), text
+        said = verdicts(summary, "broadcast-maxrl", ["ccpo_v2", "loo", "coma", "shuffled"], per_setting=True)
+        assert [line.split(":")[0] for line in said] == [
+            "broadcast-maxrl below ccpo_v2", "broadcast-maxrl above loo", "broadcast-maxrl below coma",
+            "broadcast-maxrl above shuffled"]      # (a verdict not separated reads "A vs B: not separated")
