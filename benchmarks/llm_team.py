@@ -272,9 +272,36 @@ def fidelity(methods: list[str], seeds: list[int], args, say=print) -> str:
             f"{sorted(r['spec']['seed'] for r in results)}, one training batch each:")
     how = ("Verdicts (paired over the same turns; 95% cluster bootstrap over task groups; Holm's correction over the "
            "comparisons printed):")
-    text = "\n".join([head, "", table(summary), "", how, *lines])
+    text = "\n".join([head, "", table(summary), "", how, *lines, "", offset_table(results)])
     replace_text(folder / f"fidelity_seeds_{'_'.join(str(s) for s in seeds)}.md", text + "\n")
     return text
+
+
+def offset_share(adv, cluster) -> float:
+    """How much of a set of advantages is a per-group offset: mean |group mean| / mean |A| over the task groups
+    (``cluster``). 0 for advantages centred in every group (broadcast, ccpo_v2), 1 when every turn of a group gets
+    the same value. An offset shared by every turn of one prompt has no expected gradient (it multiplies the mean of
+    the score function, 0) but moves each sampled message alike: noise. The exact advantage's own share is not 0 (a
+    group's eight sampled turns need not average 0), so it is the reference."""
+    groups: dict[int, list[float]] = {}
+    for c, a in zip(cluster, adv):
+        groups.setdefault(int(c), []).append(float(a))
+    total = sum(abs(a) for a in adv) / max(len(adv), 1)
+    shift = sum(abs(sum(g) / len(g)) for g in groups.values()) / max(len(groups), 1)
+    return shift / total if total > 0 else float("nan")
+
+
+def offset_table(results: list[dict]) -> str:
+    """Per seed, each method's :func:`offset_share` of its thinker advantages, and the exact advantage's."""
+    methods = list(results[0]["methods"])
+    lines = ["Per-group offset share of the advantages (mean |group mean| / mean |A|; A*: the exact advantage's):", "",
+             "| seed | A* | " + " | ".join(methods) + " |", "|---:|---:|" + "---:|" * len(methods)]
+    for r in results:
+        cluster = r["truth"]["cluster"]
+        cells = [offset_share(r["truth"]["a"], cluster)] + [offset_share(r["methods"][m]["adv"], cluster)
+                                                            for m in methods]
+        lines.append(f"| {r['spec']['seed']} | " + " | ".join(f"{v:.2f}" for v in cells) + " |")
+    return "\n".join(lines)
 
 
 def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:

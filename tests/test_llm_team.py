@@ -227,3 +227,15 @@ def test_the_stored_fidelity_results_give_the_figures_of_results_md():
         assert [line.split(":")[0] for line in said] == [
             "broadcast-maxrl below ccpo_v2", "broadcast-maxrl above loo", "broadcast-maxrl below coma",
             "broadcast-maxrl above shuffled"]      # (a verdict not separated reads "A vs B: not separated")
+
+
+def test_the_offset_share_is_the_part_of_the_advantages_a_group_shares():
+    # two groups: centred (share 0) and constant (share 1); together |means| 0 and 2 over mean |A| 1.5
+    assert team.offset_share([1, -1, 1, -1], [0, 0, 1, 1]) == 0.0
+    assert team.offset_share([2, 2, 2, 2], [0, 0, 1, 1]) == 1.0
+    assert team.offset_share([1, -1, 2, 2], [0, 0, 1, 1]) == pytest.approx((0 + 2) / 2 / 1.5)
+    folder = team.ROOT / "benchmarks" / "pilots" / "llm_team_credit" / "fidelity"
+    text = team.offset_table([json.loads((folder / f"seed{s}.json").read_text()) for s in (1, 2, 3, 4)])
+    assert "| seed | A* | broadcast-maxrl | ccpo_v2 | loo | coma | shuffled |" in text
+    assert "| 1 | 0.31 | 0.00 | 0.00 | 1.00 | 0.36 | 0.35 |" in text     # RESULTS.md's figures
+    assert "| 4 | 0.36 | 0.00 | 0.00 | 0.85 | 0.41 | 0.25 |" in text
