@@ -80,7 +80,7 @@ def expand(policies: Mapping[str, Policy], env_id: str, env_kwargs: Mapping[str,
     role and level for all the seeds' decisions. Returns the roots (one per seed).
 
     ``memo`` (role -> a dict kept by the caller) is for roles whose policy does not change between calls (a
-    trainer's frozen role: :meth:`Team.fixed_roles <baselines.train.learners.Team.fixed_roles>`): such a role's
+    trainer's frozen role: :func:`baselines.train.loop.fixed_roles`): such a role's
     distribution at a decision is computed once and read back on later calls, keyed by what the policy reads (its
     prompt and legal moves; a policy that reads more, the env or a vector, is not memoised). Every checkpoint of a
     run is evaluated on the same seeds, so after the first evaluation a frozen role costs nothing; the values are

@@ -128,11 +128,6 @@ class Learner:
         """The roles that play with these weights."""
         return list(self.policies)
 
-    def fixed_roles(self) -> list[str]:
-        """The roles whose policy never changes in the run: every role of a learner that trains none (one set of
-        weights, shared by all its roles)."""
-        return [] if self.trainable else self.roles
-
     def parameters(self) -> list[nn.Parameter]:
         return [p for p in self.module.parameters() if p.requires_grad]
 
@@ -298,15 +293,6 @@ class LLMLearner(Learner):
         state = super().state_dict()
         return {k: v for k, v in state.items() if "lora_" in k} if self.adapters != "none" else state
 
-    def fixed_roles(self) -> list[str]:
-        """With per-role adapters also a ``--frozen`` role beside trained ones: its adapter is never updated (no
-        turn of its role is scored, so it has no gradient and AdamW skips it) and the base weights under it stay
-        frozen (checked on the credit campaign's checkpoints: the solver's adapter bit for bit the same after the
-        thinker's phase)."""
-        if self.adapters == "per_role":
-            return [r for r in self.roles if r not in self.trainable]
-        return super().fixed_roles()
-
     def clip_groups(self):
         """Per-role adapters: one group per adapter (each role's gradient is clipped on its own, so one role's large
         gradient never scales the other's step); otherwise one group."""
@@ -438,13 +424,6 @@ class Team:
     def playing(self, k: int) -> dict[str, Policy]:
         """Role -> the policy that plays it at step ``k``."""
         return {**self.policies, **{r: self.scripted[r] for r in self.scripted_at(k)}}
-
-    def fixed_roles(self) -> list[str]:
-        """The roles whose policy is the same in every step of the run (a whole-run scripted partner, a frozen role
-        with weights of its own): what an evaluation may compute once (:func:`baselines.train.exact_eval.expand`)."""
-        played = {r for lr in self.learners for r in lr.roles}
-        fixed = {r for lr in self.learners for r in lr.fixed_roles()}
-        return sorted(fixed | {r for r in self.policies if r not in played})
 
     def trainable_at(self, k: int) -> list[str]:
         """The roles trained at step ``k``: :attr:`trainable` less the roles a bot plays then."""

@@ -104,7 +104,7 @@ class State:
     log: Log | None                # the main process's metrics (None on the other processes)
     start: int                     # the first step of this process: 0, or the resumed checkpoint's step
     freeze: bool                   # an MLP run: the garbage collector's schedule of _collect_once_per_step
-    # the exact evaluation's distributions of the roles whose policy never changes (team.fixed_roles()), computed
+    # the exact evaluation's distributions of the roles whose policy never changes (fixed_roles(team)), computed
     # at the run's first evaluation in this process and read back at the later ones
     eval_memo: dict[str, dict] = field(default_factory=dict)
 
@@ -252,13 +252,24 @@ def _roles_trained(cfg: TrainConfig, team: Team, k: int) -> set[str]:
     return {order[(k // cfg.alternate_every) % len(order)]}
 
 
+def fixed_roles(team: Team) -> list[str]:
+    """Roles no update changes (the exact evaluation scores them once): a whole-run partner, and an untrained role
+    whose weights no trained role shares (its learner trains none, or it has its own adapter: no gradient reaches
+    it, so AdamW skips it; the solver's adapter was bit for bit the same after the campaign's thinker phase)."""
+    out = {r for r in team.policies if not any(r in lr.roles for lr in team.learners)}
+    for lr in team.learners:
+        if not lr.trainable or getattr(lr, "adapters", "") == "per_role":
+            out.update(r for r in lr.roles if r not in lr.trainable)
+    return sorted(out)
+
+
 def _evaluate(state: State, prefix: str) -> dict[str, float]:
     """The exact held-out evaluation of the team's policies now (:mod:`baselines.train.exact_eval`), as
     ``<prefix>/...`` metrics: ``eval_start/...`` in step 0's line (the untrained policy), ``eval/...`` after the
     update of every ``--eval-every``-th step and of the last (with ``eval/time``, its seconds). The roles that never
     change (a frozen role with weights of its own) are scored once per process and read back later."""
     cfg, team = state.cfg, state.team
-    memo = {r: state.eval_memo.setdefault(r, {}) for r in team.fixed_roles()}
+    memo = {r: state.eval_memo.setdefault(r, {}) for r in fixed_roles(team)}
     t = time.perf_counter()
     values = evaluate(team.policies, cfg.env, state.run.env_kwargs, cfg.eval_episodes, memo)
     values["eval/time"] = time.perf_counter() - t

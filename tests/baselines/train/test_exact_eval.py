@@ -13,6 +13,7 @@ from baselines.rollout import RolloutEngine
 from baselines.train import TrainConfig
 from baselines.train.exact_eval import eval_env_kwargs, eval_seeds, evaluate
 from baselines.train.learners import build_team
+from baselines.train.loop import fixed_roles
 from marl_llm_envs import make
 
 CLUE = {"thinker_clue_accuracy": 0.7, "action_mode": "discrete", "clue_pool": "words"}
@@ -203,14 +204,13 @@ def test_the_roles_an_evaluation_may_memoise_are_those_whose_weights_no_update_t
     cfg = TrainConfig(env="think_solve-v0", env_kwargs={"clue_pool": "words"}, action_mode="discrete", model=model,
                       mode="choice", adapters=adapters, frozen=frozen)
     team = build_team(cfg, make("think_solve-v0", **CLUE), ["solver", "thinker"])
-    assert team.fixed_roles() == fixed
+    assert fixed_roles(team) == fixed
 
 
 def test_a_run_with_a_frozen_role_logs_the_same_evaluations_with_its_memo(tmp_path, monkeypatch):
     import json
 
     from baselines.train import loop, train
-    from baselines.train.learners import Team
 
     pytest.importorskip("peft")
     sizes = []
@@ -232,7 +232,7 @@ def test_a_run_with_a_frozen_role_logs_the_same_evaluations_with_its_memo(tmp_pa
     monkeypatch.setattr(loop, "evaluate", spy)
     memoised = run("memo")
     assert sizes == [{"solver": 0}] + [{"solver": 3 * 5}] * 3      # filled by the first of the four evaluations
-    monkeypatch.setattr(Team, "fixed_roles", lambda self: [])
+    monkeypatch.setattr(loop, "fixed_roles", lambda team: [])
     plain = run("plain")
     evals = [{k: v for k, v in r.items() if k.startswith("eval") and not k.endswith("/time")} for r in memoised]
     assert evals == [{k: v for k, v in r.items() if k.startswith("eval") and not k.endswith("/time")} for r in plain]
