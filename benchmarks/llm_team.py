@@ -49,14 +49,15 @@ stopped part-way is resumed, ``--resume``), ``--jobs`` at a time, each a process
     OMP_NUM_THREADS=1 python benchmarks/llm_team.py --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 0-4 \\
         --out runs/llm_team --jobs 2
     OMP_NUM_THREADS=1 python benchmarks/llm_team.py --hint-required --solver-steps 20 --steps 20 --eval-every 5 \
-        --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-8 --out runs/llm_team_credit --jobs 2   # the campaign
+        --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-10 --out runs/llm_team_credit --jobs 2   # the campaign
     OMP_NUM_THREADS=1 python benchmarks/llm_team.py --hint-required --solver-steps 20 --fidelity \
-        --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-8 --out runs/llm_team_credit    # fidelity at its start
+        --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-4 --out runs/llm_team_credit    # fidelity at its start
     python benchmarks/llm_team.py --report runs/llm_team        # the tables of what has finished so far
     python benchmarks/llm_team.py --model tiny --steps 4 --relay-steps 2 --eval-every 2 --eval-episodes 2 \\
         --tasks 2 --group 2 --methods broadcast-maxrl,broadcast --seeds 0-1 --out /tmp/llm_team   # seconds
 
-The report: per method, the mean over seeds of each checkpoint (and ``n``, the seeds finished); then at the last
+The report: per method, the mean over seeds of each checkpoint (and ``n``, the seeds finished); each seed's start
+and end per method; then at the last
 checkpoint (``--at K``: after K updates) every method against its own untrained start and against the first method of
 ``--methods``, on the held-out team reward (``--metric p_follow`` etc.), paired by training seed (the mean difference,
 its 95% t-interval, the exact sign-flip p), with Holm over every comparison printed: "above"/"below" only where the Holm
