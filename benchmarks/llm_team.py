@@ -127,6 +127,11 @@ def read_metrics(run: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def has_checkpoint(run: Path) -> bool:
+    """Whether ``run`` has a checkpoint the trainer's ``--resume`` can continue from."""
+    return (run / "checkpoints").is_dir() and any((run / "checkpoints").iterdir())
+
+
 def solver_args(args):
     """The shared solver phase's settings: ``--solver-steps`` steps, all of them with the scripted thinker, and one
     held-out evaluation at the end (the untrained thinker's team stays near chance there: RESULTS.md)."""
@@ -139,7 +144,7 @@ def train(method: str, seed: int, args, init_from: Path | None = None, run: Path
     rows = read_metrics(run)
     if rows and rows[-1].get("step") == args.steps - 1:
         return f"{method} seed {seed}: kept"
-    resume = (run / "checkpoints").is_dir() and any((run / "checkpoints").iterdir())
+    resume = has_checkpoint(run)
     run.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     with open(run / "train.log", "a", encoding="utf-8") as log:
@@ -168,8 +173,7 @@ def stranded(run: Path, steps: int) -> bool:
     """Whether ``run`` holds a run stopped before its first checkpoint: metrics of unfinished steps and nothing to
     resume from (the trainer would refuse it, a new run must not append to it)."""
     rows = read_metrics(run)
-    return bool(rows) and rows[-1].get("step") != steps - 1 and \
-        not ((run / "checkpoints").is_dir() and any((run / "checkpoints").iterdir()))
+    return bool(rows) and rows[-1].get("step") != steps - 1 and not has_checkpoint(run)
 
 
 def campaign(methods: list[str], seeds: list[int], args, say=print) -> list[str]:
