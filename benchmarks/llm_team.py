@@ -328,6 +328,30 @@ def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
     return found
 
 
+def runs_table(out: Path, methods: list[str] | None = None, metric: str = "team_reward/team") -> str:
+    """One row per run under ``out``: ``metric`` at every held-out checkpoint, P(pass) and I(clue; message) at its
+    last, the thinker's batch entropy (``policy_entropy/thinker``) at its last update, and its wall time (the sum
+    of its steps' times + of its evaluations' times, in minutes). Runs stopped part-way are shown where they are."""
+    data = curves(out)
+    methods = [m for m in (methods or sorted(data)) if m in data]
+    done = sorted({k for m in methods for pts in data[m].values() for k in pts})
+    lines = [f"Every run: held-out {metric} after " + " / ".join(map(str, done)) + " updates, the last checkpoint's "
+             "P(pass) and I(clue; message), the thinker's batch entropy at the last update, wall minutes (steps + "
+             "evaluations):", "", "| method | seed | " + " / ".join(map(str, done)) + " | P(pass) | I | entropy | wall |",
+             "|---|---:|---|---:|---:|---:|---|"]
+    for m in methods:
+        for s, pts in sorted(data[m].items()):
+            rows = read_metrics(out / m / f"seed{s}")
+            last = pts[max(pts)]
+            ent = rows[-1].get("policy_entropy/thinker")
+            step = sum(r.get("time/step", 0.0) for r in rows) / 60
+            evals = sum(r.get("eval/time", 0.0) + r.get("eval_start/time", 0.0) for r in rows) / 60
+            curve = " / ".join(f"{pts[k][metric]:.3f}" if k in pts else "-" for k in done)
+            lines.append(f"| {m} | {s} | {curve} | {last['p_pass']:.3f} | {last['mi_clue_message']:.3f} | "
+                         + (f"{ent:.2f}" if ent is not None else "-") + f" | {step:.0f} + {evals:.0f} min |")
+    return "\n".join(lines)
+
+
 def report(out: Path, methods: list[str] | None = None, at: int | None = None,
            metric: str = "team_reward/team") -> str:
     from leaderboard.verdicts import comparison, holm_family, verdict
@@ -432,9 +456,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--at", type=int, help="with --report: compare at this many updates (default: each method's last "
                                           "checkpoint), e.g. 20 for the end of the relayed phase")
     p.add_argument("--metric", default="team_reward/team", choices=METRICS, help="with --report: what is compared")
+    p.add_argument("--runs", action="store_true", help="with --report: also a row per run (the metric at each "
+                                                       "checkpoint, P(pass), I, the thinker's entropy, wall time)")
     args = p.parse_args(argv)
     if args.report:
         print(report(Path(args.report), at=args.at, metric=args.metric))
+        if args.runs:
+            print("\n" + runs_table(Path(args.report), metric=args.metric))
         return 0
     if min(args.steps, args.tasks, args.group, args.eval_every, args.eval_episodes, args.jobs) < 1 or \
             args.solver_steps < 0 or args.alternate_every < 0 or \

@@ -90,6 +90,27 @@ def test_the_report_pairs_finished_seeds_and_corrects_every_comparison_together(
     assert "held-out p_follow, paired" in team.report(tmp_path, ["loo"], metric="p_follow")
 
 
+def test_the_runs_table_shows_each_run_curve_its_last_checkpoint_entropy_and_wall_time(tmp_path):
+    _run(tmp_path, "loo", 1, [0.4, 0.6])
+    _run(tmp_path, "loo", 2, [0.3])                       # stopped after its first checkpoint
+    run = tmp_path / "loo" / "seed1"
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    for r in rows:
+        r.update({"time/step": 60.0, "policy_entropy/thinker": 1.0 - 0.25 * r["step"]})
+    rows[0]["eval_start/time"], rows[1]["eval/time"], rows[3]["eval/time"] = 30.0, 45.0, 45.0
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = team.runs_table(tmp_path)
+    assert "| method | seed | 0 / 2 / 4 | P(pass) | I | entropy | wall |" in text
+    assert "| loo | 1 | 0.250 / 0.400 / 0.600 | 0.600 | 0.600 | 0.25 | 4 + 2 min |" in text
+    assert "| loo | 2 | 0.250 / 0.300 / - | 0.300 | 0.300 | - | 0 + 0 min |" in text
+
+
+def test_the_kept_campaign_runs_give_the_runs_table_of_results_md():
+    text = team.runs_table(team.ROOT / "benchmarks" / "pilots" / "llm_team_credit")
+    assert "| broadcast-maxrl | 1 | 0.234 / 0.308 / 0.537 / 0.712 / 0.867 | 0.999 | 1.328 | 0.05 | 35 + 9 min |" in text
+    assert "| coma | 2 | 0.230 / 0.181 / 0.181 / 0.181 / 0.181 | 0.156 | 0.000 | 0.00 | 43 + 3 min |" in text
+
+
 def test_a_finished_run_is_kept_and_not_trained_again(tmp_path):
     _run(tmp_path, "coma", 0, [0.4, 0.5])
     assert team.train("coma", 0, _args(out=str(tmp_path), steps=4)) == "coma seed 0: kept"
