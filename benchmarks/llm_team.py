@@ -330,25 +330,28 @@ def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
 
 def runs_table(out: Path, methods: list[str] | None = None, metric: str = "team_reward/team") -> str:
     """One row per run under ``out``: ``metric`` at every held-out checkpoint, P(pass) and I(clue; message) at its
-    last, the thinker's batch entropy (``policy_entropy/thinker``) at its last update, and its wall time (the sum
-    of its steps' times + of its evaluations' times, in minutes). Runs stopped part-way are shown where they are."""
+    last, the thinker's batch entropy (``policy_entropy/thinker``: of the batch each step plays) before the first
+    update, after it and at the last step, and its wall time (the sum of its steps' times + of its evaluations'
+    times, in minutes). Runs stopped part-way are shown where they are."""
     data = curves(out)
     methods = [m for m in (methods or sorted(data)) if m in data]
     done = sorted({k for m in methods for pts in data[m].values() for k in pts})
     lines = [f"Every run: held-out {metric} after " + " / ".join(map(str, done)) + " updates, the last checkpoint's "
-             "P(pass) and I(clue; message), the thinker's batch entropy at the last update, wall minutes (steps + "
-             "evaluations):", "", "| method | seed | " + " / ".join(map(str, done)) + " | P(pass) | I | entropy | wall |",
-             "|---|---:|---|---:|---:|---:|---|"]
+             "P(pass) and I(clue; message), the thinker's batch entropy at the first step, the second (after one "
+             "update) and the last, wall minutes (steps + evaluations):", "",
+             "| method | seed | " + " / ".join(map(str, done)) + " | P(pass) | I | entropy | wall |",
+             "|---|---:|---|---:|---:|---|---|"]
     for m in methods:
         for s, pts in sorted(data[m].items()):
             rows = read_metrics(out / m / f"seed{s}")
             last = pts[max(pts)]
-            ent = rows[-1].get("policy_entropy/thinker")
+            ent = [r["policy_entropy/thinker"] for r in rows if "policy_entropy/thinker" in r]
             step = sum(r.get("time/step", 0.0) for r in rows) / 60
             evals = sum(r.get("eval/time", 0.0) + r.get("eval_start/time", 0.0) for r in rows) / 60
             curve = " / ".join(f"{pts[k][metric]:.3f}" if k in pts else "-" for k in done)
             lines.append(f"| {m} | {s} | {curve} | {last['p_pass']:.3f} | {last['mi_clue_message']:.3f} | "
-                         + (f"{ent:.2f}" if ent is not None else "-") + f" | {step:.0f} + {evals:.0f} min |")
+                         + (" / ".join(f"{e:.2f}" for e in (ent[:2] + ent[-1:])[:len(ent)]) or "-")
+                         + f" | {step:.0f} + {evals:.0f} min |")
     return "\n".join(lines)
 
 

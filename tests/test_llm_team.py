@@ -101,14 +101,14 @@ def test_the_runs_table_shows_each_run_curve_its_last_checkpoint_entropy_and_wal
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     text = team.runs_table(tmp_path)
     assert "| method | seed | 0 / 2 / 4 | P(pass) | I | entropy | wall |" in text
-    assert "| loo | 1 | 0.250 / 0.400 / 0.600 | 0.600 | 0.600 | 0.25 | 4 + 2 min |" in text
+    assert "| loo | 1 | 0.250 / 0.400 / 0.600 | 0.600 | 0.600 | 1.00 / 0.75 / 0.25 | 4 + 2 min |" in text
     assert "| loo | 2 | 0.250 / 0.300 / - | 0.300 | 0.300 | - | 0 + 0 min |" in text
 
 
 def test_the_kept_campaign_runs_give_the_runs_table_of_results_md():
     text = team.runs_table(team.ROOT / "benchmarks" / "pilots" / "llm_team_credit")
-    assert "| broadcast-maxrl | 1 | 0.234 / 0.308 / 0.537 / 0.712 / 0.867 | 0.999 | 1.328 | 0.05 | 35 + 9 min |" in text
-    assert "| coma | 2 | 0.230 / 0.181 / 0.181 / 0.181 / 0.181 | 0.156 | 0.000 | 0.00 | 43 + 3 min |" in text
+    assert "| broadcast-maxrl | 1 | 0.234 / 0.308 / 0.537 / 0.712 / 0.867 | 0.999 | 1.328 | 1.06 / 1.27 / 0.05 | 35 + 9 min |" in text
+    assert "| coma | 2 | 0.230 / 0.181 / 0.181 / 0.181 / 0.181 | 0.156 | 0.000 | 1.06 / 0.53 / 0.00 | 43 + 3 min |" in text
 
 
 def test_a_finished_run_is_kept_and_not_trained_again(tmp_path):
