@@ -351,7 +351,7 @@ def runs_table(out: Path, methods: list[str] | None = None, metric: str = "team_
             evals = sum(r.get("eval/time", 0.0) + r.get("eval_start/time", 0.0) for r in rows) / 60
             curve = " / ".join(f"{pts[k][metric]:.3f}" if k in pts else "-" for k in done)
             lines.append(f"| {m} | {s} | {curve} | {last['p_pass']:.3f} | {last['mi_clue_message']:.3f} | "
-                         + (" / ".join(f"{e:.2f}" for e in (ent[:2] + ent[-1:])[:len(ent)]) or "-")
+                         + (" / ".join(f"{e:.2f}" for e in ent[:2] + ent[2:][-1:]) or "-")
                          + f" | {step:.0f} + {evals:.0f} min |")
     return "\n".join(lines)
 
