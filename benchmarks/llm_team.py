@@ -13,8 +13,10 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
   and its prompt in the solver's layout, the layout the thinker began to learn (RESULTS.md, "A thinker prompt
   that begins to learn its look-up");
 * ``--tasks 32 --group 8``, lr 1e-3 and ``--micro-batch-tokens 1024`` (memory: two runs side by side);
-* the method label ``broadcast-maxrl`` is broadcast with ``{"std": "mean"}`` (MaxRL's ``(R - mean) / mean``); any
-  other label is a credit method with its own defaults.
+* the method label ``broadcast-maxrl`` is broadcast with ``{"std": "mean"}`` (MaxRL's ``(R - mean) / mean``),
+  ``broadcast-drgrpo`` broadcast with ``{"std": None}`` (Dr. GRPO's ``R - mean``: the exploratory arm that asks
+  whether MaxRL's 1 / mean group weighting is what keeps the thinker's first update from collapsing); any other
+  label is a credit method with its own defaults (``broadcast``: GRPO's ``(R - mean) / std``).
 
 * ``--solver-steps N`` (off by default): the campaign's layout (RESULTS.md, "Credit methods on the thinker's phase").
   The solver's phase does not depend on the thinker's credit method (the scripted thinker relays its clue and is not
@@ -82,7 +84,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 ENV_KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words"}
-VARIANTS = {"broadcast-maxrl": ("broadcast", {"std": "mean"})}
+VARIANTS = {"broadcast-maxrl": ("broadcast", {"std": "mean"}),     # MaxRL: (R - mean) / mean
+            "broadcast-drgrpo": ("broadcast", {"std": None})}      # Dr. GRPO: R - mean, no scaling
 THINKER_PHASE = {"coma": {"roles": ["thinker"]}}     # with the solver frozen (--solver-steps): options added
 ROLLOUT_BATCH = {"coma": 256}   # the trainer's --rollout-batch: coma's 4 resamples a turn made 1,024-row calls (15 GB)
 SOLVER_RUN = "_solver"                               # OUT/_solver/seed<k>: the shared solver phase

@@ -32,6 +32,16 @@ def test_the_maxrl_label_is_broadcast_with_the_mean_scaling_and_other_labels_kee
     assert "--resume" not in cmd
     loo = team.command("loo", 0, _args(), tmp_path, resume=True)
     assert dict(zip(loo[3::2], loo[4::2]))["--credit-options"] == "{}" and loo[-1] == "--resume"
+    dr_cmd = team.command("broadcast-drgrpo", 3, _args(), tmp_path, resume=False)
+    dr = dict(zip(dr_cmd[3::2], dr_cmd[4::2]))
+    assert dr["--credit"] == "broadcast" and json.loads(dr["--credit-options"]) == {"std": None}
+    from baselines.credit import make_credit
+    from baselines.train.config import TrainConfig
+    cfg = TrainConfig.from_args(dr_cmd[3:])
+    assert make_credit(cfg.credit, **cfg.credit_options).std is None     # the trainer builds Dr. GRPO's centring
+    grpo_cmd = team.command("broadcast", 3, _args(), tmp_path, resume=False)
+    plain = dict(zip(grpo_cmd[3::2], grpo_cmd[4::2]))
+    assert plain["--credit"] == "broadcast" and plain["--credit-options"] == "{}"
 
 
 def test_alternating_updates_reach_the_trainer_only_when_asked_and_the_trainer_accepts_the_command(tmp_path):
