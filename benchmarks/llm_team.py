@@ -56,6 +56,7 @@ stopped part-way is resumed, ``--resume``), ``--jobs`` at a time, each a process
         --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-4 --out runs/llm_team_credit    # fidelity at its start
     python benchmarks/llm_team.py --report runs/llm_team        # the tables of what has finished so far
     python benchmarks/llm_team.py --report benchmarks/pilots/llm_team_credit --runs   # and a row per run
+    python benchmarks/llm_team.py --report runs/llm_team_credit --seeds 1-10 --recheck 11-17   # the re-check
     python benchmarks/llm_team.py --model tiny --steps 4 --relay-steps 2 --eval-every 2 --eval-episodes 2 \\
         --tasks 2 --group 2 --methods broadcast-maxrl,broadcast --seeds 0-1 --out /tmp/llm_team   # seconds
 
@@ -66,7 +67,14 @@ checkpoint (``--at K``: after K updates) every method against its own untrained 
 its 95% t-interval, the exact sign-flip p), with Holm over every comparison printed: "above"/"below" only where the Holm
 p is below 0.05 and the interval excludes 0, else "not separated". Only seeds both sides finished are paired. The
 exact sign-flip p of n seeds is at least 2 / 2^n: 5 seeds can never go below 0.0625, so a verdict needs 6 seeds for one
-comparison and 8 for four under Holm (a campaign of "5 seeds" cannot separate anything with this test).
+comparison and 8 for four under Holm (a campaign of "5 seeds" cannot separate anything with this test). The family
+is ``--methods``' (default: the campaign's four): a run of another label under DIR (an exploratory arm) is compared
+only when named there. ``--seeds`` restricts the report to those seeds' runs.
+
+``--recheck SEEDS`` (with ``--report`` and ``--seeds``): the re-check fixed before seeds 6-10 finished (RESULTS.md,
+"The campaign's re-check on fresh seeds"): the comparisons that separate on ``--seeds`` are tested on the fresh
+``SEEDS`` alone, paired, with the exact sign-flip test one-sided in the direction found and Holm over them; the table
+says how many fresh seeds the design needs (the fewest n with k / 2^n < 0.05 for k comparisons).
 """
 
 from __future__ import annotations
@@ -359,11 +367,103 @@ def runs_table(out: Path, methods: list[str] | None = None, metric: str = "team_
     return "\n".join(lines)
 
 
-def report(out: Path, methods: list[str] | None = None, at: int | None = None,
-           metric: str = "team_reward/team") -> str:
-    from leaderboard.verdicts import comparison, holm_family, verdict
+def _curves(out: Path, seeds: list[int] | None) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
+    """:func:`curves`, only the runs of ``seeds`` (all when None)."""
+    data = {m: {s: pts for s, pts in by_seed.items() if seeds is None or s in seeds}
+            for m, by_seed in curves(out).items()}
+    return {m: by_seed for m, by_seed in data.items() if by_seed}
 
-    data = curves(out)
+
+def _pairs(data: dict, methods: list[str], last: dict[str, int], metric: str) -> list[tuple]:
+    """The design's family as ``(a, b, xa, xb)``: each method after ``last[m]`` updates against its own untrained
+    start, then each against the first method at the same budget, paired by the seeds both sides finished (two at
+    least)."""
+    final = {m: {s: pts[last[m]][metric] for s, pts in data.get(m, {}).items() if last[m] in pts} for m in methods}
+    start = {m: {s: pts[0][metric] for s, pts in data.get(m, {}).items() if 0 in pts} for m in methods}
+    out = []
+    for m in methods:
+        seeds = sorted(set(final[m]) & set(start[m]))
+        if len(seeds) >= 2:
+            out.append((f"{m} after {last[m]} updates", "its untrained start", [final[m][s] for s in seeds],
+                        [start[m][s] for s in seeds]))
+    ref = methods[0]
+    for m in methods[1:]:
+        seeds = sorted(set(final[m]) & set(final[ref]))
+        if len(seeds) >= 2 and last[m] == last[ref]:
+            out.append((m, ref, [final[m][s] for s in seeds], [final[ref][s] for s in seeds]))
+    return out
+
+
+def comparisons(data: dict, methods: list[str], last: dict[str, int], metric: str) -> list:
+    """:func:`_pairs` as uncorrected :class:`leaderboard.verdicts.Comparison` records (two-sided)."""
+    from leaderboard.verdicts import comparison
+
+    return [comparison(a, b, f"held-out {metric}", xa, xb) for a, b, xa, xb in _pairs(data, methods, last, metric)]
+
+
+def recheck(out: Path, methods: list[str], first: list[int], fresh: list[int], at: int | None = None,
+            metric: str = "team_reward/team") -> str:
+    """The campaign's re-check, as fixed before seeds 6-10 finished (RESULTS.md, "The campaign's re-check on fresh
+    seeds"): the comparisons of :func:`report`'s family that separate on ``first`` (Holm over the whole family) are
+    tested again on ``fresh`` alone, paired by seed, with the exact sign-flip test one-sided in the direction found
+    and Holm over those k; one is "re-checked" where that Holm p is below 0.05 and the one-sided 95% t-bound
+    excludes 0 on the same side. The design's number of fresh seeds is the fewest n with k / 2^n < 0.05."""
+    from leaderboard.stats import holm, mean_ci, sign_flip_test
+    from leaderboard.verdicts import holm_family, verdict
+
+    if set(first) & set(fresh):
+        raise ValueError(f"the re-check's seeds must be fresh: {sorted(set(first) & set(fresh))} are in both")
+    base = _curves(out, first)
+    methods = [m for m in methods if m in base]
+    if not methods:
+        return f"no runs of seeds {first} under {out}"
+    last = {m: at if at is not None else max(k for pts in base[m].values() for k in pts) for m in methods}
+    family = holm_family(comparisons(base, methods, last, metric))
+    found = [(c, verdict(c)) for c in family if verdict(c) != "not separated"]
+    head = (f"Seeds {first[0]}-{first[-1]}" if first == list(range(first[0], first[-1] + 1)) else f"Seeds {first}")
+    if not found:
+        return f"{head}: none of the {len(family)} comparisons separates (Holm over {len(family)}): nothing to re-check."
+    k = len(found)
+    need = next(n for n in range(1, 64) if k / 2 ** n < 0.05)
+    again = {(a, b): (xa, xb) for a, b, xa, xb in _pairs(_curves(out, fresh), methods, last, metric)}
+    rows, ps = [], []
+    for c, v in found:
+        xa, xb = again.get((c.a, c.b), ([], []))
+        d = [x - y for x, y in zip(xa, xb)]
+        if len(d) < 2:
+            rows.append((c, v, d, None, None, None))
+            ps.append(1.0)
+            continue
+        side = "greater" if v == "above" else "less"
+        p1 = sign_flip_test(d, alternative=side)[0]
+        _, low, high = mean_ci(d, 0.90)          # the one-sided 95% t-bound is an end of the two-sided 90% interval
+        rows.append((c, v, d, p1, low if side == "greater" else high, sign_flip_test(d)[0]))
+        ps.append(p1)
+    adjusted = holm(ps)
+    lines = [(f"{head}: {k} of the {len(family)} comparisons separate (Holm over {len(family)}); the re-check tests "
+              f"them on fresh seeds {fresh} alone, one-sided in the direction found, Holm over {k}; the design needs "
+              f"{need} fresh seeds for {k} (1 / 2^n x {k} < 0.05):"), "",
+             ("| comparison | found | fresh n | difference [95% t] | bound (one-sided 95%) | p (one-sided) | Holm p | "
+              "p (two-sided) | re-check |"), "|---|---|---:|---|---:|---:|---:|---:|---|"]
+    for (c, v, d, p1, bound, p2), q in zip(rows, adjusted):
+        was = f"{v} ({c.diff:+.3f}, n {c.n}, Holm p {c.p_holm:.4f})"
+        if p1 is None:
+            lines.append(f"| {c.a} - {c.b} | {was} | {len(d)} | | | | | | waiting |")
+            continue
+        mean, low, high = mean_ci(d)
+        holds = q < 0.05 and (bound > 0 if v == "above" else bound < 0)
+        result = ("re-checked" if holds else "not re-checked") + ("" if len(d) >= need else
+                                                                     f" (so far: {len(d)} of {need} seeds)")
+        lines.append(f"| {c.a} - {c.b} | {was} | {len(d)} | {mean:+.3f} [{low:+.3f}, {high:+.3f}] | {bound:+.3f} | "
+                     f"{p1:.4f} | {q:.4f} | {p2:.4f} | {result} |")
+    return "\n".join(lines)
+
+
+def report(out: Path, methods: list[str] | None = None, at: int | None = None,
+           metric: str = "team_reward/team", seeds: list[int] | None = None) -> str:
+    from leaderboard.verdicts import holm_family, verdict
+
+    data = _curves(out, seeds)
     methods = [m for m in (methods or sorted(data)) if m in data]
     if not methods:
         return f"no runs with held-out evaluations under {out}"
@@ -397,21 +497,8 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None,
                 cells.append(f"{pts[0][metric]:.3f} -> ({pts[k][metric]:.3f} at {k})" if k else
                              f"{pts[0][metric]:.3f} -> (started)")
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
-    final = {m: {s: pts[last[m]][metric] for s, pts in data[m].items() if last[m] in pts} for m in methods}
-    start = {m: {s: pts[0][metric] for s, pts in data[m].items() if 0 in pts} for m in methods}
     where = f"held-out {metric}"
-    tests = []
-    for m in methods:
-        seeds = sorted(set(final[m]) & set(start[m]))
-        if len(seeds) >= 2:
-            tests.append(comparison(f"{m} after {last[m]} updates", "its untrained start", where,
-                                    [final[m][s] for s in seeds], [start[m][s] for s in seeds]))
-    ref = methods[0]
-    for m in methods[1:]:
-        seeds = sorted(set(final[m]) & set(final[ref]))
-        if len(seeds) >= 2 and last[m] == last[ref]:
-            tests.append(comparison(m, ref, where, [final[m][s] for s in seeds],
-                                    [final[ref][s] for s in seeds]))
+    tests = comparisons(data, methods, last, metric)
     if tests:
         lines += ["", (f"{where}, paired by training seed, 95% t-interval, exact sign-flip p, Holm over the "
                        f"{len(tests)} comparisons:"), "", "| comparison | n | difference [95% t] | p | Holm p | verdict |",
@@ -426,10 +513,11 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None,
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--methods", default="broadcast-maxrl,ccpo_v2,loo,coma",
+    p.add_argument("--methods", default="broadcast-maxrl,ccpo_v2,coma,loo",
                    help="credit methods (the first is the reference of the comparisons); broadcast-maxrl = broadcast "
                         'with {"std": "mean"}')
-    p.add_argument("--seeds", default="0-4")
+    p.add_argument("--seeds", default=None, help="the seeds to train (default 0-4); with --report: only these "
+                                                 "seeds' runs are compared (default: every run under DIR)")
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--relay-steps", type=int, default=20, help="steps the scripted thinker plays first (N)")
@@ -465,19 +553,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--metric", default="team_reward/team", choices=METRICS, help="with --report: what is compared")
     p.add_argument("--runs", action="store_true", help="with --report: also a row per run (the metric at each "
                                                        "checkpoint, P(pass), I, the thinker's entropy, wall time)")
+    p.add_argument("--recheck", metavar="SEEDS", help="with --report and --seeds: re-check on these fresh seeds the "
+                                                      "comparisons that separate on --seeds (one-sided in the "
+                                                      "direction found, Holm over them)")
     args = p.parse_args(argv)
-    if args.report:
-        print(report(Path(args.report), at=args.at, metric=args.metric))
+    methods = [m for m in args.methods.split(",") if m]
+    from benchmarks.both_roles_pilot import seed_list  # "0-4" or "0,3" -> the seeds
+
+    if args.report:                  # the family is --methods' (an exploratory arm under DIR joins only when named)
+        seeds = seed_list(args.seeds) if args.seeds else None
+        if args.recheck:
+            if seeds is None:
+                p.error("--recheck needs --seeds: the seeds whose verdicts are re-checked")
+            print(recheck(Path(args.report), methods, seeds, seed_list(args.recheck), at=args.at, metric=args.metric))
+            return 0
+        print(report(Path(args.report), methods, at=args.at, metric=args.metric, seeds=seeds))
         if args.runs:
-            print("\n" + runs_table(Path(args.report), metric=args.metric))
+            print("\n" + runs_table(Path(args.report), methods, metric=args.metric))
         return 0
+    if args.recheck:
+        p.error("--recheck goes with --report")
+    args.seeds = args.seeds or "0-4"
     if min(args.steps, args.tasks, args.group, args.eval_every, args.eval_episodes, args.jobs) < 1 or \
             args.solver_steps < 0 or args.alternate_every < 0 or \
             not (args.solver_steps or 0 <= args.relay_steps <= args.steps):
         p.error("--steps, --tasks, --group, --eval-every, --eval-episodes, --jobs >= 1, 0 <= --relay-steps <= "
                 "--steps (without --solver-steps), --alternate-every >= 0 and --solver-steps >= 0")
-    methods = [m for m in args.methods.split(",") if m]
-    from benchmarks.both_roles_pilot import seed_list  # "0-4" or "0,3" -> the seeds
 
     if args.fidelity:
         if not args.solver_steps:

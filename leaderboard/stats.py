@@ -313,18 +313,34 @@ class Paired:
     exact: bool          # True: all 2^n sign patterns enumerated; False: seeded Monte Carlo
 
 
-def sign_flip_test(diffs: Sequence[float], mc_reps: int = 20_000, seed: int = 0) -> tuple[float, bool]:
-    """``(p, exact)``: the two-sided paired permutation test of ``diffs`` (see above). Exact for n <= 16."""
+def sign_flip_test(diffs: Sequence[float], mc_reps: int = 20_000, seed: int = 0,
+                   alternative: str = "two-sided") -> tuple[float, bool]:
+    """``(p, exact)``: the paired permutation test of ``diffs`` (see above). Exact for n <= 16.
+
+    ``alternative``: ``"two-sided"`` (the share of sign patterns with ``|sum s_i d_i| >= |sum d_i|``), ``"greater"``
+    (``sum s_i d_i >= sum d_i``: evidence that the differences are positive) or ``"less"`` (``<=``). A one-sided
+    test is only honest where its direction was fixed before the data, as in a re-check on fresh seeds of a direction
+    found on others."""
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be 'two-sided', 'greater' or 'less', got {alternative!r}")
     d = np.asarray(diffs, dtype=np.float64).ravel()
     if d.size == 0 or not np.all(np.isfinite(d)):
         raise ValueError(f"a sign-flip test needs finite paired differences, got {d.tolist()}")
-    observed = abs(float(d.sum()))
-    if observed == 0.0:
+    total = float(d.sum())
+    if alternative == "two-sided" and total == 0.0:
         return 1.0, True
     tol = 1e-12 * max(1.0, float(np.abs(d).sum()))           # sums equal up to rounding count as "as extreme"
+
+    def extreme(sums: np.ndarray) -> np.ndarray:
+        if alternative == "greater":
+            return sums >= total - tol
+        if alternative == "less":
+            return sums <= total + tol
+        return np.abs(sums) >= abs(total) - tol
+
     if d.size <= EXACT_SIGN_FLIP_MAX:
         signs = ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1) * 2 - 1
-        return float(np.mean(np.abs(signs @ d) >= observed - tol)), True
+        return float(np.mean(extreme(signs @ d))), True
     if mc_reps < 1:
         raise ValueError(f"mc_reps must be >= 1, got {mc_reps}")
     rng = np.random.default_rng(seed)
@@ -332,7 +348,7 @@ def sign_flip_test(diffs: Sequence[float], mc_reps: int = 20_000, seed: int = 0)
     while left:                                              # in chunks: memory stays ~ 1000 x n
         k = min(left, 1000)
         signs = rng.integers(0, 2, size=(k, d.size)) * 2 - 1
-        hits += int(np.sum(np.abs(signs @ d) >= observed - tol))
+        hits += int(np.sum(extreme(signs @ d)))
         left -= k
     return (1 + hits) / (1 + mc_reps), False
 

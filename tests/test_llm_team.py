@@ -100,6 +100,43 @@ def test_the_report_pairs_finished_seeds_and_corrects_every_comparison_together(
     assert "held-out p_follow, paired" in team.report(tmp_path, ["loo"], metric="p_follow")
 
 
+
+def test_the_recheck_tests_only_what_separated_one_sided_on_fresh_seeds_with_holm_over_them(tmp_path):
+    for s in range(10):                                   # seeds 0-9: every difference one way, p = 2 / 1024
+        _run(tmp_path, "broadcast-maxrl", s, [0.5, 0.80 + 0.01 * s])
+        _run(tmp_path, "loo", s, [0.3, 0.40 + 0.01 * s] if s else [0.3, 0.25])   # seed 0: loo stays at its start
+    first = list(range(10))
+    # loo's seed 0 ends at its start: its sign does not matter, so 4 of 1024 patterns reach |sum| (p 0.0039), the
+    # others 2 of 1024; Holm over 3: 0.0059 each, all three separate
+    verdicts = team.report(tmp_path, ["broadcast-maxrl", "loo"], seeds=first)
+    assert "Holm over the 3 comparisons" in verdicts and verdicts.count("| 0.0059 | above |") == 2
+    assert "| loo - broadcast-maxrl | 10 | -0.415 [-0.449, -0.381] | 0.0020 | 0.0059 | below |" in verdicts
+    for i, s in enumerate(range(10, 16)):                 # fresh seeds 10-15: loo no longer above its start
+        _run(tmp_path, "broadcast-maxrl", s, [0.5, 0.85])
+        _run(tmp_path, "loo", s, [0.3, 0.30 if i % 2 else 0.20])
+    _run(tmp_path, "coma", 10, [0.3, 0.9])                # a run outside the family: not compared
+    text = team.recheck(tmp_path, ["broadcast-maxrl", "loo"], first, list(range(10, 16)))
+    assert "3 of the 3 comparisons separate (Holm over 3)" in text and "needs 6 fresh seeds for 3" in text
+    rows = {line.split(" | ")[0][2:]: line for line in text.splitlines() if line.startswith("| ") and " - " in line}
+    # six fresh seeds all one way, one-sided: 1 / 64; Holm over 3: 3 / 64 = 0.0469 and 2 / 64, stepped up to 0.0469
+    maxrl = rows["broadcast-maxrl after 4 updates - its untrained start"]
+    assert "| above (+0.595, n 10, Holm p 0.0059) | 6 | +0.600 [" in maxrl
+    assert "| 0.0156 | 0.0469 | 0.0312 | re-checked |" in maxrl
+    assert rows["loo - broadcast-maxrl"].endswith("| 0.0156 | 0.0469 | 0.0312 | re-checked |")
+    # loo's fresh differences +-0.05, sum 0: "greater" counts sums >= 0, 42 of 64 (20 zero sums + 22 above)
+    assert rows["loo after 4 updates - its untrained start"].endswith("| 0.6562 | 0.6562 | 1.0000 | not re-checked |")
+    # fewer fresh seeds than the design needs: still shown, and said
+    short = team.recheck(tmp_path, ["broadcast-maxrl", "loo"], first, [10, 11, 12, 13])
+    assert "(so far: 4 of 6 seeds)" in short
+    assert "| waiting |" in team.recheck(tmp_path, ["broadcast-maxrl", "loo"], first, [20, 21])
+    assert "nothing to re-check" in team.recheck(tmp_path, ["broadcast-maxrl", "loo"], [0, 1, 2], [10, 11])
+    with pytest.raises(ValueError, match="fresh"):
+        team.recheck(tmp_path, ["broadcast-maxrl", "loo"], first, [9, 10])
+    with pytest.raises(SystemExit):
+        team.main(["--report", str(tmp_path), "--recheck", "10-15"])          # which verdicts? --seeds is needed
+    assert team.main(["--report", str(tmp_path), "--methods", "broadcast-maxrl,loo", "--seeds", "0-9",
+                      "--recheck", "10-15"]) == 0
+
 def test_the_runs_table_shows_each_run_curve_its_last_checkpoint_entropy_and_wall_time(tmp_path):
     _run(tmp_path, "loo", 1, [0.4, 0.6])
     _run(tmp_path, "loo", 2, [0.3])                       # stopped after its first checkpoint

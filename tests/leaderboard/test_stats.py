@@ -221,6 +221,28 @@ def test_sign_flip_of_four_differences_matches_hand_enumeration():
     assert sign_flip_test([0.0, 0.0, 0.0]) == (1.0, True)
 
 
+def test_one_sided_sign_flip_matches_hand_enumeration():
+    # the 8 sums of +-1 +-2 +-3: 6, 4, 2, 0, 0, -2, -4, -6
+    # d = [1, 2, 3] (sum 6): "greater" counts sums >= 6: 1 of 8; "less" counts sums <= 6: all 8; two-sided 2 of 8
+    assert sign_flip_test([1, 2, 3], alternative="greater") == (0.125, True)
+    assert sign_flip_test([1, 2, 3], alternative="less") == (1.0, True)
+    assert sign_flip_test([1, 2, 3]) == (0.25, True)
+    # d = [1, -2, 3] (sum 2): sums >= 2: 6, 4, 2, 3 of 8; sums <= 2: 2, 0, 0, -2, -4, -6, 6 of 8
+    assert sign_flip_test([1, -2, 3], alternative="greater") == (0.375, True)
+    assert sign_flip_test([1, -2, 3], alternative="less") == (0.75, True)
+    # all differences 0: every pattern is as extreme either way
+    assert sign_flip_test([0.0, 0.0], alternative="greater") == (1.0, True)
+    # five seeds all one way, tested in that direction: 1 / 32, the smallest a one-sided test of five can give
+    assert sign_flip_test([-0.5, -0.4, -0.6, -0.55, -0.3], alternative="less")[0] == pytest.approx(1 / 32)
+    rng = np.random.default_rng(5)
+    d = rng.normal(0.2, 1.0, size=30)             # Monte Carlo beyond 16: half the two-sided p on the side found
+    two, _ = sign_flip_test(d, mc_reps=20_000, seed=2)
+    one, exact = sign_flip_test(d, mc_reps=20_000, seed=2, alternative="greater" if d.sum() > 0 else "less")
+    assert not exact and one == pytest.approx(two / 2, abs=0.01)
+    with pytest.raises(ValueError, match="alternative"):
+        sign_flip_test([1.0], alternative="above")
+
+
 def test_five_seeds_can_never_reach_five_percent():
     p, exact = sign_flip_test([1.0, 1.1, 0.9, 1.2, 1.05])
     assert exact and p == pytest.approx(2 / 32)
