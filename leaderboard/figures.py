@@ -39,7 +39,7 @@ matplotlib.use("Agg")                       # files only, no display (before the
 
 __all__ = ["DPI", "FONT_PT", "MIN_FONT_PT", "WIDTH_IN", "Figure", "Palette", "board_figures", "cost_figure",
            "indexed_png", "legend_below", "new_figure", "radar", "radar_scale", "render_figure", "scaling_figure",
-           "scaling_panels"]
+           "scaling_panels", "seed_curves"]
 
 WIDTH_IN = 4.6        # every page figure's width: at most 440 CSS px on the page, about 370 on a 390 px phone
 DPI = 120
@@ -273,6 +273,44 @@ def _curve_figures(board: Board, entries: list[dict], palette: Palette, seed: in
                                                          f"trainer logged them (not validated): mean over {n_runs} "
                                                          f"runs with a 95% bootstrap band over runs.", colours))
     return out
+
+
+def seed_curves(panels: dict[str, dict[int, tuple[Sequence[float], Sequence[float]]]], palette: Palette, key: str,
+                xlabel: str, ylabel: str, caption: str, refs: dict[str, float] | None = None,
+                columns: int = 2) -> Figure:
+    """Every run's curve and their mean, one panel per method, in the method's style: ``panels`` maps a method to
+    ``{seed: (x, y)}``; each seed a thin line, the mean over the seeds that reached each x a thick one (its ``n``
+    in the panel's title is the seeds at the last x). ``refs`` (label -> y) are grey dashed lines on every panel (an
+    optimum, chance). The panels share their axes, so the methods compare at a glance."""
+    names = list(panels)
+    rows = math.ceil(len(names) / columns)
+    fig, axes = new_figure(2.3 * rows + 0.9, width=WIDTH_IN * 1.5, nrows=rows, ncols=columns, sharex=True,
+                           sharey=True, squeeze=False)
+    colours = {}
+    for i, (ax, name) in enumerate(zip(axes.flat, names)):
+        s = palette.style(name)
+        by_x: dict[float, list[float]] = {}
+        for seed, (x, y) in sorted(panels[name].items()):
+            ax.plot(x, y, color=s.colour, lw=0.9, alpha=0.45)
+            for xi, yi in zip(x, y):
+                by_x.setdefault(float(xi), []).append(float(yi))
+        xs = sorted(by_x)
+        line = _plot(ax, palette, name, xs, [float(np.mean(by_x[x])) for x in xs])
+        colours[name] = to_hex(line.get_color())
+        for j, (label, y) in enumerate((refs or {}).items()):
+            ax.axhline(y, color="0.45", lw=1, ls=(0, (4, 3)) if j == 0 else (0, (1, 2)), label=label)
+        n = len(by_x[xs[-1]]) if xs else 0
+        ax.set_title(f"{name}: {n} seed{'s' * (n != 1)}")
+        ax.grid(alpha=0.3)
+        if i + columns >= len(names):                       # the lowest panel of its column
+            ax.set_xlabel(xlabel)
+            ax.xaxis.set_tick_params(labelbottom=True)
+    for ax in list(axes.flat)[len(names):]:
+        ax.set_visible(False)
+    fig.supylabel(ylabel, fontsize=FONT_PT)
+    seed_handle = Line2D([], [], color="0.3", lw=0.9, alpha=0.6, label="one seed (thick: the mean)")
+    legend_below(fig, list(axes.flat), extra=[seed_handle])
+    return render_figure(fig, key, caption, colours)
 
 
 def _tokens_label(x: float, _=None) -> str:

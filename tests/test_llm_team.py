@@ -136,6 +136,11 @@ def test_the_recheck_tests_only_what_separated_one_sided_on_fresh_seeds_with_hol
         team.main(["--report", str(tmp_path), "--recheck", "10-15"])          # which verdicts? --seeds is needed
     assert team.main(["--report", str(tmp_path), "--methods", "broadcast-maxrl,loo", "--seeds", "0-9",
                       "--recheck", "10-15"]) == 0
+    png = tmp_path / "fig" / "curves.png"                 # --plot: the curves of the seeds asked, as a PNG
+    assert team.main(["--report", str(tmp_path), "--seeds", "10-15", "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="no runs"):
+        team.plot(tmp_path, png, ["broadcast-maxrl"], seeds=[99])
 
 def test_the_runs_table_shows_each_run_curve_its_last_checkpoint_entropy_and_wall_time(tmp_path):
     _run(tmp_path, "loo", 1, [0.4, 0.6])

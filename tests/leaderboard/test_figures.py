@@ -139,3 +139,19 @@ def test_the_png_keeps_every_method_colour_exactly(suite, scored):
     for m, colour in cost.colours.items():
         rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
         assert (pixels == rgb).all(axis=2).sum() > 20, m
+
+
+def test_seed_curves_draw_every_run_and_the_mean_per_method_whole_and_legible():
+    palette = Palette(["broadcast", "loo", "ccpo_v2"])
+    panels = {"broadcast": {1: ([0, 5, 10], [0.2, 0.5, 0.8]), 2: ([0, 5, 10], [0.3, 0.4, 0.7])},
+              "loo": {1: ([0, 5, 10], [0.2, 0.2, 0.3])},
+              "ccpo_v2": {1: ([0, 5, 10], [0.2, 0.3, 0.3]), 4: ([0, 5], [0.25, 0.35])}}   # seed 4 stopped at 5
+    fig = plots().seed_curves(panels, palette, "seeds", "updates", "held-out team reward", "caption",
+                              refs={"optimum 0.9": 0.9, "chance 0.25": 0.25})
+    _check(fig)
+    assert fig.colours == {m: palette.colour(m) for m in panels}
+    assert {"optimum 0.9", "chance 0.25", "one seed (thick: the mean)"} <= set(fig.legend)
+    img = Image.open(io.BytesIO(base64.b64decode(fig.png)))
+    assert img.size == (round(4.6 * 1.5 * 120), round((2.3 * 2 + 0.9) * 120))
+    colours = {"#{:02x}{:02x}{:02x}".format(*c[1][:3]) for c in img.convert("RGB").getcolors(1 << 20)}
+    assert set(fig.colours.values()) <= colours                 # each method's mean line in its exact colour
