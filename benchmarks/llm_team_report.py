@@ -81,6 +81,11 @@ def _curves(out: Path, seeds: list[int] | None) -> dict[str, dict[int, dict[int,
     return {m: by_seed for m, by_seed in data.items() if by_seed}
 
 
+def _budgets(data: dict, methods: list[str], at: int | None) -> dict[str, int]:
+    """The updates each method is compared after: ``at``, or the last checkpoint any of its seeds reached."""
+    return {m: at if at is not None else max(k for pts in data[m].values() for k in pts) for m in methods}
+
+
 def _pairs(data: dict, methods: list[str], last: dict[str, int], metric: str) -> list[tuple]:
     """The design's family as ``(a, b, xa, xb)``: each method after ``last[m]`` updates against its own untrained
     start, then each against the first method at the same budget, paired by the seeds both sides finished (two at
@@ -124,9 +129,9 @@ def recheck(out: Path, methods: list[str], first: list[int], fresh: list[int], a
     methods = [m for m in methods if m in base]
     if not methods:
         return f"no runs of seeds {first} under {out}"
-    last = {m: at if at is not None else max(k for pts in base[m].values() for k in pts) for m in methods}
+    last = _budgets(base, methods, at)
     family = holm_family(comparisons(base, methods, last, metric))
-    found = [(c, verdict(c)) for c in family if verdict(c) != "not separated"]
+    found = [(c, v) for c, v in ((c, verdict(c)) for c in family) if v != "not separated"]
     head = (f"Seeds {first[0]}-{first[-1]}" if first == list(range(first[0], first[-1] + 1)) else f"Seeds {first}")
     if not found:
         return f"{head}: none of the {len(family)} comparisons separates (Holm over {len(family)}): nothing to re-check."
@@ -209,7 +214,7 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None,
             means = [sum(r[x] for r in rows) / len(rows) for x in METRICS]
             lines.append(f"| {m} | {k} | {len(rows)} | " + " | ".join(f"{v:.3f}" if i < 3 else f"{v:.4f}"
                                                                     for i, v in enumerate(means)) + " |")
-    last = {m: at if at is not None else max(k for pts in data[m].values() for k in pts) for m in methods}
+    last = _budgets(data, methods, at)
     if metric not in METRICS:
         raise ValueError(f"metric {metric!r} is not one of {list(METRICS)}")
     seeds_seen = sorted({s for m in methods for s in data[m]})

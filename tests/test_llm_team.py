@@ -100,7 +100,6 @@ def test_the_report_pairs_finished_seeds_and_corrects_every_comparison_together(
     assert "held-out p_follow, paired" in team.report(tmp_path, ["loo"], metric="p_follow")
 
 
-
 def test_the_recheck_tests_only_what_separated_one_sided_on_fresh_seeds_with_holm_over_them(tmp_path):
     for s in range(10):                                   # seeds 0-9: every difference one way, p = 2 / 1024
         _run(tmp_path, "broadcast-maxrl", s, [0.5, 0.80 + 0.01 * s])
