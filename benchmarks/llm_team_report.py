@@ -17,15 +17,31 @@ from pathlib import Path
 
 __all__ = ["METRICS", "comparisons", "curves", "plot", "read_metrics", "recheck", "report", "runs_table"]
 
-METRICS = ("team_reward/team", "p_follow", "p_pass", "mi_clue_message")
+# the held-out metrics the trainer's evaluator logs (``eval/<name>``), each with the words a table or figure uses
+METRICS = {"team_reward/team": "team reward", "p_follow": "P(follow)", "p_pass": "P(pass)",
+           "mi_clue_message": "I(clue; message), nats"}
 
 
 def read_metrics(run: Path) -> list[dict]:
+    """The rows of ``run/metrics.jsonl`` (none when it is absent). A line that is not a JSON object (a run killed
+    while writing it, an edited file) is a ``ValueError`` naming the file and line, never a half-read campaign."""
     path = run / "metrics.jsonl"
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+            raise ValueError(  # noqa: TRY004 (bad file content, not a bad argument)
+                f"{path}, line {i}: not a step's metrics (a JSON object with an integer 'step'); the file was cut "
+                "or edited. Restore it, or train the run again")
+        rows.append(row)
+    return rows
 
 
 def curves(out: Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
@@ -52,6 +68,7 @@ def runs_table(out: Path, methods: list[str] | None = None, metric: str = "team_
     last, the thinker's batch entropy (``policy_entropy/thinker``: of the batch each step plays) before the first
     update, after it and at the last step, and its wall time (the sum of its steps' times + of its evaluations'
     times, in minutes). Runs stopped part-way are shown where they are."""
+    _check(metric)
     data = curves(out)
     methods = [m for m in (methods or sorted(data)) if m in data]
     done = sorted({k for m in methods for pts in data[m].values() for k in pts})
@@ -72,6 +89,12 @@ def runs_table(out: Path, methods: list[str] | None = None, metric: str = "team_
                          + (" / ".join(f"{e:.2f}" for e in ent[:2] + ent[2:][-1:]) or "-")
                          + f" | {step:.0f} + {evals:.0f} min |")
     return "\n".join(lines)
+
+
+def _check(metric: str) -> str:
+    if metric not in METRICS:
+        raise ValueError(f"metric {metric!r} is not one of {list(METRICS)}")
+    return metric
 
 
 def _curves(out: Path, seeds: list[int] | None) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
@@ -123,6 +146,7 @@ def recheck(out: Path, methods: list[str], first: list[int], fresh: list[int], a
     from leaderboard.stats import holm, mean_ci, sign_flip_test
     from leaderboard.verdicts import holm_family, verdict
 
+    _check(metric)
     if set(first) & set(fresh):
         raise ValueError(f"the re-check's seeds must be fresh: {sorted(set(first) & set(fresh))} are in both")
     base = _curves(out, first)
@@ -180,6 +204,7 @@ def plot(out: Path, path: Path, methods: list[str], metric: str = "team_reward/t
     from leaderboard.render import plots
     from leaderboard.style import Palette
 
+    name = METRICS[_check(metric)]
     data = _curves(out, seeds)
     methods = [m for m in methods if m in data]
     if not methods:
@@ -187,8 +212,6 @@ def plot(out: Path, path: Path, methods: list[str], metric: str = "team_reward/t
     panels = {m: {s: (sorted(pts), [pts[k][metric] for k in sorted(pts)]) for s, pts in data[m].items()}
               for m in methods}
     refs = {"optimum 0.9": 0.9, "chance 0.25": 0.25} if metric == "team_reward/team" else None
-    name = {"team_reward/team": "team reward", "p_follow": "P(follow)", "p_pass": "P(pass)",
-            "mi_clue_message": "I(clue; message), nats"}[metric]
     fig = plots().seed_curves(panels, Palette(methods), "seed-curves", "thinker updates",
                               f"held-out {name} (exact)",
                               f"Held-out {metric} (exact) of every run, by method", refs=refs)
@@ -201,6 +224,7 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None,
            metric: str = "team_reward/team", seeds: list[int] | None = None) -> str:
     from leaderboard.verdicts import holm_family, verdict
 
+    _check(metric)
     data = _curves(out, seeds)
     methods = [m for m in (methods or sorted(data)) if m in data]
     if not methods:
@@ -215,8 +239,6 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None,
             lines.append(f"| {m} | {k} | {len(rows)} | " + " | ".join(f"{v:.3f}" if i < 3 else f"{v:.4f}"
                                                                     for i, v in enumerate(means)) + " |")
     last = _budgets(data, methods, at)
-    if metric not in METRICS:
-        raise ValueError(f"metric {metric!r} is not one of {list(METRICS)}")
     seeds_seen = sorted({s for m in methods for s in data[m]})
     lines += ["", (f"Per seed, held-out {metric}: untrained start -> after each method's last checkpoint compared "
                    "(its updates; a run not there yet: where it is now, in brackets):"), "",

@@ -100,6 +100,24 @@ def test_the_report_pairs_finished_seeds_and_corrects_every_comparison_together(
     assert "held-out p_follow, paired" in team.report(tmp_path, ["loo"], metric="p_follow")
 
 
+def test_a_cut_metrics_line_or_an_unknown_metric_is_a_clear_error_naming_what_is_wrong(tmp_path):
+    _run(tmp_path, "loo", 1, [0.4, 0.5])
+    path = tmp_path / "loo" / "seed1" / "metrics.jsonl"
+    good = path.read_text()
+    path.write_text(good + '{"step": 4, "eval/p_fo')                 # a run killed while writing its last line
+    with pytest.raises(ValueError, match=r"metrics.jsonl, line 5: not a step's metrics"):
+        team.curves(tmp_path)
+    path.write_text(good + "[1, 2]\n")                                 # JSON, but not a step's row
+    with pytest.raises(ValueError, match="line 5"):
+        team.report(tmp_path)
+    path.write_text(good)
+    for call in (lambda: team.report(tmp_path, metric="reward"), lambda: team.runs_table(tmp_path, metric="reward"),
+                 lambda: team.plot(tmp_path, tmp_path / "f.png", ["loo"], metric="reward")):
+        with pytest.raises(ValueError, match="metric 'reward' is not one of"):
+            call()
+    assert not (tmp_path / "f.png").exists()
+
+
 def test_the_recheck_tests_only_what_separated_one_sided_on_fresh_seeds_with_holm_over_them(tmp_path):
     for s in range(10):                                   # seeds 0-9: every difference one way, p = 2 / 1024
         _run(tmp_path, "broadcast-maxrl", s, [0.5, 0.80 + 0.01 * s])
