@@ -12,7 +12,6 @@ trainer logs), so a campaign spread over machines reads the same once its runs' 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 __all__ = ["METRICS", "comparisons", "curves", "plot", "read_metrics", "recheck", "report", "runs_table"]
@@ -23,17 +22,22 @@ METRICS = {"team_reward/team": "team reward", "p_follow": "P(follow)", "p_pass":
 
 
 def read_metrics(run: Path) -> list[dict]:
-    """The rows of ``run/metrics.jsonl`` (none when it is absent). A line that is not a JSON object (a run killed
-    while writing it, an edited file) is a ``ValueError`` naming the file and line, never a half-read campaign."""
+    """The rows of ``run/metrics.jsonl`` (none when it is absent), read with the package's bounded readers (the
+    file within :data:`baselines.outputs.JSON_CAP` bytes, each line within its nesting bound). A line that is not a
+    JSON object (a run killed while writing it, an edited file) is a ``ValueError`` naming the file and line, never a
+    half-read campaign; so is a file over the cap."""
     path = run / "metrics.jsonl"
     if not path.is_file():
         return []
+    from baselines.outputs import JSON_CAP, loads_bounded, read_capped
+
     rows = []
-    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    text = read_capped(path, JSON_CAP, "metrics.jsonl").decode("utf-8", errors="replace")
+    for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_bounded(line, f"{path}:{i}")
         except ValueError:
             row = None
         if not isinstance(row, dict) or not isinstance(row.get("step"), int):
