@@ -15,7 +15,9 @@ adapter per role on every layer. The recipe (RESULTS.md, "Both SmolLM2 roles lea
 * ``--tasks 32 --group 8``, lr 1e-3 and ``--micro-batch-tokens 1024`` (memory: two runs side by side);
 * the method label ``broadcast-maxrl`` is broadcast with ``{"std": "mean"}`` (MaxRL's ``(R - mean) / mean``),
   ``broadcast-drgrpo`` broadcast with ``{"std": None}`` (Dr. GRPO's ``R - mean``: the exploratory arm that asks
-  whether MaxRL's 1 / mean group weighting is what keeps the thinker's first update from collapsing); any other
+  whether MaxRL's 1 / mean group weighting is what keeps the thinker's first update from collapsing);
+  ``first-bmaxrl-then-ccpo_v2`` and ``first-ccpo_v2-then-bmaxrl`` (the first-update probe,
+  :mod:`benchmarks.credit_switch`) take one method's advantages for the first update and the other's after; any other
   label is a credit method with its own defaults (``broadcast``: GRPO's ``(R - mean) / std``).
 
 * ``--solver-steps N`` (off by default): the campaign's layout (RESULTS.md, "Credit methods on the thinker's phase").
@@ -99,6 +101,11 @@ __all__ = ["METRICS", "campaign", "command", "curves", "fidelity", "main", "plot
 ENV_KWARGS = {"thinker_clue_accuracy": 0.9, "clue_pool": "words"}
 VARIANTS = {"broadcast-maxrl": ("broadcast", {"std": "mean"}),     # MaxRL: (R - mean) / mean
             "broadcast-drgrpo": ("broadcast", {"std": None})}      # Dr. GRPO: R - mean, no scaling
+SWITCH = "benchmarks.credit_switch:FirstThen"    # the first-update probe: one method's first update, another's after
+VARIANTS |= {"first-bmaxrl-then-ccpo_v2": (SWITCH, {"first": "broadcast", "first_options": {"std": "mean"},
+                                                    "then": "ccpo_v2", "steps": 1}),
+             "first-ccpo_v2-then-bmaxrl": (SWITCH, {"first": "ccpo_v2", "then": "broadcast",
+                                                    "then_options": {"std": "mean"}, "steps": 1})}
 THINKER_PHASE = {"coma": {"roles": ["thinker"]}}     # with the solver frozen (--solver-steps): options added
 ROLLOUT_BATCH = {"coma": 256}   # the trainer's --rollout-batch: coma's 4 resamples a turn made 1,024-row calls (15 GB)
 SOLVER_RUN = "_solver"                               # OUT/_solver/seed<k>: the shared solver phase
