@@ -234,7 +234,9 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None,
     if not methods:
         return f"no runs with held-out evaluations under {out}"
     lines = [("Held-out means over the seeds finished at each checkpoint (R: team reward, optimum 0.9 in expectation "
-              "and 0.9375 on the campaign's 32 held-out episodes, 30 of whose clues are right; chance 0.25; I in nats):"), "", "| method | updates | n | R | P(follow) | P(pass) | I(clue; message) |",
+              "and 0.9375 on the campaign's 32 held-out episodes, 30 of whose clues are right; chance 0.25; "
+              "I in nats):"),
+             "", "| method | updates | n | R | P(follow) | P(pass) | I(clue; message) |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for m in methods:
         for k in sorted({k for pts in data[m].values() for k in pts}):

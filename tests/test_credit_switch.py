@@ -14,7 +14,7 @@ from tests.baselines.credit.helpers import approx, think_solve
 from tests.benchmark_scripts import load
 
 team = load("llm_team")
-SWITCH = "benchmarks.credit_switch:FirstThen"
+SWITCH = team.SWITCH       # the class path the campaign's probe labels train with
 
 
 def _batch():
