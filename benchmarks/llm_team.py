@@ -58,7 +58,7 @@ stopped part-way is resumed, ``--resume``), ``--jobs`` at a time, each a process
         --methods broadcast-maxrl,ccpo_v2,loo,coma --seeds 1-4 --out runs/llm_team_credit    # fidelity at its start
     python benchmarks/llm_team.py --report runs/llm_team        # the tables of what has finished so far
     python benchmarks/llm_team.py --report benchmarks/pilots/llm_team_credit --runs   # and a row per run
-    python benchmarks/llm_team.py --report runs/llm_team_credit --seeds 1-10 --recheck 11-17   # the re-check
+    python benchmarks/llm_team.py --report runs/llm_team_credit --seeds 1-10 --recheck 11-16   # the re-check
     python benchmarks/llm_team.py --model tiny --steps 4 --relay-steps 2 --eval-every 2 --eval-episodes 2 \\
         --tasks 2 --group 2 --methods broadcast-maxrl,broadcast --seeds 0-1 --out /tmp/llm_team   # seconds
 
