@@ -162,7 +162,8 @@ def recheck(out: Path, methods: list[str], first: list[int], fresh: list[int], a
     found = [(c, v) for c, v in ((c, verdict(c)) for c in family) if v != "not separated"]
     head = (f"Seeds {first[0]}-{first[-1]}" if first == list(range(first[0], first[-1] + 1)) else f"Seeds {first}")
     if not found:
-        return f"{head}: none of the {len(family)} comparisons separates (Holm over {len(family)}): nothing to re-check."
+        return (f"{head}: none of the {len(family)} comparisons separates (Holm over {len(family)}): "
+                "nothing to re-check.")
     k = len(found)
     need = next(n for n in range(1, 64) if k / 2 ** n < 0.05)
     again = {(a, b): (xa, xb) for a, b, xa, xb in _pairs(_curves(out, fresh), methods, last, metric)}
@@ -267,8 +268,8 @@ def report(out: Path, methods: list[str] | None = None, at: int | None = None,
     tests = comparisons(data, methods, last, metric)
     if tests:
         lines += ["", (f"{where}, paired by training seed, 95% t-interval, exact sign-flip p, Holm over the "
-                       f"{len(tests)} comparisons:"), "", "| comparison | n | difference [95% t] | p | Holm p | verdict |",
-                  "|---|---:|---|---:|---:|---|"]
+                       f"{len(tests)} comparisons:"), "",
+                  "| comparison | n | difference [95% t] | p | Holm p | verdict |", "|---|---:|---|---:|---:|---|"]
         for c in holm_family(tests):
             lines.append(f"| {c.a} - {c.b} | {c.n} | {c.diff:+.3f} [{c.low:+.3f}, {c.high:+.3f}] | {c.p:.4f} | "
                          f"{c.p_holm:.4f} | {verdict(c)} |")
